@@ -1,0 +1,38 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace perfwatch {
+
+struct IngestOptions {
+    std::string db_path;
+    std::map<std::string, std::string> labels;
+    std::vector<std::string> files;
+};
+
+struct ShowOptions {
+    std::string db_path;
+    long long run_id = 0;
+    std::string format = "text";
+};
+
+struct CheckOptions {
+    std::string db_path;  // empty: a temporary in-memory database
+    std::vector<std::string> rule_paths;
+    std::map<std::string, std::string> labels;
+    std::string format = "text";
+    std::string fail_on = "error";
+    std::vector<std::string> files;
+};
+
+// Each command prints to stdout/stderr and returns the process exit code.
+int run_ingest(const IngestOptions& options);
+int run_show(const ShowOptions& options);
+// 0: nothing at or above fail_on; 1: findings at or above it; 2: bad usage or unreadable input.
+int run_check(const CheckOptions& options);
+int run_metrics();
+int run_formats();
+
+}  // namespace perfwatch

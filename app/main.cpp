@@ -1,0 +1,92 @@
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "app/commands.hpp"
+
+namespace {
+
+std::string default_db() {
+    const char* env = std::getenv("PERFWATCH_DB");
+    return env != nullptr && *env != '\0' ? env : "perfwatch.db";
+}
+
+// Splits K=V label arguments; returns false (and says why) on a malformed one.
+bool parse_labels(const std::vector<std::string>& args, std::map<std::string, std::string>& out) {
+    for (const std::string& a : args) {
+        const auto eq = a.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            fmt::print(stderr, "perfwatch: error: --label '{}' is not KEY=VALUE\n", a);
+            return false;
+        }
+        out[a.substr(0, eq)] = a.substr(eq + 1);
+    }
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"perfwatch: catches GPU performance problems and regressions in profiler reports"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "perfwatch 0.1.0");
+
+    perfwatch::IngestOptions ingest;
+    std::vector<std::string> ingest_labels;
+    auto* ingest_cmd = app.add_subcommand("ingest", "Store profiler reports in the database");
+    ingest_cmd->add_option("--db", ingest.db_path, "SQLite database (default $PERFWATCH_DB or perfwatch.db)");
+    ingest_cmd->add_option("--label", ingest_labels, "Label KEY=VALUE for the runs (repeatable)");
+    ingest_cmd->add_option("files", ingest.files, "Report files")->required();
+
+    perfwatch::ShowOptions show;
+    auto* show_cmd = app.add_subcommand("show", "Print a stored run: labels, entities, metrics");
+    show_cmd->add_option("--db", show.db_path, "SQLite database (default $PERFWATCH_DB or perfwatch.db)");
+    show_cmd->add_option("run", show.run_id, "Run id")->required();
+    show_cmd->add_option("--format", show.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+
+    perfwatch::CheckOptions check;
+    std::vector<std::string> check_labels;
+    auto* check_cmd = app.add_subcommand("check", "Ingest reports, evaluate rules, print findings; exit 1 on "
+                                                  "findings at or above --fail-on");
+    check_cmd->add_option("--db", check.db_path, "SQLite database to keep runs in (default: temporary)");
+    check_cmd->add_option("--rules", check.rule_paths, "Extra rule file (repeatable); same id overrides a shipped rule");
+    check_cmd->add_option("--label", check_labels, "Label KEY=VALUE for the runs (repeatable)");
+    check_cmd->add_option("--format", check.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+    check_cmd->add_option("--fail-on", check.fail_on, "info, warning or error (default error)")
+        ->check(CLI::IsMember({"info", "warning", "error"}));
+    check_cmd->add_option("files", check.files, "Report files")->required();
+
+    auto* metrics_cmd = app.add_subcommand("metrics", "List the canonical metric vocabulary rules are written in");
+    auto* formats_cmd = app.add_subcommand("formats", "List the supported report formats");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        app.exit(e);
+        return 2;
+    }
+
+    if (ingest_cmd->parsed()) {
+        if (ingest.db_path.empty()) ingest.db_path = default_db();
+        if (!parse_labels(ingest_labels, ingest.labels)) return 2;
+        return perfwatch::run_ingest(ingest);
+    }
+    if (show_cmd->parsed()) {
+        if (show.db_path.empty()) show.db_path = default_db();
+        return perfwatch::run_show(show);
+    }
+    if (check_cmd->parsed()) {
+        if (!parse_labels(check_labels, check.labels)) return 2;
+        return perfwatch::run_check(check);
+    }
+    if (metrics_cmd->parsed()) return perfwatch::run_metrics();
+    if (formats_cmd->parsed()) return perfwatch::run_formats();
+    return 2;
+}

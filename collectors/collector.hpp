@@ -1,0 +1,44 @@
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "storage/error.hpp"
+#include "storage/model.hpp"
+
+namespace perfwatch {
+
+// One report format. A collector recognizes its format from content (never the file name) and
+// turns a whole report into a RunBatch, or an Error naming the line or offset at fault.
+class Collector {
+public:
+    virtual ~Collector() = default;
+    // Format id stored with the run ("ncu-csv").
+    virtual std::string_view id() const = 0;
+    virtual std::string_view description() const = 0;
+    // True when `head` (the first bytes of the report, up to k_sniff_bytes) is in this format.
+    virtual bool recognizes(std::string_view head) const = 0;
+    // Parses `content`; `path` is only used in messages and as the run's source.
+    virtual Result<RunBatch> collect(const std::string& path, std::string_view content) const = 0;
+};
+
+inline constexpr std::size_t k_sniff_bytes = 1 << 20;
+
+// The collectors in detection order: the first that recognizes a report reads it.
+std::span<const Collector* const> collectors();
+
+// Detects the format of `content`; nullptr when no collector recognizes it.
+const Collector* detect(std::string_view content);
+
+// Reads a report file, rejects empty, binary and unrecognised input with a clear error,
+// parses it and fills source and sha256.
+Result<RunBatch> collect_file(const std::string& path);
+
+// Same for content already in memory.
+Result<RunBatch> collect_content(const std::string& path, std::string_view content);
+
+// Lower-case hex SHA-256 of `data`.
+std::string sha256_hex(std::string_view data);
+
+}  // namespace perfwatch

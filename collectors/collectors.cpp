@@ -1,0 +1,82 @@
+#include <openssl/evp.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "collectors/collector.hpp"
+#include "collectors/ncu_csv.hpp"
+#include "collectors/ncu_text.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+// Detection order: the most specific signatures first.
+const std::array<const Collector*, 3>& collector_table() {
+    static const std::array<const Collector*, 3> k_collectors{
+        &ncu_csv_collector(),
+        &ncu_raw_csv_collector(),
+        &ncu_text_collector(),
+    };
+    return k_collectors;
+}
+
+}  // namespace
+
+std::span<const Collector* const> collectors() { return collector_table(); }
+
+const Collector* detect(std::string_view content) {
+    const std::string_view head = content.substr(0, std::min(content.size(), k_sniff_bytes));
+    for (const Collector* c : collectors())
+        if (c->recognizes(head)) return c;
+    return nullptr;
+}
+
+std::string sha256_hex(std::string_view data) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+    std::string out;
+    out.reserve(len * 2);
+    for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", digest[i]);
+    return out;
+}
+
+Result<RunBatch> collect_content(const std::string& path, std::string_view content) {
+    if (content.empty()) return fail(path, 0, "file is empty (expected a profiler report)");
+    const std::string_view head = content.substr(0, std::min(content.size(), k_sniff_bytes));
+    if (const auto nul = head.find('\0'); nul != std::string_view::npos)
+        return fail_at_offset(path, nul,
+                              "binary data (NUL byte): expected a text report (Nsight Compute CSV or text output)");
+    const Collector* c = detect(content);
+    if (c == nullptr) {
+        std::string names;
+        for (const Collector* k : collectors()) names += fmt::format("\n  {}: {}", k->id(), k->description());
+        return fail(path, 0, fmt::format("unrecognised report format; expected one of:{}", names));
+    }
+    auto batch = c->collect(path, content);
+    if (!batch) return batch;
+    batch->source = path;
+    batch->sha256 = sha256_hex(content);
+    return batch;
+}
+
+Result<RunBatch> collect_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return fail(path, 0, "is a directory, expected a report file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return fail(path, 0, fmt::format("cannot open: {}", std::strerror(errno)));
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    if (in.bad()) return fail(path, 0, fmt::format("read error: {}", std::strerror(errno)));
+    const std::string content = std::move(buf).str();
+    return collect_content(path, content);
+}
+
+}  // namespace perfwatch

@@ -1,0 +1,378 @@
+#include "collectors/ncu_common.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "collectors/units.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+// Nsight Compute names (section display names of every generation, and raw metric names)
+// mapped to the canonical vocabulary. `unit` restricts an entry to values of that base unit,
+// for names ncu uses twice ("Memory Throughput" is a percentage in one section and a
+// bandwidth in another).
+struct NcuName {
+    std::string_view tool;
+    std::string_view unit;
+    std::string_view canonical;
+};
+
+constexpr std::array k_ncu_names = std::to_array<NcuName>({
+    {"Duration", "", "duration"},
+    {"gpu__time_duration.sum", "", "duration"},
+    {"gpu__time_duration.avg", "", "duration"},
+    {"Elapsed Cycles", "", "elapsed_cycles"},
+    {"gpc__cycles_elapsed.max", "", "elapsed_cycles"},
+    {"SM Active Cycles", "", "sm_active_cycles"},
+    {"sm__cycles_active.avg", "", "sm_active_cycles"},
+    {"SM Frequency", "", "sm_frequency"},
+    {"sm__cycles_elapsed.avg.per_second", "", "sm_frequency"},
+    {"DRAM Frequency", "", "dram_frequency"},
+    {"Memory Frequency", "", "dram_frequency"},
+    {"dram__cycles_elapsed.avg.per_second", "", "dram_frequency"},
+    {"Compute (SM) Throughput", "", "sm_throughput"},
+    {"Compute (SM) [%]", "", "sm_throughput"},
+    {"SM [%]", "", "sm_throughput"},
+    {"sm__throughput.avg.pct_of_peak_sustained_elapsed", "", "sm_throughput"},
+    {"Memory Throughput", "percent", "memory_throughput"},
+    {"Memory [%]", "", "memory_throughput"},
+    {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "", "memory_throughput"},
+    {"Memory Throughput", "byte/s", "dram_bandwidth"},
+    {"dram__bytes.sum.per_second", "", "dram_bandwidth"},
+    {"DRAM Throughput", "", "dram_throughput"},
+    {"SOL FB", "", "dram_throughput"},
+    {"dram__throughput.avg.pct_of_peak_sustained_elapsed", "", "dram_throughput"},
+    {"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "", "dram_throughput"},
+    {"L1/TEX Cache Throughput", "", "l1tex_throughput"},
+    {"SOL TEX", "", "l1tex_throughput"},
+    {"l1tex__throughput.avg.pct_of_peak_sustained_active", "", "l1tex_throughput"},
+    {"L2 Cache Throughput", "", "l2_throughput"},
+    {"SOL L2", "", "l2_throughput"},
+    {"lts__throughput.avg.pct_of_peak_sustained_elapsed", "", "l2_throughput"},
+    {"Mem Busy", "", "mem_busy"},
+    {"Max Bandwidth", "", "max_bandwidth"},
+    {"Mem Pipes Busy", "", "mem_pipes_busy"},
+    {"Block Size", "", "block_size"},
+    {"launch__block_size", "", "block_size"},
+    {"Grid Size", "", "grid_size"},
+    {"launch__grid_size", "", "grid_size"},
+    {"Threads", "", "threads"},
+    {"launch__thread_count", "", "threads"},
+    {"Registers Per Thread", "", "registers_per_thread"},
+    {"launch__registers_per_thread", "", "registers_per_thread"},
+    {"Static Shared Memory Per Block", "", "shared_mem_static_per_block"},
+    {"launch__shared_mem_per_block_static", "", "shared_mem_static_per_block"},
+    {"Dynamic Shared Memory Per Block", "", "shared_mem_dynamic_per_block"},
+    {"launch__shared_mem_per_block_dynamic", "", "shared_mem_dynamic_per_block"},
+    {"Driver Shared Memory Per Block", "", "shared_mem_driver_per_block"},
+    {"launch__shared_mem_per_block_driver", "", "shared_mem_driver_per_block"},
+    {"Shared Memory Configuration Size", "", "shared_mem_config_size"},
+    {"launch__shared_mem_config_size", "", "shared_mem_config_size"},
+    {"# SMs", "", "sm_count"},
+    {"launch__sm_count", "", "sm_count"},
+    {"device__attribute_multiprocessor_count", "", "sm_count"},
+    {"Waves Per SM", "", "waves_per_sm"},
+    {"launch__waves_per_multiprocessor", "", "waves_per_sm"},
+    {"Block Limit SM", "", "block_limit_sm"},
+    {"launch__occupancy_limit_blocks", "", "block_limit_sm"},
+    {"Block Limit Registers", "", "block_limit_registers"},
+    {"launch__occupancy_limit_registers", "", "block_limit_registers"},
+    {"Block Limit Shared Mem", "", "block_limit_shared_mem"},
+    {"launch__occupancy_limit_shared_mem", "", "block_limit_shared_mem"},
+    {"Block Limit Warps", "", "block_limit_warps"},
+    {"launch__occupancy_limit_warps", "", "block_limit_warps"},
+    {"Block Limit Barriers", "", "block_limit_barriers"},
+    {"launch__occupancy_limit_barriers", "", "block_limit_barriers"},
+    {"Theoretical Occupancy", "", "occupancy_theoretical"},
+    {"sm__maximum_warps_per_active_cycle_pct", "", "occupancy_theoretical"},
+    {"Achieved Occupancy", "", "occupancy_achieved"},
+    {"sm__warps_active.avg.pct_of_peak_sustained_active", "", "occupancy_achieved"},
+    {"Theoretical Active Warps per SM", "", "warps_theoretical_per_sm"},
+    {"sm__maximum_warps_avg_per_active_cycle", "", "warps_theoretical_per_sm"},
+    {"Achieved Active Warps Per SM", "", "warps_achieved_per_sm"},
+    {"sm__warps_active.avg.per_cycle_active", "", "warps_achieved_per_sm"},
+    {"Issue Slots Busy", "", "issue_slots_busy"},
+    {"sm__inst_issued.avg.pct_of_peak_sustained_active", "", "issue_slots_busy"},
+    {"SM Busy", "", "sm_busy"},
+    {"Executed Ipc Active", "", "ipc_executed_active"},
+    {"sm__inst_executed.avg.per_cycle_active", "", "ipc_executed_active"},
+    {"Executed Ipc Elapsed", "", "ipc_executed_elapsed"},
+    {"sm__inst_executed.avg.per_cycle_elapsed", "", "ipc_executed_elapsed"},
+    {"Issued Ipc Active", "", "ipc_issued_active"},
+    {"sm__inst_issued.avg.per_cycle_active", "", "ipc_issued_active"},
+    {"Eligible Warps Per Scheduler", "", "eligible_warps_per_scheduler"},
+    {"smsp__warps_eligible.avg.per_cycle_active", "", "eligible_warps_per_scheduler"},
+    {"Active Warps Per Scheduler", "", "active_warps_per_scheduler"},
+    {"smsp__warps_active.avg.per_cycle_active", "", "active_warps_per_scheduler"},
+    {"Issued Warp Per Scheduler", "", "issued_warps_per_scheduler"},
+    {"No Eligible", "", "no_eligible"},
+    {"One or More Eligible", "", "one_or_more_eligible"},
+    {"Warp Cycles Per Issued Instruction", "", "warp_cycles_per_issued_instruction"},
+    {"Warp Cycles Per Executed Instruction", "", "warp_cycles_per_executed_instruction"},
+    {"Avg. Active Threads Per Warp", "", "threads_per_warp_active"},
+    {"Avg. Not Predicated Off Threads Per Warp", "", "threads_per_warp_not_predicated"},
+    {"Executed Instructions", "", "instructions_executed"},
+    {"smsp__inst_executed.sum", "", "instructions_executed"},
+    {"Issued Instructions", "", "instructions_issued"},
+    {"smsp__inst_issued.sum", "", "instructions_issued"},
+    {"Branch Instructions", "", "branch_instructions"},
+    {"smsp__inst_executed_op_branch.sum", "", "branch_instructions"},
+    {"Branch Efficiency", "", "branch_efficiency"},
+    {"Avg. Divergent Branches", "", "divergent_branches"},
+    {"L1/TEX Hit Rate", "", "l1_hit_rate"},
+    {"L1 Hit Rate", "", "l1_hit_rate"},
+    {"l1tex__t_sector_hit_rate.pct", "", "l1_hit_rate"},
+    {"L2 Hit Rate", "", "l2_hit_rate"},
+    {"lts__t_sector_hit_rate.pct", "", "l2_hit_rate"},
+    {"Local Memory Spilling Requests", "", "local_spill_requests"},
+    {"Local Memory Spilling Request Overhead", "", "local_spill_overhead"},
+    {"derived__memory_l2_theoretical_sectors_global_excessive", "", "global_sectors_excessive"},
+    {"memory_l2_theoretical_sectors_global_excessive", "", "global_sectors_excessive"},
+    {"memory_l2_theoretical_sectors_global_ideal", "", "global_sectors_ideal"},
+    {"memory_l1_tag_requests_global", "", "global_sectors_requested"},
+});
+
+constexpr double k_bytes_per_sector = 32;
+
+std::string limiter_text(const NcuLaunch& launch) {
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> k_limits{{
+        {"block_limit_registers", "registers"},
+        {"block_limit_shared_mem", "shared memory"},
+        {"block_limit_warps", "warps"},
+        {"block_limit_sm", "block count"},
+        {"block_limit_barriers", "barriers"},
+    }};
+    double lowest = std::numeric_limits<double>::infinity();
+    for (const auto& [metric, label] : k_limits)
+        for (const Metric& m : launch.metrics)
+            if (m.name == metric) lowest = std::min(lowest, m.value);
+    if (!std::isfinite(lowest)) return {};
+    std::vector<std::string_view> names;
+    for (const auto& [metric, label] : k_limits)
+        for (const Metric& m : launch.metrics)
+            if (m.name == metric && m.value == lowest) names.push_back(label);
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (i > 0) out += (i + 1 == names.size()) ? " and " : ", ";
+        out += names[i];
+    }
+    return out;
+}
+
+void set_metric(std::vector<Metric>& metrics, Metric m) {
+    auto it = std::find_if(metrics.begin(), metrics.end(), [&](const Metric& x) { return x.name == m.name; });
+    if (it == metrics.end())
+        metrics.push_back(std::move(m));
+    else if (it->tool_name == m.tool_name || it->tool_unit.empty())
+        *it = std::move(m);
+    // else: keep the first of two tool metrics mapping to one name (display name wins over raw)
+}
+
+}  // namespace
+
+std::optional<std::string> ncu_time_to_iso(std::string_view t) {
+    static constexpr std::array<std::string_view, 12> k_months{"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                               "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    t = trim(t);
+    if (t.size() != 20 || t[4] != '-' || t[8] != '-' || t[11] != ' ') return std::nullopt;
+    for (std::size_t m = 0; m < k_months.size(); ++m)
+        if (t.substr(5, 3) == k_months[m])
+            return fmt::format("{}-{:02}-{}T{}", t.substr(0, 4), m + 1, t.substr(9, 2), t.substr(12, 8));
+    return std::nullopt;
+}
+
+std::string ncu_canonical_name(std::string_view tool_name, std::string_view base_unit) {
+    for (const NcuName& n : k_ncu_names)
+        if (n.tool == tool_name && (n.unit.empty() || n.unit == base_unit)) return std::string(n.canonical);
+    return slug(tool_name);
+}
+
+bool add_ncu_value(NcuLaunch& launch, std::string_view tool_name, std::string_view tool_unit,
+                   std::string_view raw_value) {
+    const std::string_view value_text = trim(raw_value);
+    const std::string_view unit = trim(tool_unit);
+    if (auto v = parse_report_number(value_text)) {
+        BaseValue base = to_base_unit(*v, unit);
+        std::string name = ncu_canonical_name(tool_name, base.unit);
+        if (name.starts_with("global_sectors_") && base.unit == "byte") {
+            base.value /= k_bytes_per_sector;  // some versions report these in bytes, not sectors
+            base.unit = "count";
+        }
+        set_metric(launch.metrics, Metric{std::move(name), base.value, std::string(base.unit), std::string(tool_name),
+                                          std::string(unit)});
+        return true;
+    }
+    if (value_text.empty() || value_text.find("nan") != std::string_view::npos || value_text == "n/a" ||
+        value_text == "N/A" || value_text == "-")
+        return false;
+    launch.attributes[ncu_canonical_name(tool_name, "")] = std::string(value_text);
+    return true;
+}
+
+void derive_ncu_attributes(NcuLaunch& launch) {
+    if (std::string limiter = limiter_text(launch); !limiter.empty())
+        launch.attributes["occupancy_limiter"] = std::move(limiter);
+}
+
+void build_ncu_entities(RunBatch& batch, std::vector<NcuLaunch> launches) {
+    const std::size_t run_index = batch.run_entity();
+
+    std::map<std::string, std::size_t> device_index;
+    for (NcuLaunch& l : launches) {
+        derive_ncu_attributes(l);
+        if (l.device.empty() || device_index.contains(l.device)) continue;
+        Entity dev;
+        dev.kind = EntityKind::device;
+        dev.name = "device " + l.device;
+        dev.parent = static_cast<std::int64_t>(run_index);
+        if (auto it = l.attributes.find("cc"); it != l.attributes.end()) dev.attributes["cc"] = it->second;
+        for (const Metric& m : l.metrics)
+            if (m.name == "sm_count") dev.set(m);
+        device_index[l.device] = batch.entities.size();
+        batch.entities.push_back(std::move(dev));
+    }
+
+    // Kernels in order of first launch; each aggregates its launches.
+    std::vector<std::string> order;
+    std::unordered_map<std::string, std::vector<std::size_t>> by_kernel;
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+        auto [it, fresh] = by_kernel.try_emplace(launches[i].kernel);
+        if (fresh) order.push_back(launches[i].kernel);
+        it->second.push_back(i);
+    }
+
+    double run_gpu_time = 0;
+    double run_launches = 0;
+    bool have_time = false;
+    for (const std::string& name : order) {
+        const auto& members = by_kernel[name];
+        Entity kernel;
+        kernel.kind = EntityKind::kernel;
+        kernel.name = name;
+        kernel.parent = static_cast<std::int64_t>(run_index);
+
+        double count = 0, total = 0;
+        double dmin = std::numeric_limits<double>::infinity(), dmax = -dmin;
+        bool timed = true;
+        for (std::size_t i : members) {
+            const NcuLaunch& l = launches[i];
+            count += l.invocations;
+            const Metric* d = nullptr;
+            for (const Metric& m : l.metrics)
+                if (m.name == "duration") d = &m;
+            if (d == nullptr) {
+                timed = false;
+                continue;
+            }
+            total += d->value * l.invocations;
+            if (!l.is_summary) {
+                dmin = std::min(dmin, d->value);
+                dmax = std::max(dmax, d->value);
+            }
+        }
+        // Other metrics: the common value when launches agree, else the duration-weighted mean
+        // (plain mean when durations are missing), so a kernel reads like its typical launch.
+        std::vector<std::string> metric_order;
+        std::map<std::string, std::pair<double, double>> sums;  // name -> (weighted sum, weight)
+        std::map<std::string, const Metric*> first;
+        std::map<std::string, bool> uniform;
+        for (std::size_t i : members) {
+            const NcuLaunch& l = launches[i];
+            double w = l.invocations;
+            if (timed)
+                for (const Metric& m : l.metrics)
+                    if (m.name == "duration") w = m.value * l.invocations;
+            for (const Metric& m : l.metrics) {
+                if (!first.contains(m.name)) {
+                    metric_order.push_back(m.name);
+                    first[m.name] = &m;
+                    uniform[m.name] = true;
+                } else if (first[m.name]->value != m.value) {
+                    uniform[m.name] = false;
+                }
+                auto& s = sums[m.name];
+                s.first += m.value * w;
+                s.second += w;
+            }
+        }
+        for (const std::string& mname : metric_order) {
+            Metric m = *first[mname];
+            if (!uniform[mname]) {
+                const auto& s = sums[mname];
+                if (s.second > 0) m.value = s.first / s.second;
+            }
+            if (m.name == "duration") continue;  // replaced by the duration statistics below
+            kernel.metrics.push_back(std::move(m));
+        }
+        kernel.set(Metric{"launches", count, "count", "", ""});
+        if (timed && count > 0) {
+            const Metric* d = first["duration"];
+            const std::string tool_name = d ? d->tool_name : "";
+            const std::string tool_unit = d ? d->tool_unit : "";
+            kernel.set(Metric{"duration_total", total, "ns", tool_name, tool_unit});
+            kernel.set(Metric{"duration_mean", total / count, "ns", tool_name, tool_unit});
+            kernel.set(Metric{"duration", total / count, "ns", tool_name, tool_unit});
+            if (std::isfinite(dmin)) {
+                kernel.set(Metric{"duration_min", dmin, "ns", tool_name, tool_unit});
+                kernel.set(Metric{"duration_max", dmax, "ns", tool_name, tool_unit});
+            }
+            run_gpu_time += total;
+            have_time = true;
+        }
+        run_launches += count;
+        // Attributes shared by every launch describe the kernel.
+        const NcuLaunch& l0 = launches[members.front()];
+        for (const auto& [k, v] : l0.attributes) {
+            bool same = std::all_of(members.begin(), members.end(), [&](std::size_t i) {
+                auto it = launches[i].attributes.find(k);
+                return it != launches[i].attributes.end() && it->second == v;
+            });
+            if (same) kernel.attributes[k] = v;
+        }
+        if (members.size() > 1 && !kernel.attributes.contains("occupancy_limiter")) {
+            std::string limiter;
+            for (std::size_t i : members)
+                if (auto it = launches[i].attributes.find("occupancy_limiter"); it != launches[i].attributes.end())
+                    limiter = it->second;
+            if (!limiter.empty()) kernel.attributes["occupancy_limiter"] = limiter;
+        }
+        if (auto it = device_index.find(l0.device); it != device_index.end())
+            kernel.attributes["device"] = l0.device;
+
+        const std::size_t kernel_index = batch.entities.size();
+        const bool summary = l0.is_summary;
+        if (summary) {
+            // A summary group has no per-launch records; its rule results belong to the kernel.
+            for (std::size_t i : members)
+                for (ToolFinding& f : launches[i].findings) kernel.tool_findings.push_back(std::move(f));
+        }
+        batch.entities.push_back(std::move(kernel));
+        if (summary) continue;
+        for (std::size_t i : members) {
+            NcuLaunch& l = launches[i];
+            Entity launch;
+            launch.kind = EntityKind::launch;
+            launch.name = l.id.empty() ? name : fmt::format("{} #{}", name, l.id);
+            launch.parent = static_cast<std::int64_t>(kernel_index);
+            launch.metrics = std::move(l.metrics);
+            launch.attributes = std::move(l.attributes);
+            if (!l.id.empty()) launch.attributes["id"] = l.id;
+            launch.tool_findings = std::move(l.findings);
+            batch.entities.push_back(std::move(launch));
+        }
+    }
+
+    Entity& run = batch.entities[run_index];
+    run.set(Metric{"launches", run_launches, "count", "", ""});
+    run.set(Metric{"kernels", static_cast<double>(order.size()), "count", "", ""});
+    if (have_time) run.set(Metric{"gpu_time", run_gpu_time, "ns", "", ""});
+}
+
+}  // namespace perfwatch

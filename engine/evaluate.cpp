@@ -1,0 +1,139 @@
+#include "engine/evaluate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace perfwatch {
+
+namespace {
+
+class EntityScope final : public EvalScope {
+public:
+    EntityScope(const Entity& entity, const Entity* run) : m_entity(entity), m_run(run) {}
+
+    std::optional<double> metric(std::string_view name) const override { return m_entity.value(name); }
+
+    std::optional<double> run_metric(std::string_view name) const override {
+        if (m_run == nullptr) return std::nullopt;
+        return m_run->value(name);
+    }
+
+    std::optional<std::string> attribute(std::string_view name) const override {
+        if (name == "name") return m_entity.name;
+        if (name == "kind") return std::string(to_string(m_entity.kind));
+        auto it = m_entity.attributes.find(std::string(name));
+        if (it == m_entity.attributes.end()) return std::nullopt;
+        return it->second;
+    }
+
+private:
+    const Entity& m_entity;
+    const Entity* m_run;
+};
+
+// Speedup the profiler itself estimated for the rule's concern on this entity: for a kernel,
+// the duration-weighted mean over its launches (launches without the result count as 0).
+std::optional<double> tool_speedup(const CompiledRule& rule, const RunBatch& batch, std::size_t index) {
+    if (!rule.tool_finding) return std::nullopt;
+    auto best_on = [&](const Entity& e) -> std::optional<double> {
+        std::optional<double> best;
+        for (const ToolFinding& f : e.tool_findings) {
+            if (!f.speedup_pct) continue;
+            if (!std::regex_search(f.rule + ": " + f.text, *rule.tool_finding)) continue;
+            best = std::max(best.value_or(0.0), *f.speedup_pct);
+        }
+        return best;
+    };
+    const Entity& entity = batch.entities[index];
+    if (auto own = best_on(entity)) return own;
+    double weighted = 0, weight = 0;
+    bool any = false;
+    for (const Entity& child : batch.entities) {
+        if (child.parent != static_cast<std::int64_t>(index) || child.kind != EntityKind::launch) continue;
+        const double w = child.value("duration").value_or(1.0);
+        const auto s = best_on(child);
+        any = any || s.has_value();
+        weighted += s.value_or(0.0) * w;
+        weight += w;
+    }
+    if (!any || weight <= 0) return std::nullopt;
+    return weighted / weight;
+}
+
+void collect_values(const std::set<std::string>& names, const EntityScope& scope, std::map<std::string, double>& out) {
+    for (const std::string& n : names) {
+        std::optional<double> v =
+            n.starts_with("run.") ? scope.run_metric(std::string_view(n).substr(4)) : scope.metric(n);
+        if (v) out[n] = *v;
+    }
+}
+
+}  // namespace
+
+Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run) {
+    Evaluation result;
+    const RunBatch& batch = run.batch;
+    const Entity* run_entity = nullptr;
+    for (const Entity& e : batch.entities)
+        if (e.kind == EntityKind::run) run_entity = &e;
+    const double gpu_time = run_entity ? run_entity->value("gpu_time").value_or(0.0) : 0.0;
+
+    for (const CompiledRule& rule : rules.rules) {
+        for (std::size_t i = 0; i < batch.entities.size(); ++i) {
+            const Entity& entity = batch.entities[i];
+            if (entity.kind != rule.spec.scope) continue;
+            const EntityScope scope(entity, run_entity);
+            const Value cond = rule.when.evaluate(scope);
+            const bool* fired = std::get_if<bool>(&cond);
+            if (fired == nullptr) {
+                ++result.not_applicable;
+                continue;
+            }
+            ++result.evaluated;
+            if (!*fired) continue;
+
+            Finding f;
+            f.rule = rule.spec.id;
+            f.title = rule.spec.title;
+            f.severity = rule.spec.severity;
+            f.run_id = run.id;
+            f.entity_kind = entity.kind;
+            f.entity_name = entity.name;
+            f.labels = rule.spec.labels;
+            f.message = rule.message.render(scope);
+            collect_values(rule.when.metrics_read(), scope, f.metrics);
+            collect_values(rule.message.metrics_read(), scope, f.metrics);
+            f.estimated_speedup_pct = tool_speedup(rule, batch, i);
+            if (!f.estimated_speedup_pct && rule.estimated_speedup) {
+                const Value s = rule.estimated_speedup->evaluate(scope);
+                if (const double* d = std::get_if<double>(&s); d && std::isfinite(*d))
+                    f.estimated_speedup_pct = std::clamp(*d, 0.0, 100.0);
+            }
+            if (entity.kind == EntityKind::run) {
+                f.share_pct = 100.0;
+            } else if (gpu_time > 0) {
+                const auto t = entity.kind == EntityKind::kernel ? entity.value("duration_total")
+                                                                 : entity.value("duration");
+                if (t) f.share_pct = 100.0 * *t / gpu_time;
+            }
+            if (f.share_pct && f.estimated_speedup_pct) f.impact = *f.share_pct * *f.estimated_speedup_pct / 100.0;
+            result.findings.push_back(std::move(f));
+        }
+    }
+    rank_findings(result.findings);
+    return result;
+}
+
+void rank_findings(std::vector<Finding>& findings) {
+    std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+        const double ia = a.impact.value_or(-1), ib = b.impact.value_or(-1);
+        if (ia != ib) return ia > ib;
+        if (a.severity != b.severity) return a.severity > b.severity;
+        const double sa = a.share_pct.value_or(-1), sb = b.share_pct.value_or(-1);
+        if (sa != sb) return sa > sb;
+        if (a.rule != b.rule) return a.rule < b.rule;
+        return a.entity_name < b.entity_name;
+    });
+}
+
+}  // namespace perfwatch

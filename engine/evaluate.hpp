@@ -1,0 +1,27 @@
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/rules.hpp"
+#include "storage/model.hpp"
+
+namespace perfwatch {
+
+struct Evaluation {
+    std::vector<Finding> findings;  // ranked by impact (see rank_findings)
+    std::size_t evaluated = 0;      // rule x entity pairs whose condition could be decided
+    std::size_t not_applicable = 0; // pairs whose condition read a metric the report lacks
+};
+
+// Evaluates every rule on the entities of its scope in `run`. A finding's estimated speedup
+// comes from the profiler's own rule result when the rule names one (tool_finding) and the
+// report has it, else from the rule's estimated_speedup expression.
+Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run);
+
+// Orders findings: highest impact first, then severity, then share of GPU time, then rule id.
+void rank_findings(std::vector<Finding>& findings);
+
+}  // namespace perfwatch

@@ -1,0 +1,669 @@
+#include "engine/expr.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "storage/vocabulary.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+constexpr std::array<std::string_view, 11> k_attributes{"name",   "kind",   "occupancy_limiter", "grid",
+                                                        "block",  "cc",     "device",            "stream",
+                                                        "context", "process", "time"};
+
+struct LiteralUnit {
+    std::string_view suffix;
+    double factor;
+};
+
+// Units a number literal may carry; the value becomes the metric's base unit.
+constexpr std::array k_literal_units = std::to_array<LiteralUnit>({
+    {"ns", 1},     {"us", 1e3},  {"ms", 1e6},   {"s", 1e9},          {"B", 1},
+    {"KB", 1e3},   {"MB", 1e6},  {"GB", 1e9},   {"TB", 1e12},        {"KiB", 1024.0},
+    {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"%", 1}, {"Hz", 1}, {"kHz", 1e3},
+    {"MHz", 1e6},  {"GHz", 1e9},
+});
+
+enum class Tok { number, ident, string, op, lparen, rparen, comma, end };
+
+struct Token {
+    Tok kind = Tok::end;
+    std::string text;
+    double number = 0;
+    std::size_t offset = 0;
+};
+
+}  // namespace
+
+enum class NodeKind { number, string, boolean, metric, run_metric, attribute, neg, not_, binary, match, call, present };
+
+struct Node {
+    NodeKind kind = NodeKind::number;
+    ValueType type = ValueType::number;
+    double number = 0;
+    bool boolean = false;
+    std::string text;  // identifier, string literal, operator or function name
+    std::vector<std::shared_ptr<Node>> args;
+    std::shared_ptr<std::regex> regex;
+    bool negate_match = false;
+    std::size_t offset = 0;
+};
+
+namespace {
+
+class Lexer {
+public:
+    Lexer(std::string_view src, std::vector<ExprError>& errors) : m_src(src), m_errors(errors) {}
+
+    std::vector<Token> run() {
+        std::vector<Token> out;
+        while (true) {
+            skip_space();
+            Token t;
+            t.offset = m_pos;
+            if (m_pos >= m_src.size()) {
+                out.push_back(t);
+                return out;
+            }
+            const char c = m_src[m_pos];
+            if (std::isdigit(static_cast<unsigned char>(c)) ||
+                (c == '.' && m_pos + 1 < m_src.size() && std::isdigit(static_cast<unsigned char>(m_src[m_pos + 1])))) {
+                number(t);
+            } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+                const std::size_t b = m_pos;
+                while (m_pos < m_src.size() && (std::isalnum(static_cast<unsigned char>(m_src[m_pos])) ||
+                                                m_src[m_pos] == '_' || m_src[m_pos] == '.'))
+                    ++m_pos;
+                t.kind = Tok::ident;
+                t.text = std::string(m_src.substr(b, m_pos - b));
+            } else if (c == '"' || c == '\'') {
+                string(t, c);
+            } else if (c == '(') {
+                t.kind = Tok::lparen, ++m_pos;
+            } else if (c == ')') {
+                t.kind = Tok::rparen, ++m_pos;
+            } else if (c == ',') {
+                t.kind = Tok::comma, ++m_pos;
+            } else {
+                static constexpr std::array<std::string_view, 13> k_ops{"<=", ">=", "==", "!=", "!~", "<", ">",
+                                                                        "+",  "-",  "*",  "/",  "~",  "!"};
+                bool matched = false;
+                for (std::string_view op : k_ops) {
+                    if (m_src.substr(m_pos).starts_with(op)) {
+                        t.kind = Tok::op;
+                        t.text = std::string(op == "!" ? "not" : op);
+                        m_pos += op.size();
+                        matched = true;
+                        break;
+                    }
+                }
+                if (!matched) {
+                    m_errors.push_back({m_pos, fmt::format("unexpected character '{}'", c)});
+                    ++m_pos;
+                    continue;
+                }
+            }
+            if (t.kind == Tok::ident && (t.text == "and" || t.text == "or" || t.text == "not")) t.kind = Tok::op;
+            out.push_back(std::move(t));
+        }
+    }
+
+private:
+    void skip_space() {
+        while (m_pos < m_src.size() && std::isspace(static_cast<unsigned char>(m_src[m_pos]))) ++m_pos;
+    }
+
+    void number(Token& t) {
+        const std::size_t b = m_pos;
+        while (m_pos < m_src.size() && (std::isdigit(static_cast<unsigned char>(m_src[m_pos])) || m_src[m_pos] == '.'))
+            ++m_pos;
+        if (m_pos < m_src.size() && (m_src[m_pos] == 'e' || m_src[m_pos] == 'E') && m_pos + 1 < m_src.size() &&
+            (std::isdigit(static_cast<unsigned char>(m_src[m_pos + 1])) ||
+             ((m_src[m_pos + 1] == '-' || m_src[m_pos + 1] == '+') && m_pos + 2 < m_src.size() &&
+              std::isdigit(static_cast<unsigned char>(m_src[m_pos + 2]))))) {
+            m_pos += 2;
+            while (m_pos < m_src.size() && std::isdigit(static_cast<unsigned char>(m_src[m_pos]))) ++m_pos;
+        }
+        double v = 0;
+        const auto [ptr, ec] = std::from_chars(m_src.data() + b, m_src.data() + m_pos, v);
+        if (ec != std::errc() || ptr != m_src.data() + m_pos)
+            m_errors.push_back({b, fmt::format("malformed number '{}'", m_src.substr(b, m_pos - b))});
+        const std::size_t ub = m_pos;
+        if (m_pos < m_src.size() && m_src[m_pos] == '%') {
+            ++m_pos;
+        } else {
+            while (m_pos < m_src.size() && std::isalpha(static_cast<unsigned char>(m_src[m_pos]))) ++m_pos;
+        }
+        const std::string_view unit = m_src.substr(ub, m_pos - ub);
+        if (!unit.empty()) {
+            bool known = false;
+            for (const auto& u : k_literal_units)
+                if (u.suffix == unit) {
+                    v *= u.factor;
+                    known = true;
+                }
+            if (!known)
+                m_errors.push_back({ub, fmt::format("unknown unit '{}' (known: ns us ms s, B KB MB GB KiB MiB GiB, "
+                                                    "%, Hz kHz MHz GHz)",
+                                                    unit)});
+        }
+        t.kind = Tok::number;
+        t.number = v;
+    }
+
+    void string(Token& t, char quote) {
+        const std::size_t b = m_pos++;
+        std::string out;
+        while (m_pos < m_src.size() && m_src[m_pos] != quote) {
+            if (m_src[m_pos] == '\\' && m_pos + 1 < m_src.size()) ++m_pos;
+            out.push_back(m_src[m_pos++]);
+        }
+        if (m_pos >= m_src.size())
+            m_errors.push_back({b, "unterminated string"});
+        else
+            ++m_pos;
+        t.kind = Tok::string;
+        t.text = std::move(out);
+    }
+
+    std::string_view m_src;
+    std::size_t m_pos = 0;
+    std::vector<ExprError>& m_errors;
+};
+
+int binary_precedence(const Token& t) {
+    if (t.kind != Tok::op) return -1;
+    const std::string& o = t.text;
+    if (o == "or") return 1;
+    if (o == "and") return 2;
+    if (o == "<" || o == "<=" || o == ">" || o == ">=" || o == "==" || o == "!=" || o == "~" || o == "!~") return 4;
+    if (o == "+" || o == "-") return 5;
+    if (o == "*" || o == "/") return 6;
+    return -1;
+}
+
+struct FunctionDef {
+    std::string_view name;
+    int min_args;
+    int max_args;  // -1: any
+};
+
+constexpr std::array k_functions = std::to_array<FunctionDef>({
+    {"min", 1, -1},   {"max", 1, -1},   {"abs", 1, 1},  {"sqrt", 1, 1},   {"log", 1, 1},
+    {"floor", 1, 1},  {"ceil", 1, 1},   {"round", 1, 1}, {"clamp", 3, 3}, {"metric", 1, 1},
+    {"attr", 1, 1},   {"present", 1, 1},
+});
+
+class Parser {
+public:
+    Parser(std::vector<Token> tokens, std::vector<ExprError>& errors, std::set<std::string>& metrics)
+        : m_toks(std::move(tokens)), m_errors(errors), m_metrics(metrics) {}
+
+    std::shared_ptr<Node> parse() {
+        auto n = expression(0);
+        if (peek().kind != Tok::end) error(peek().offset, "unexpected text after the end of the expression");
+        return n;
+    }
+
+private:
+    const Token& peek() const { return m_toks[m_i]; }
+    const Token& take() { return m_toks[m_i < m_toks.size() - 1 ? m_i++ : m_i]; }
+    void error(std::size_t offset, std::string message) { m_errors.push_back({offset, std::move(message)}); }
+
+    std::shared_ptr<Node> expression(int min_prec) {
+        auto left = unary();
+        while (true) {
+            const int prec = binary_precedence(peek());
+            if (prec < 0 || prec < min_prec) return left;
+            Token op = take();
+            auto right = expression(prec + 1);
+            left = binary(std::move(op), std::move(left), std::move(right));
+        }
+    }
+
+    std::shared_ptr<Node> unary() {
+        const Token& t = peek();
+        if (t.kind == Tok::op && (t.text == "-" || t.text == "not")) {
+            Token op = take();
+            auto n = std::make_shared<Node>();
+            n->offset = op.offset;
+            if (op.text == "-") {
+                n->kind = NodeKind::neg;
+                n->args.push_back(unary());
+                expect_type(*n->args[0], ValueType::number, "'-'");
+                n->type = ValueType::number;
+            } else {
+                n->kind = NodeKind::not_;
+                n->args.push_back(expression(3));
+                expect_type(*n->args[0], ValueType::boolean, "'not'");
+                n->type = ValueType::boolean;
+            }
+            return n;
+        }
+        return primary();
+    }
+
+    std::shared_ptr<Node> primary() {
+        Token t = take();
+        auto n = std::make_shared<Node>();
+        n->offset = t.offset;
+        switch (t.kind) {
+            case Tok::number:
+                n->kind = NodeKind::number;
+                n->number = t.number;
+                return n;
+            case Tok::string:
+                n->kind = NodeKind::string;
+                n->type = ValueType::string;
+                n->text = t.text;
+                return n;
+            case Tok::lparen: {
+                auto inner = expression(0);
+                if (peek().kind != Tok::rparen)
+                    error(peek().offset, "expected ')'");
+                else
+                    take();
+                return inner;
+            }
+            case Tok::ident:
+                if (peek().kind == Tok::lparen) return call(t);
+                return identifier(t);
+            case Tok::end:
+                error(t.offset, "expected a value, found the end of the expression");
+                return n;
+            default:
+                error(t.offset, fmt::format("expected a value, found '{}'", t.text.empty() ? "," : t.text));
+                return n;
+        }
+    }
+
+    std::shared_ptr<Node> identifier(const Token& t) {
+        auto n = std::make_shared<Node>();
+        n->offset = t.offset;
+        n->text = t.text;
+        if (t.text == "true" || t.text == "false") {
+            n->kind = NodeKind::boolean;
+            n->type = ValueType::boolean;
+            n->boolean = t.text == "true";
+            return n;
+        }
+        if (t.text.starts_with("run.")) {
+            const std::string m = t.text.substr(4);
+            n->kind = NodeKind::run_metric;
+            n->text = m;
+            if (find_metric_def(m) == nullptr) error(t.offset, fmt::format("unknown run metric '{}'", m));
+            m_metrics.insert(t.text);
+            return n;
+        }
+        for (std::string_view a : k_attributes) {
+            if (a == t.text) {
+                n->kind = NodeKind::attribute;
+                n->type = ValueType::string;
+                return n;
+            }
+        }
+        n->kind = NodeKind::metric;
+        if (find_metric_def(t.text) == nullptr)
+            error(t.offset, fmt::format("unknown metric '{}' (see `perfwatch metrics`; other metrics a report "
+                                        "carries are read with metric(\"name\"))",
+                                        t.text));
+        m_metrics.insert(t.text);
+        return n;
+    }
+
+    std::shared_ptr<Node> call(const Token& name) {
+        auto n = std::make_shared<Node>();
+        n->kind = NodeKind::call;
+        n->offset = name.offset;
+        n->text = name.text;
+        take();  // (
+        if (peek().kind != Tok::rparen) {
+            while (true) {
+                n->args.push_back(expression(0));
+                if (peek().kind == Tok::comma) {
+                    take();
+                    continue;
+                }
+                break;
+            }
+        }
+        if (peek().kind != Tok::rparen)
+            error(peek().offset, fmt::format("expected ')' to close the call of {}()", name.text));
+        else
+            take();
+        const FunctionDef* def = nullptr;
+        for (const auto& f : k_functions)
+            if (f.name == name.text) def = &f;
+        if (def == nullptr) {
+            error(name.offset, fmt::format("unknown function '{}'", name.text));
+            return n;
+        }
+        const int argc = static_cast<int>(n->args.size());
+        if (argc < def->min_args || (def->max_args >= 0 && argc > def->max_args)) {
+            error(name.offset, fmt::format("{}() takes {} argument(s), given {}", name.text,
+                                           def->max_args == def->min_args ? std::to_string(def->min_args)
+                                           : def->max_args < 0 ? fmt::format("{} or more", def->min_args)
+                                                               : fmt::format("{} to {}", def->min_args, def->max_args),
+                                           argc));
+            return n;
+        }
+        if (name.text == "metric" || name.text == "attr") {
+            if (n->args[0]->kind != NodeKind::string) {
+                error(n->args[0]->offset, fmt::format("{}() takes a quoted name", name.text));
+                return n;
+            }
+            n->kind = name.text == "metric" ? NodeKind::metric : NodeKind::attribute;
+            n->type = name.text == "metric" ? ValueType::number : ValueType::string;
+            n->text = n->args[0]->text;
+            n->args.clear();
+            if (n->kind == NodeKind::metric) m_metrics.insert(n->text);
+            return n;
+        }
+        if (name.text == "present") {
+            const NodeKind k = n->args[0]->kind;
+            if (k != NodeKind::metric && k != NodeKind::run_metric && k != NodeKind::attribute)
+                error(n->args[0]->offset, "present() takes a metric or attribute");
+            n->kind = NodeKind::present;
+            n->type = ValueType::boolean;
+            return n;
+        }
+        for (const auto& a : n->args) expect_type(*a, ValueType::number, fmt::format("{}()", name.text));
+        n->type = ValueType::number;
+        return n;
+    }
+
+    std::shared_ptr<Node> binary(Token op, std::shared_ptr<Node> l, std::shared_ptr<Node> r) {
+        auto n = std::make_shared<Node>();
+        n->offset = op.offset;
+        n->text = op.text;
+        const std::string& o = op.text;
+        if (o == "~" || o == "!~") {
+            n->kind = NodeKind::match;
+            n->type = ValueType::boolean;
+            n->negate_match = o == "!~";
+            expect_type(*l, ValueType::string, fmt::format("left of '{}'", o));
+            if (r->kind != NodeKind::string) {
+                error(r->offset, fmt::format("right of '{}' must be a quoted regular expression", o));
+            } else {
+                try {
+                    n->regex = std::make_shared<std::regex>(r->text, std::regex::ECMAScript | std::regex::optimize);
+                } catch (const std::regex_error& e) {
+                    error(r->offset, fmt::format("invalid regular expression \"{}\": {}", r->text, e.what()));
+                }
+            }
+            n->args = {std::move(l)};
+            return n;
+        }
+        n->kind = NodeKind::binary;
+        if (o == "and" || o == "or") {
+            expect_type(*l, ValueType::boolean, fmt::format("left of '{}'", o));
+            expect_type(*r, ValueType::boolean, fmt::format("right of '{}'", o));
+            n->type = ValueType::boolean;
+        } else if (o == "==" || o == "!=") {
+            if (l->type != r->type)
+                error(op.offset, fmt::format("cannot compare {} with {}", to_string(l->type), to_string(r->type)));
+            n->type = ValueType::boolean;
+        } else if (o == "<" || o == "<=" || o == ">" || o == ">=") {
+            expect_type(*l, ValueType::number, fmt::format("left of '{}'", o));
+            expect_type(*r, ValueType::number, fmt::format("right of '{}'", o));
+            n->type = ValueType::boolean;
+        } else {
+            expect_type(*l, ValueType::number, fmt::format("left of '{}'", o));
+            expect_type(*r, ValueType::number, fmt::format("right of '{}'", o));
+            n->type = ValueType::number;
+        }
+        n->args = {std::move(l), std::move(r)};
+        return n;
+    }
+
+    void expect_type(const Node& n, ValueType want, const std::string& where) {
+        if (n.type != want)
+            error(n.offset, fmt::format("{} needs a {}, found a {}", where, to_string(want), to_string(n.type)));
+    }
+
+    std::vector<Token> m_toks;
+    std::size_t m_i = 0;
+    std::vector<ExprError>& m_errors;
+    std::set<std::string>& m_metrics;
+};
+
+Value eval(const Node& n, const EvalScope& s) {
+    switch (n.kind) {
+        case NodeKind::number: return n.number;
+        case NodeKind::string: return n.text;
+        case NodeKind::boolean: return n.boolean;
+        case NodeKind::metric: {
+            if (auto v = s.metric(n.text)) return *v;
+            return std::monostate{};
+        }
+        case NodeKind::run_metric: {
+            if (auto v = s.run_metric(n.text)) return *v;
+            return std::monostate{};
+        }
+        case NodeKind::attribute: {
+            if (auto v = s.attribute(n.text)) return *v;
+            return std::monostate{};
+        }
+        case NodeKind::present: {
+            const Value v = eval(*n.args[0], s);
+            return !std::holds_alternative<std::monostate>(v);
+        }
+        case NodeKind::neg: {
+            const Value v = eval(*n.args[0], s);
+            if (const double* d = std::get_if<double>(&v)) return -*d;
+            return std::monostate{};
+        }
+        case NodeKind::not_: {
+            const Value v = eval(*n.args[0], s);
+            if (const bool* b = std::get_if<bool>(&v)) return !*b;
+            return std::monostate{};
+        }
+        case NodeKind::match: {
+            const Value v = eval(*n.args[0], s);
+            const std::string* str = std::get_if<std::string>(&v);
+            if (str == nullptr || !n.regex) return std::monostate{};
+            return std::regex_search(*str, *n.regex) != n.negate_match;
+        }
+        case NodeKind::binary: {
+            const std::string& o = n.text;
+            if (o == "and" || o == "or") {
+                // Three-valued: false and missing = false; true or missing = true.
+                const Value l = eval(*n.args[0], s);
+                const bool* lb = std::get_if<bool>(&l);
+                if (lb && o == "and" && !*lb) return false;
+                if (lb && o == "or" && *lb) return true;
+                const Value r = eval(*n.args[1], s);
+                const bool* rb = std::get_if<bool>(&r);
+                if (rb && o == "and" && !*rb) return false;
+                if (rb && o == "or" && *rb) return true;
+                if (lb && rb) return o == "and";
+                return std::monostate{};
+            }
+            const Value l = eval(*n.args[0], s);
+            const Value r = eval(*n.args[1], s);
+            if (std::holds_alternative<std::monostate>(l) || std::holds_alternative<std::monostate>(r))
+                return std::monostate{};
+            if (o == "==") return l == r;
+            if (o == "!=") return l != r;
+            const double a = std::get<double>(l), b = std::get<double>(r);
+            if (o == "<") return a < b;
+            if (o == "<=") return a <= b;
+            if (o == ">") return a > b;
+            if (o == ">=") return a >= b;
+            if (o == "+") return a + b;
+            if (o == "-") return a - b;
+            if (o == "*") return a * b;
+            if (o == "/") {
+                if (b == 0) return std::monostate{};  // no meaningful ratio: treat as missing
+                return a / b;
+            }
+            return std::monostate{};
+        }
+        case NodeKind::call: {
+            std::vector<double> a;
+            a.reserve(n.args.size());
+            for (const auto& arg : n.args) {
+                const Value v = eval(*arg, s);
+                const double* d = std::get_if<double>(&v);
+                if (d == nullptr) return std::monostate{};
+                a.push_back(*d);
+            }
+            const std::string& f = n.text;
+            if (f == "min") return *std::min_element(a.begin(), a.end());
+            if (f == "max") return *std::max_element(a.begin(), a.end());
+            if (f == "abs") return std::fabs(a[0]);
+            if (f == "floor") return std::floor(a[0]);
+            if (f == "ceil") return std::ceil(a[0]);
+            if (f == "round") return std::round(a[0]);
+            if (f == "clamp") return std::clamp(a[0], a[1], std::max(a[1], a[2]));
+            if (f == "sqrt") return a[0] < 0 ? Value{} : Value{std::sqrt(a[0])};
+            if (f == "log") return a[0] <= 0 ? Value{} : Value{std::log(a[0])};
+            return std::monostate{};
+        }
+    }
+    return std::monostate{};
+}
+
+}  // namespace
+
+std::string_view to_string(ValueType type) {
+    switch (type) {
+        case ValueType::number: return "number";
+        case ValueType::boolean: return "boolean";
+        case ValueType::string: return "string";
+    }
+    return "value";
+}
+
+std::optional<Expression> Expression::compile(std::string_view source, std::vector<ExprError>& errors) {
+    const std::size_t before = errors.size();
+    Lexer lexer(source, errors);
+    std::vector<Token> tokens = lexer.run();
+    Expression e;
+    e.m_source = std::string(source);
+    Parser parser(std::move(tokens), errors, e.m_metrics);
+    e.m_root = parser.parse();
+    if (errors.size() != before) return std::nullopt;
+    return e;
+}
+
+Value Expression::evaluate(const EvalScope& scope) const { return eval(*m_root, scope); }
+
+ValueType Expression::type() const { return m_root->type; }
+
+std::string format_value(const Value& v, const std::string& spec) {
+    if (std::holds_alternative<std::monostate>(v)) return "n/a";
+    try {
+        if (const double* d = std::get_if<double>(&v)) {
+            if (spec.empty()) {
+                if (std::fabs(*d) >= 1e15 || *d == std::floor(*d)) return fmt::format("{:.0f}", *d);
+                return fmt::format("{:.4g}", *d);
+            }
+            return fmt::format(fmt::runtime("{:" + spec + "}"), *d);
+        }
+        if (const bool* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+        return fmt::format(fmt::runtime("{:" + spec + "}"), std::get<std::string>(v));
+    } catch (const fmt::format_error&) {
+        return "n/a";
+    }
+}
+
+std::optional<Template> Template::compile(std::string_view source, std::vector<ExprError>& errors) {
+    Template t;
+    const std::size_t before = errors.size();
+    std::string text;
+    std::size_t i = 0;
+    while (i < source.size()) {
+        const char c = source[i];
+        if (c == '{' && i + 1 < source.size() && source[i + 1] == '{') {
+            text.push_back('{');
+            i += 2;
+            continue;
+        }
+        if (c == '}' && i + 1 < source.size() && source[i + 1] == '}') {
+            text.push_back('}');
+            i += 2;
+            continue;
+        }
+        if (c == '}') {
+            errors.push_back({i, "unmatched '}' (write '}}' for a literal brace)"});
+            ++i;
+            continue;
+        }
+        if (c != '{') {
+            text.push_back(c);
+            ++i;
+            continue;
+        }
+        // Find the closing brace, skipping quoted strings; a ':' at depth 0 starts the spec.
+        const std::size_t start = i + 1;
+        std::size_t j = start, colon = std::string_view::npos;
+        int depth = 0;
+        char quote = 0;
+        for (; j < source.size(); ++j) {
+            const char d = source[j];
+            if (quote) {
+                if (d == quote) quote = 0;
+                continue;
+            }
+            if (d == '"' || d == '\'') quote = d;
+            else if (d == '(') ++depth;
+            else if (d == ')') --depth;
+            else if (d == ':' && depth == 0 && colon == std::string_view::npos) colon = j;
+            else if (d == '}' && depth == 0) break;
+        }
+        if (j >= source.size()) {
+            errors.push_back({i, "unclosed '{' in message"});
+            break;
+        }
+        const std::size_t expr_end = colon == std::string_view::npos ? j : colon;
+        std::vector<ExprError> sub;
+        auto e = Expression::compile(source.substr(start, expr_end - start), sub);
+        for (auto& err : sub) errors.push_back({err.offset + start, err.message});
+        Part p;
+        p.text = std::move(text);
+        text.clear();
+        if (colon != std::string_view::npos) {
+            p.spec = std::string(source.substr(colon + 1, j - colon - 1));
+            try {
+                const ValueType type = e ? e->type() : ValueType::number;
+                if (type == ValueType::string)
+                    (void)fmt::format(fmt::runtime("{:" + p.spec + "}"), std::string("x"));
+                else
+                    (void)fmt::format(fmt::runtime("{:" + p.spec + "}"), 1.5);
+            } catch (const fmt::format_error& ex) {
+                errors.push_back({colon + 1, fmt::format("invalid format spec '{}': {}", p.spec, ex.what())});
+            }
+        }
+        p.expr = std::move(e);
+        t.m_parts.push_back(std::move(p));
+        i = j + 1;
+    }
+    if (!text.empty()) t.m_parts.push_back(Part{std::move(text), std::nullopt, {}});
+    if (errors.size() != before) return std::nullopt;
+    return t;
+}
+
+std::string Template::render(const EvalScope& scope) const {
+    std::string out;
+    for (const Part& p : m_parts) {
+        out += p.text;
+        if (p.expr) out += format_value(p.expr->evaluate(scope), p.spec);
+    }
+    return out;
+}
+
+std::set<std::string> Template::metrics_read() const {
+    std::set<std::string> out;
+    for (const Part& p : m_parts)
+        if (p.expr) out.insert(p.expr->metrics_read().begin(), p.expr->metrics_read().end());
+    return out;
+}
+
+}  // namespace perfwatch

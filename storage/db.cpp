@@ -1,0 +1,448 @@
+#include "storage/db.hpp"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <unordered_map>
+
+namespace perfwatch {
+
+namespace {
+
+// Migration N (1-based) brings a database from user_version N-1 to N. Append only.
+const char* const k_migrations[] = {
+    R"sql(
+CREATE TABLE runs(
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    sha256 TEXT NOT NULL UNIQUE,
+    format TEXT NOT NULL,
+    format_detail TEXT NOT NULL DEFAULT '',
+    tool_version TEXT NOT NULL DEFAULT '',
+    captured_at TEXT,
+    ingested_at TEXT NOT NULL
+);
+CREATE TABLE run_labels(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY(run_id, key)
+) WITHOUT ROWID;
+CREATE INDEX run_labels_kv ON run_labels(key, value);
+CREATE TABLE run_notes(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY(run_id, ordinal)
+) WITHOUT ROWID;
+CREATE TABLE entities(
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    parent_id INTEGER REFERENCES entities(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL
+);
+CREATE INDEX entities_run ON entities(run_id, ordinal);
+CREATE INDEX entities_kind_name ON entities(kind, name);
+CREATE TABLE entity_attributes(
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY(entity_id, key)
+) WITHOUT ROWID;
+CREATE TABLE metrics(
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    tool_unit TEXT NOT NULL,
+    PRIMARY KEY(entity_id, name)
+) WITHOUT ROWID;
+CREATE TABLE tool_findings(
+    id INTEGER PRIMARY KEY,
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    rule TEXT NOT NULL,
+    type TEXT NOT NULL,
+    section TEXT NOT NULL,
+    text TEXT NOT NULL,
+    speedup_type TEXT NOT NULL,
+    speedup_pct REAL
+);
+CREATE INDEX tool_findings_entity ON tool_findings(entity_id);
+CREATE TABLE findings(
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    rule TEXT NOT NULL,
+    title TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    entity_kind TEXT NOT NULL,
+    entity_name TEXT NOT NULL,
+    message TEXT NOT NULL,
+    speedup_pct REAL,
+    share_pct REAL,
+    impact REAL
+);
+CREATE INDEX findings_run ON findings(run_id);
+CREATE TABLE finding_values(
+    finding_id INTEGER NOT NULL REFERENCES findings(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY(finding_id, name)
+) WITHOUT ROWID;
+CREATE TABLE finding_labels(
+    finding_id INTEGER NOT NULL REFERENCES findings(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY(finding_id, key)
+) WITHOUT ROWID;
+)sql",
+};
+
+std::string now_utc() {
+    return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                       std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+}
+
+std::optional<double> nullable_double(const SQLite::Column& c) {
+    if (c.isNull()) return std::nullopt;
+    return c.getDouble();
+}
+
+void bind_optional(SQLite::Statement& st, int index, const std::optional<double>& v) {
+    if (v)
+        st.bind(index, *v);
+    else
+        st.bind(index);
+}
+
+template <typename F>
+auto guarded(const std::string& file, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const SQLite::Exception& e) {
+        return std::unexpected(Error{file, 0, 0, false, fmt::format("database error: {}", e.what())});
+    }
+}
+
+}  // namespace
+
+int current_schema_version() { return static_cast<int>(std::size(k_migrations)); }
+
+Db::Db(std::unique_ptr<SQLite::Database> db, std::string path) : m_db(std::move(db)), m_path(std::move(path)) {}
+Db::Db(Db&&) noexcept = default;
+Db& Db::operator=(Db&&) noexcept = default;
+Db::~Db() = default;
+
+Result<Db> Db::open(const std::string& path) {
+    try {
+        auto db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db->setBusyTimeout(5000);
+        db->exec("PRAGMA journal_mode=WAL");
+        db->exec("PRAGMA foreign_keys=ON");
+        db->exec("PRAGMA synchronous=NORMAL");
+        Db result(std::move(db), path);
+        if (auto r = result.migrate(); !r) return std::unexpected(r.error());
+        return result;
+    } catch (const SQLite::Exception& e) {
+        return std::unexpected(Error{path, 0, 0, false, fmt::format("cannot open database: {}", e.what())});
+    }
+}
+
+int Db::schema_version() const { return m_db->execAndGet("PRAGMA user_version").getInt(); }
+
+Result<void> Db::migrate() {
+    return guarded(m_path, [&]() -> Result<void> {
+        const int version = schema_version();
+        if (version > current_schema_version())
+            return fail(m_path, 0,
+                        fmt::format("database schema version {} is newer than this build supports ({})", version,
+                                    current_schema_version()));
+        for (int v = version; v < current_schema_version(); ++v) {
+            SQLite::Transaction tx(*m_db);
+            m_db->exec(k_migrations[v]);
+            m_db->exec(fmt::format("PRAGMA user_version = {}", v + 1));
+            tx.commit();
+        }
+        return {};
+    });
+}
+
+std::optional<std::int64_t> Db::find_by_sha256(const std::string& sha256) const {
+    SQLite::Statement st(*m_db, "SELECT id FROM runs WHERE sha256 = ?");
+    st.bind(1, sha256);
+    if (st.executeStep()) return st.getColumn(0).getInt64();
+    return std::nullopt;
+}
+
+std::int64_t Db::count_runs() const { return m_db->execAndGet("SELECT count(*) FROM runs").getInt64(); }
+
+Result<StoreOutcome> Db::store(const RunBatch& batch) {
+    return guarded(m_path, [&]() -> Result<StoreOutcome> {
+        SQLite::Transaction tx(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
+        if (auto existing = find_by_sha256(batch.sha256)) return StoreOutcome{*existing, false};
+
+        SQLite::Statement run_st(*m_db,
+                                 "INSERT INTO runs(source, sha256, format, format_detail, tool_version, "
+                                 "captured_at, ingested_at) VALUES(?,?,?,?,?,?,?)");
+        run_st.bind(1, batch.source);
+        run_st.bind(2, batch.sha256);
+        run_st.bind(3, batch.format);
+        run_st.bind(4, batch.format_detail);
+        run_st.bind(5, batch.tool_version);
+        if (batch.captured_at)
+            run_st.bind(6, *batch.captured_at);
+        else
+            run_st.bind(6);
+        run_st.bind(7, now_utc());
+        run_st.exec();
+        const std::int64_t run_id = m_db->getLastInsertRowid();
+
+        SQLite::Statement label_st(*m_db, "INSERT INTO run_labels(run_id, key, value) VALUES(?,?,?)");
+        for (const auto& [k, v] : batch.labels) {
+            label_st.bind(1, run_id);
+            label_st.bind(2, k);
+            label_st.bind(3, v);
+            label_st.exec();
+            label_st.reset();
+        }
+        SQLite::Statement note_st(*m_db, "INSERT INTO run_notes(run_id, ordinal, text) VALUES(?,?,?)");
+        for (std::size_t i = 0; i < batch.notes.size(); ++i) {
+            note_st.bind(1, run_id);
+            note_st.bind(2, static_cast<std::int64_t>(i));
+            note_st.bind(3, batch.notes[i]);
+            note_st.exec();
+            note_st.reset();
+        }
+
+        SQLite::Statement ent_st(*m_db,
+                                 "INSERT INTO entities(run_id, ordinal, parent_id, kind, name) VALUES(?,?,?,?,?)");
+        SQLite::Statement attr_st(*m_db, "INSERT INTO entity_attributes(entity_id, key, value) VALUES(?,?,?)");
+        SQLite::Statement metric_st(*m_db,
+                                    "INSERT INTO metrics(entity_id, name, value, unit, tool_name, tool_unit) "
+                                    "VALUES(?,?,?,?,?,?)");
+        SQLite::Statement tf_st(*m_db,
+                                "INSERT INTO tool_findings(entity_id, rule, type, section, text, speedup_type, "
+                                "speedup_pct) VALUES(?,?,?,?,?,?,?)");
+        std::vector<std::int64_t> ids(batch.entities.size(), 0);
+        for (std::size_t i = 0; i < batch.entities.size(); ++i) {
+            const Entity& e = batch.entities[i];
+            ent_st.bind(1, run_id);
+            ent_st.bind(2, static_cast<std::int64_t>(i));
+            if (e.parent >= 0 && static_cast<std::size_t>(e.parent) < i)
+                ent_st.bind(3, ids[static_cast<std::size_t>(e.parent)]);
+            else
+                ent_st.bind(3);
+            ent_st.bind(4, std::string(to_string(e.kind)));
+            ent_st.bind(5, e.name);
+            ent_st.exec();
+            ent_st.reset();
+            const std::int64_t eid = m_db->getLastInsertRowid();
+            ids[i] = eid;
+            for (const auto& [k, v] : e.attributes) {
+                attr_st.bind(1, eid);
+                attr_st.bind(2, k);
+                attr_st.bind(3, v);
+                attr_st.exec();
+                attr_st.reset();
+            }
+            for (const Metric& m : e.metrics) {
+                metric_st.bind(1, eid);
+                metric_st.bind(2, m.name);
+                metric_st.bind(3, m.value);
+                metric_st.bind(4, m.unit);
+                metric_st.bind(5, m.tool_name);
+                metric_st.bind(6, m.tool_unit);
+                metric_st.exec();
+                metric_st.reset();
+            }
+            for (const ToolFinding& f : e.tool_findings) {
+                tf_st.bind(1, eid);
+                tf_st.bind(2, f.rule);
+                tf_st.bind(3, f.type);
+                tf_st.bind(4, f.section);
+                tf_st.bind(5, f.text);
+                tf_st.bind(6, f.speedup_type);
+                bind_optional(tf_st, 7, f.speedup_pct);
+                tf_st.exec();
+                tf_st.reset();
+            }
+        }
+        tx.commit();
+        return StoreOutcome{run_id, true};
+    });
+}
+
+Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
+    return guarded(m_path, [&]() -> Result<std::optional<StoredRun>> {
+        SQLite::Statement run_st(*m_db,
+                                 "SELECT source, sha256, format, format_detail, tool_version, captured_at, "
+                                 "ingested_at FROM runs WHERE id = ?");
+        run_st.bind(1, run_id);
+        if (!run_st.executeStep()) return std::optional<StoredRun>{};
+        StoredRun run;
+        run.id = run_id;
+        RunBatch& b = run.batch;
+        b.source = run_st.getColumn(0).getString();
+        b.sha256 = run_st.getColumn(1).getString();
+        b.format = run_st.getColumn(2).getString();
+        b.format_detail = run_st.getColumn(3).getString();
+        b.tool_version = run_st.getColumn(4).getString();
+        if (!run_st.getColumn(5).isNull()) b.captured_at = run_st.getColumn(5).getString();
+        run.ingested_at = run_st.getColumn(6).getString();
+
+        SQLite::Statement label_st(*m_db, "SELECT key, value FROM run_labels WHERE run_id = ?");
+        label_st.bind(1, run_id);
+        while (label_st.executeStep()) b.labels[label_st.getColumn(0).getString()] = label_st.getColumn(1).getString();
+        SQLite::Statement note_st(*m_db, "SELECT text FROM run_notes WHERE run_id = ? ORDER BY ordinal");
+        note_st.bind(1, run_id);
+        while (note_st.executeStep()) b.notes.push_back(note_st.getColumn(0).getString());
+
+        std::unordered_map<std::int64_t, std::size_t> index_of;
+        SQLite::Statement ent_st(*m_db,
+                                 "SELECT id, parent_id, kind, name FROM entities WHERE run_id = ? ORDER BY ordinal");
+        ent_st.bind(1, run_id);
+        while (ent_st.executeStep()) {
+            Entity e;
+            const std::int64_t id = ent_st.getColumn(0).getInt64();
+            if (!ent_st.getColumn(1).isNull()) {
+                auto it = index_of.find(ent_st.getColumn(1).getInt64());
+                if (it != index_of.end()) e.parent = static_cast<std::int64_t>(it->second);
+            }
+            e.kind = entity_kind_from_string(ent_st.getColumn(2).getString()).value_or(EntityKind::kernel);
+            e.name = ent_st.getColumn(3).getString();
+            index_of[id] = b.entities.size();
+            b.entities.push_back(std::move(e));
+        }
+
+        SQLite::Statement attr_st(*m_db,
+                                  "SELECT a.entity_id, a.key, a.value FROM entity_attributes a "
+                                  "JOIN entities e ON e.id = a.entity_id WHERE e.run_id = ?");
+        attr_st.bind(1, run_id);
+        while (attr_st.executeStep())
+            b.entities[index_of.at(attr_st.getColumn(0).getInt64())].attributes[attr_st.getColumn(1).getString()] =
+                attr_st.getColumn(2).getString();
+
+        SQLite::Statement metric_st(*m_db,
+                                    "SELECT m.entity_id, m.name, m.value, m.unit, m.tool_name, m.tool_unit "
+                                    "FROM metrics m JOIN entities e ON e.id = m.entity_id WHERE e.run_id = ?");
+        metric_st.bind(1, run_id);
+        while (metric_st.executeStep()) {
+            Metric m{metric_st.getColumn(1).getString(), metric_st.getColumn(2).getDouble(),
+                     metric_st.getColumn(3).getString(), metric_st.getColumn(4).getString(),
+                     metric_st.getColumn(5).getString()};
+            b.entities[index_of.at(metric_st.getColumn(0).getInt64())].metrics.push_back(std::move(m));
+        }
+
+        SQLite::Statement tf_st(*m_db,
+                                "SELECT t.entity_id, t.rule, t.type, t.section, t.text, t.speedup_type, "
+                                "t.speedup_pct FROM tool_findings t JOIN entities e ON e.id = t.entity_id "
+                                "WHERE e.run_id = ? ORDER BY t.id");
+        tf_st.bind(1, run_id);
+        while (tf_st.executeStep()) {
+            ToolFinding f{tf_st.getColumn(1).getString(), tf_st.getColumn(2).getString(),
+                          tf_st.getColumn(3).getString(), tf_st.getColumn(4).getString(),
+                          tf_st.getColumn(5).getString(), nullable_double(tf_st.getColumn(6))};
+            b.entities[index_of.at(tf_st.getColumn(0).getInt64())].tool_findings.push_back(std::move(f));
+        }
+        return std::optional<StoredRun>(std::move(run));
+    });
+}
+
+Result<std::vector<RunSummary>> Db::list_runs() const {
+    return guarded(m_path, [&]() -> Result<std::vector<RunSummary>> {
+        SQLite::Statement st(*m_db,
+                             "SELECT r.id, r.source, r.format, r.ingested_at, "
+                             "(SELECT count(*) FROM entities e WHERE e.run_id = r.id AND e.kind = 'kernel') "
+                             "FROM runs r ORDER BY r.id");
+        std::vector<RunSummary> out;
+        while (st.executeStep())
+            out.push_back({st.getColumn(0).getInt64(), st.getColumn(1).getString(), st.getColumn(2).getString(),
+                           st.getColumn(3).getString(), st.getColumn(4).getInt64()});
+        return out;
+    });
+}
+
+Result<void> Db::store_findings(std::int64_t run_id, const std::vector<Finding>& findings) {
+    return guarded(m_path, [&]() -> Result<void> {
+        SQLite::Transaction tx(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
+        SQLite::Statement del(*m_db, "DELETE FROM findings WHERE run_id = ?");
+        del.bind(1, run_id);
+        del.exec();
+        SQLite::Statement ins(*m_db,
+                              "INSERT INTO findings(run_id, rule, title, severity, entity_kind, entity_name, "
+                              "message, speedup_pct, share_pct, impact) VALUES(?,?,?,?,?,?,?,?,?,?)");
+        SQLite::Statement val(*m_db, "INSERT INTO finding_values(finding_id, name, value) VALUES(?,?,?)");
+        SQLite::Statement lab(*m_db, "INSERT INTO finding_labels(finding_id, key, value) VALUES(?,?,?)");
+        for (const Finding& f : findings) {
+            ins.bind(1, run_id);
+            ins.bind(2, f.rule);
+            ins.bind(3, f.title);
+            ins.bind(4, std::string(to_string(f.severity)));
+            ins.bind(5, std::string(to_string(f.entity_kind)));
+            ins.bind(6, f.entity_name);
+            ins.bind(7, f.message);
+            bind_optional(ins, 8, f.estimated_speedup_pct);
+            bind_optional(ins, 9, f.share_pct);
+            bind_optional(ins, 10, f.impact);
+            ins.exec();
+            ins.reset();
+            const std::int64_t fid = m_db->getLastInsertRowid();
+            for (const auto& [k, v] : f.metrics) {
+                val.bind(1, fid);
+                val.bind(2, k);
+                val.bind(3, v);
+                val.exec();
+                val.reset();
+            }
+            for (const auto& [k, v] : f.labels) {
+                lab.bind(1, fid);
+                lab.bind(2, k);
+                lab.bind(3, v);
+                lab.exec();
+                lab.reset();
+            }
+        }
+        tx.commit();
+        return {};
+    });
+}
+
+Result<std::vector<Finding>> Db::load_findings(std::int64_t run_id) const {
+    return guarded(m_path, [&]() -> Result<std::vector<Finding>> {
+        SQLite::Statement st(*m_db,
+                             "SELECT id, rule, title, severity, entity_kind, entity_name, message, speedup_pct, "
+                             "share_pct, impact FROM findings WHERE run_id = ? ORDER BY id");
+        st.bind(1, run_id);
+        SQLite::Statement val(*m_db, "SELECT name, value FROM finding_values WHERE finding_id = ?");
+        SQLite::Statement lab(*m_db, "SELECT key, value FROM finding_labels WHERE finding_id = ?");
+        std::vector<Finding> out;
+        while (st.executeStep()) {
+            Finding f;
+            const std::int64_t fid = st.getColumn(0).getInt64();
+            f.run_id = run_id;
+            f.rule = st.getColumn(1).getString();
+            f.title = st.getColumn(2).getString();
+            f.severity = severity_from_string(st.getColumn(3).getString()).value_or(Severity::info);
+            f.entity_kind = entity_kind_from_string(st.getColumn(4).getString()).value_or(EntityKind::kernel);
+            f.entity_name = st.getColumn(5).getString();
+            f.message = st.getColumn(6).getString();
+            f.estimated_speedup_pct = nullable_double(st.getColumn(7));
+            f.share_pct = nullable_double(st.getColumn(8));
+            f.impact = nullable_double(st.getColumn(9));
+            val.bind(1, fid);
+            while (val.executeStep()) f.metrics[val.getColumn(0).getString()] = val.getColumn(1).getDouble();
+            val.reset();
+            lab.bind(1, fid);
+            while (lab.executeStep()) f.labels[lab.getColumn(0).getString()] = lab.getColumn(1).getString();
+            lab.reset();
+            out.push_back(std::move(f));
+        }
+        return out;
+    });
+}
+
+}  // namespace perfwatch

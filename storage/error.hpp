@@ -1,0 +1,33 @@
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+
+namespace perfwatch {
+
+// A failure a caller is expected to handle: which file, where in it (line, or byte offset when
+// lines do not apply; 0 when unknown), and what was expected there.
+struct Error {
+    std::string file;
+    std::uint64_t line = 0;
+    std::uint64_t offset = 0;
+    bool has_offset = false;
+    std::string message;
+
+    // "file:line: message", "file: offset N: message" or "file: message".
+    std::string to_string() const;
+};
+
+template <typename T>
+using Result = std::expected<T, Error>;
+
+inline std::unexpected<Error> fail(std::string file, std::uint64_t line, std::string message) {
+    return std::unexpected(Error{std::move(file), line, 0, false, std::move(message)});
+}
+
+inline std::unexpected<Error> fail_at_offset(std::string file, std::uint64_t offset, std::string message) {
+    return std::unexpected(Error{std::move(file), 0, offset, true, std::move(message)});
+}
+
+}  // namespace perfwatch

@@ -1,0 +1,82 @@
+#include "storage/model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace perfwatch {
+
+namespace {
+constexpr std::array<std::pair<EntityKind, std::string_view>, 7> k_entity_kinds{{
+    {EntityKind::run, "run"},
+    {EntityKind::device, "device"},
+    {EntityKind::kernel, "kernel"},
+    {EntityKind::launch, "launch"},
+    {EntityKind::nvtx_range, "nvtx_range"},
+    {EntityKind::api_call, "api_call"},
+    {EntityKind::memcpy, "memcpy"},
+}};
+}  // namespace
+
+std::string_view to_string(EntityKind kind) {
+    for (const auto& [k, name] : k_entity_kinds)
+        if (k == kind) return name;
+    return "unknown";
+}
+
+std::optional<EntityKind> entity_kind_from_string(std::string_view text) {
+    for (const auto& [k, name] : k_entity_kinds)
+        if (name == text) return k;
+    return std::nullopt;
+}
+
+const Metric* Entity::metric(std::string_view metric_name) const {
+    auto it = std::find_if(metrics.begin(), metrics.end(), [&](const Metric& m) { return m.name == metric_name; });
+    return it == metrics.end() ? nullptr : &*it;
+}
+
+std::optional<double> Entity::value(std::string_view metric_name) const {
+    const Metric* m = metric(metric_name);
+    if (m == nullptr) return std::nullopt;
+    return m->value;
+}
+
+void Entity::set(Metric m) {
+    auto it = std::find_if(metrics.begin(), metrics.end(), [&](const Metric& x) { return x.name == m.name; });
+    if (it == metrics.end())
+        metrics.push_back(std::move(m));
+    else
+        *it = std::move(m);
+}
+
+std::size_t RunBatch::run_entity() {
+    for (std::size_t i = 0; i < entities.size(); ++i)
+        if (entities[i].kind == EntityKind::run) return i;
+    Entity e;
+    e.kind = EntityKind::run;
+    e.name = "run";
+    entities.push_back(std::move(e));
+    return entities.size() - 1;
+}
+
+}  // namespace perfwatch
+
+namespace perfwatch {
+
+std::string_view to_string(Severity severity) {
+    switch (severity) {
+        case Severity::info: return "info";
+        case Severity::warning: return "warning";
+        case Severity::error: return "error";
+    }
+    return "info";
+}
+
+std::optional<Severity> severity_from_string(std::string_view text) {
+    if (text == "info") return Severity::info;
+    if (text == "warning") return Severity::warning;
+    if (text == "error") return Severity::error;
+    return std::nullopt;
+}
+
+}  // namespace perfwatch

@@ -1,0 +1,102 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace perfwatch {
+
+// What an entity stands for. A run holds one `run` entity carrying run-level metrics.
+enum class EntityKind { run, device, kernel, launch, nvtx_range, api_call, memcpy };
+
+std::string_view to_string(EntityKind kind);
+std::optional<EntityKind> entity_kind_from_string(std::string_view text);
+
+// A measured value normalized to a base unit (ns, byte, hz, byte/s, percent 0-100, count),
+// with the tool's own name and unit kept beside it for traceability.
+struct Metric {
+    std::string name;
+    double value = 0;
+    std::string unit;
+    std::string tool_name;
+    std::string tool_unit;
+};
+
+// A finding the profiler itself reported (ncu OPT/INF/WRN rule rows), attached to an entity.
+struct ToolFinding {
+    std::string rule;      // tool's rule identifier when the format names it ("TheoreticalOccupancy")
+    std::string type;      // OPT, INF or WRN
+    std::string section;   // section the rule belongs to
+    std::string text;      // the rule's full message, unwrapped
+    std::string speedup_type;  // "global", "local" or empty
+    std::optional<double> speedup_pct;
+};
+
+// One kernel, launch, range, call or device. `parent` indexes RunBatch::entities (-1: none);
+// launches point at their kernel. Metric names are unique within an entity.
+struct Entity {
+    EntityKind kind = EntityKind::kernel;
+    std::string name;
+    std::int64_t parent = -1;
+    std::vector<Metric> metrics;
+    std::map<std::string, std::string> attributes;
+    std::vector<ToolFinding> tool_findings;
+
+    const Metric* metric(std::string_view metric_name) const;
+    std::optional<double> value(std::string_view metric_name) const;
+    // Sets or replaces a metric.
+    void set(Metric m);
+};
+
+// What a collector produces from one report: plain data, no storage ids.
+struct RunBatch {
+    std::string source;        // path of the report as given
+    std::string sha256;        // of the report's bytes
+    std::string format;        // detected format id ("ncu-csv", "ncu-text", ...)
+    std::string format_detail; // layout generation or other variant notes
+    std::string tool_version;  // when the report states it
+    std::optional<std::string> captured_at;  // ISO 8601 when the report states it
+    std::map<std::string, std::string> labels;
+    std::vector<Entity> entities;
+    std::vector<std::string> notes;  // facts worth telling the user ("no GPU data in this capture")
+
+    // Index of the single run entity, created on first use.
+    std::size_t run_entity();
+};
+
+// A run as read back from storage: the batch plus its identity.
+struct StoredRun {
+    std::int64_t id = 0;
+    std::string ingested_at;
+    RunBatch batch;
+};
+
+}  // namespace perfwatch
+
+namespace perfwatch {
+
+enum class Severity { info = 0, warning = 1, error = 2 };
+
+std::string_view to_string(Severity severity);
+std::optional<Severity> severity_from_string(std::string_view text);
+
+// One rule firing on one entity of one run: what the engine returns and storage keeps.
+struct Finding {
+    std::string rule;
+    std::string title;
+    Severity severity = Severity::info;
+    std::int64_t run_id = 0;
+    EntityKind entity_kind = EntityKind::kernel;
+    std::string entity_name;
+    std::string message;
+    std::map<std::string, double> metrics;      // the values the rule read
+    std::map<std::string, std::string> labels;  // the rule's labels
+    std::optional<double> estimated_speedup_pct;
+    std::optional<double> share_pct;            // entity's share of the run's GPU time
+    std::optional<double> impact;               // share x speedup, in percent of run GPU time
+};
+
+}  // namespace perfwatch

@@ -1,0 +1,97 @@
+#include "storage/vocabulary.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace perfwatch {
+
+namespace {
+
+constexpr std::string_view k_k = "kernel,launch";
+
+constexpr std::array k_vocabulary = std::to_array<MetricDef>({
+    // Timing
+    {"duration", "ns", k_k, "GPU duration of one launch (for a kernel: mean over its launches)"},
+    {"duration_total", "ns", "kernel", "sum of the durations of all launches of the kernel"},
+    {"duration_mean", "ns", "kernel", "mean launch duration"},
+    {"duration_min", "ns", "kernel", "shortest launch"},
+    {"duration_max", "ns", "kernel", "longest launch"},
+    {"launches", "count", "kernel,run", "number of kernel launches"},
+    {"kernels", "count", "run", "number of distinct kernels"},
+    {"gpu_time", "ns", "run", "sum of kernel durations in the run"},
+    {"elapsed_cycles", "count", k_k, "GPU cycles elapsed during the launch"},
+    {"sm_active_cycles", "count", k_k, "cycles with at least one warp active, average per SM"},
+    {"sm_frequency", "hz", k_k, "SM clock during the launch"},
+    {"dram_frequency", "hz", k_k, "DRAM clock during the launch"},
+    // Speed of light
+    {"sm_throughput", "percent", k_k, "compute (SM) throughput, percent of peak"},
+    {"memory_throughput", "percent", k_k, "memory throughput, percent of peak (max over memory units)"},
+    {"dram_throughput", "percent", k_k, "DRAM throughput, percent of peak"},
+    {"l1tex_throughput", "percent", k_k, "L1/TEX cache throughput, percent of peak"},
+    {"l2_throughput", "percent", k_k, "L2 cache throughput, percent of peak"},
+    {"dram_bandwidth", "byte/s", k_k, "achieved memory bandwidth"},
+    {"mem_busy", "percent", k_k, "busiest memory unit, percent of peak"},
+    {"max_bandwidth", "percent", k_k, "highest bandwidth utilization among memory units"},
+    {"mem_pipes_busy", "percent", k_k, "memory pipelines busy"},
+    // Launch configuration
+    {"block_size", "count", k_k, "threads per block"},
+    {"grid_size", "count", k_k, "blocks in the grid"},
+    {"threads", "count", k_k, "threads launched"},
+    {"registers_per_thread", "count", k_k, "registers allocated per thread"},
+    {"shared_mem_static_per_block", "byte", k_k, "static shared memory per block"},
+    {"shared_mem_dynamic_per_block", "byte", k_k, "dynamic shared memory per block"},
+    {"shared_mem_driver_per_block", "byte", k_k, "shared memory reserved by the driver per block"},
+    {"shared_mem_config_size", "byte", k_k, "shared memory configured per SM"},
+    {"sm_count", "count", "kernel,launch,device", "streaming multiprocessors on the device"},
+    {"waves_per_sm", "count", k_k, "waves of blocks per SM (grid / blocks that fit at once)"},
+    {"local_memory_per_thread", "byte", k_k, "local memory per thread"},
+    // Occupancy
+    {"block_limit_sm", "count", k_k, "blocks per SM allowed by the SM's block slots"},
+    {"block_limit_registers", "count", k_k, "blocks per SM allowed by register use"},
+    {"block_limit_shared_mem", "count", k_k, "blocks per SM allowed by shared memory use"},
+    {"block_limit_warps", "count", k_k, "blocks per SM allowed by the warp slots"},
+    {"block_limit_barriers", "count", k_k, "blocks per SM allowed by barriers"},
+    {"occupancy_theoretical", "percent", k_k, "theoretical occupancy, percent of the device maximum"},
+    {"occupancy_achieved", "percent", k_k, "achieved occupancy, percent of the device maximum"},
+    {"warps_theoretical_per_sm", "count", k_k, "theoretical active warps per SM"},
+    {"warps_achieved_per_sm", "count", k_k, "achieved active warps per SM"},
+    // Scheduling and instructions
+    {"issue_slots_busy", "percent", k_k, "issue slots busy"},
+    {"sm_busy", "percent", k_k, "SM busy"},
+    {"ipc_executed_active", "count", k_k, "instructions executed per active cycle"},
+    {"ipc_executed_elapsed", "count", k_k, "instructions executed per elapsed cycle"},
+    {"ipc_issued_active", "count", k_k, "instructions issued per active cycle"},
+    {"eligible_warps_per_scheduler", "count", k_k, "warps eligible to issue per scheduler and cycle"},
+    {"active_warps_per_scheduler", "count", k_k, "active warps per scheduler"},
+    {"issued_warps_per_scheduler", "count", k_k, "warps issued per scheduler and cycle"},
+    {"no_eligible", "percent", k_k, "cycles with no eligible warp"},
+    {"one_or_more_eligible", "percent", k_k, "cycles with at least one eligible warp"},
+    {"warp_cycles_per_issued_instruction", "count", k_k, "average cycles between two issued instructions of a warp"},
+    {"warp_cycles_per_executed_instruction", "count", k_k, "average cycles between two executed instructions"},
+    {"threads_per_warp_active", "count", k_k, "average active threads per warp (32 without divergence)"},
+    {"threads_per_warp_not_predicated", "count", k_k, "average threads per warp not predicated off"},
+    {"instructions_executed", "count", k_k, "warp instructions executed"},
+    {"instructions_issued", "count", k_k, "warp instructions issued"},
+    {"branch_instructions", "count", k_k, "branch instructions"},
+    {"branch_efficiency", "percent", k_k, "branch efficiency"},
+    {"divergent_branches", "count", k_k, "average divergent branches"},
+    // Memory behaviour
+    {"l1_hit_rate", "percent", k_k, "L1/TEX hit rate"},
+    {"l2_hit_rate", "percent", k_k, "L2 hit rate"},
+    {"local_spill_requests", "count", k_k, "local memory spilling requests"},
+    {"local_spill_overhead", "percent", k_k, "local memory spilling request overhead"},
+    {"global_sectors_excessive", "count", k_k, "L2 sectors of global accesses beyond the ideal (uncoalesced)"},
+    {"global_sectors_ideal", "count", k_k, "L2 sectors global accesses would need if coalesced"},
+    {"global_sectors_requested", "count", k_k, "L1 tag requests of global accesses, in sectors"},
+});
+
+}  // namespace
+
+std::span<const MetricDef> metric_vocabulary() { return k_vocabulary; }
+
+const MetricDef* find_metric_def(std::string_view name) {
+    auto it = std::find_if(k_vocabulary.begin(), k_vocabulary.end(), [&](const MetricDef& d) { return d.name == name; });
+    return it == k_vocabulary.end() ? nullptr : &*it;
+}
+
+}  // namespace perfwatch
