@@ -166,6 +166,16 @@ std::string limiter_text(const NcuLaunch& launch) {
     return out;
 }
 
+// Launch-configuration metrics: properties of how a launch was set up, not measurements.
+bool is_config_metric(std::string_view name) {
+    static constexpr std::array<std::string_view, 15> k_config{
+        "block_size", "grid_size", "threads", "registers_per_thread", "shared_mem_static_per_block",
+        "shared_mem_dynamic_per_block", "shared_mem_driver_per_block", "shared_mem_config_size", "waves_per_sm",
+        "block_limit_sm", "block_limit_registers", "block_limit_shared_mem", "block_limit_warps",
+        "occupancy_theoretical", "warps_theoretical_per_sm"};
+    return std::find(k_config.begin(), k_config.end(), name) != k_config.end() || name.starts_with("block_limit_");
+}
+
 void set_metric(std::vector<Metric>& metrics, Metric m) {
     auto it = std::find_if(metrics.begin(), metrics.end(), [&](const Metric& x) { return x.name == m.name; });
     if (it == metrics.end())
@@ -277,19 +287,30 @@ void build_ncu_entities(RunBatch& batch, std::vector<NcuLaunch> launches) {
                 dmax = std::max(dmax, d->value);
             }
         }
-        // Other metrics: the common value when launches agree, else the duration-weighted mean
-        // (plain mean when durations are missing), so a kernel reads like its typical launch.
-        std::vector<std::string> metric_order;
-        std::map<std::string, std::pair<double, double>> sums;  // name -> (weighted sum, weight)
-        std::map<std::string, const Metric*> first;
-        std::map<std::string, bool> uniform;
+        // Other metrics: the common value when launches agree. Otherwise launch-configuration
+        // metrics take the values of the launch with the most GPU time (so grid, waves and limits
+        // stay consistent with each other) and measured ones the duration-weighted mean.
+        std::size_t dominant = members.front();
+        double dominant_weight = -1;
+        std::vector<double> weights;
         for (std::size_t i : members) {
             const NcuLaunch& l = launches[i];
             double w = l.invocations;
             if (timed)
                 for (const Metric& m : l.metrics)
                     if (m.name == "duration") w = m.value * l.invocations;
-            for (const Metric& m : l.metrics) {
+            weights.push_back(w);
+            if (w > dominant_weight) {
+                dominant_weight = w;
+                dominant = i;
+            }
+        }
+        std::vector<std::string> metric_order;
+        std::map<std::string, std::pair<double, double>> sums;  // name -> (weighted sum, weight)
+        std::map<std::string, const Metric*> first;
+        std::map<std::string, bool> uniform;
+        for (std::size_t k = 0; k < members.size(); ++k) {
+            for (const Metric& m : launches[members[k]].metrics) {
                 if (!first.contains(m.name)) {
                     metric_order.push_back(m.name);
                     first[m.name] = &m;
@@ -298,17 +319,23 @@ void build_ncu_entities(RunBatch& batch, std::vector<NcuLaunch> launches) {
                     uniform[m.name] = false;
                 }
                 auto& s = sums[m.name];
-                s.first += m.value * w;
-                s.second += w;
+                s.first += m.value * weights[k];
+                s.second += weights[k];
             }
         }
         for (const std::string& mname : metric_order) {
+            if (mname == "duration") continue;  // replaced by the duration statistics below
             Metric m = *first[mname];
             if (!uniform[mname]) {
+                const Metric* from_dominant = nullptr;
+                for (const Metric& dm : launches[dominant].metrics)
+                    if (dm.name == mname) from_dominant = &dm;
                 const auto& s = sums[mname];
-                if (s.second > 0) m.value = s.first / s.second;
+                if (is_config_metric(mname) && from_dominant != nullptr)
+                    m.value = from_dominant->value;
+                else if (s.second > 0)
+                    m.value = s.first / s.second;
             }
-            if (m.name == "duration") continue;  // replaced by the duration statistics below
             kernel.metrics.push_back(std::move(m));
         }
         kernel.set(Metric{"launches", count, "count", "", ""});

@@ -288,7 +288,8 @@ private:
         }
         if (t.starts_with("Device ") && take_device_line(t)) return {};
         if (t.starts_with("[") && t.find("]") != std::string_view::npos && t.find('@') != std::string_view::npos) {
-            m_process = std::string(trim(t.substr(t.find(']') + 1)));
+            const std::string_view proc = trim(t.substr(t.find(']') + 1));
+            m_process = std::string(proc.substr(0, proc.rfind('@')));
             return {};
         }
         return {};  // program output or notes around the report
@@ -363,8 +364,8 @@ private:
         l.is_summary = true;
         l.invocations = s.invocations;
         l.device = m_device.empty() ? std::string("0") : m_device;
-        l.attributes["block"] = s.block;
-        l.attributes["grid_blocks"] = s.grid;
+        add_ncu_value(l, "Block Size", "", s.block);
+        add_ncu_value(l, "Grid Size", "", s.grid);
         if (!m_process.empty()) l.attributes["process"] = m_process;
         m_launches.push_back(std::move(l));
         m_launch_lines.push_back(line_no);
@@ -423,14 +424,20 @@ public:
         return "Nsight Compute text output: default sections, --metrics, --print-summary";
     }
 
+    // A kernel (or summary group) line under ncu's "[pid] process@host" line or above a
+    // "Section:" table.
     bool recognizes(std::string_view head) const override {
-        if (head.find("Section: ") == std::string_view::npos) return false;
+        const bool sections = head.find("Section: ") != std::string_view::npos;
+        bool process = false;
         std::size_t pos = 0;
         while (pos < head.size()) {
             std::size_t nl = head.find('\n', pos);
             if (nl == std::string_view::npos) nl = head.size();
             const std::string_view t = trim(head.substr(pos, nl - pos));
-            if (parse_kernel_line(t) || parse_summary_line(t)) return true;
+            if (t.starts_with("[") && t.find("] ") != std::string_view::npos && t.find('@') != std::string_view::npos)
+                process = true;
+            else if ((sections || process) && (parse_kernel_line(t) || parse_summary_line(t)))
+                return true;
             pos = nl + 1;
         }
         return false;

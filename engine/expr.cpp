@@ -52,6 +52,7 @@ struct Node {
     std::vector<std::shared_ptr<Node>> args;
     std::shared_ptr<std::regex> regex;
     bool negate_match = false;
+    bool poisoned = false;  // an error was reported inside: no further type errors about it
     std::size_t offset = 0;
 };
 
@@ -236,12 +237,12 @@ private:
             if (op.text == "-") {
                 n->kind = NodeKind::neg;
                 n->args.push_back(unary());
-                expect_type(*n->args[0], ValueType::number, "'-'");
+                n->poisoned = !expect_type(*n->args[0], ValueType::number, "'-'");
                 n->type = ValueType::number;
             } else {
                 n->kind = NodeKind::not_;
                 n->args.push_back(expression(3));
-                expect_type(*n->args[0], ValueType::boolean, "'not'");
+                n->poisoned = !expect_type(*n->args[0], ValueType::boolean, "'not'");
                 n->type = ValueType::boolean;
             }
             return n;
@@ -297,7 +298,10 @@ private:
             const std::string m = t.text.substr(4);
             n->kind = NodeKind::run_metric;
             n->text = m;
-            if (find_metric_def(m) == nullptr) error(t.offset, fmt::format("unknown run metric '{}'", m));
+            if (find_metric_def(m) == nullptr) {
+                error(t.offset, fmt::format("unknown run metric '{}'", m));
+                n->poisoned = true;
+            }
             m_metrics.insert(t.text);
             return n;
         }
@@ -309,10 +313,12 @@ private:
             }
         }
         n->kind = NodeKind::metric;
-        if (find_metric_def(t.text) == nullptr)
+        if (find_metric_def(t.text) == nullptr) {
             error(t.offset, fmt::format("unknown metric '{}' (see `perfwatch metrics`; other metrics a report "
                                         "carries are read with metric(\"name\"))",
                                         t.text));
+            n->poisoned = true;
+        }
         m_metrics.insert(t.text);
         return n;
     }
@@ -373,7 +379,8 @@ private:
             n->type = ValueType::boolean;
             return n;
         }
-        for (const auto& a : n->args) expect_type(*a, ValueType::number, fmt::format("{}()", name.text));
+        for (const auto& a : n->args)
+            if (!expect_type(*a, ValueType::number, fmt::format("{}()", name.text))) n->poisoned = true;
         n->type = ValueType::number;
         return n;
     }
@@ -387,7 +394,7 @@ private:
             n->kind = NodeKind::match;
             n->type = ValueType::boolean;
             n->negate_match = o == "!~";
-            expect_type(*l, ValueType::string, fmt::format("left of '{}'", o));
+            n->poisoned = !expect_type(*l, ValueType::string, fmt::format("left of '{}'", o));
             if (r->kind != NodeKind::string) {
                 error(r->offset, fmt::format("right of '{}' must be a quoted regular expression", o));
             } else {
@@ -401,30 +408,40 @@ private:
             return n;
         }
         n->kind = NodeKind::binary;
+        auto both = [&](ValueType want) {
+            const bool left_ok = expect_type(*l, want, fmt::format("left of '{}'", o));
+            const bool right_ok = expect_type(*r, want, fmt::format("right of '{}'", o));
+            n->poisoned = !left_ok || !right_ok;
+        };
         if (o == "and" || o == "or") {
-            expect_type(*l, ValueType::boolean, fmt::format("left of '{}'", o));
-            expect_type(*r, ValueType::boolean, fmt::format("right of '{}'", o));
+            both(ValueType::boolean);
             n->type = ValueType::boolean;
         } else if (o == "==" || o == "!=") {
-            if (l->type != r->type)
+            if (l->poisoned || r->poisoned) {
+                n->poisoned = true;
+            } else if (l->type != r->type) {
                 error(op.offset, fmt::format("cannot compare {} with {}", to_string(l->type), to_string(r->type)));
+                n->poisoned = true;
+            }
             n->type = ValueType::boolean;
         } else if (o == "<" || o == "<=" || o == ">" || o == ">=") {
-            expect_type(*l, ValueType::number, fmt::format("left of '{}'", o));
-            expect_type(*r, ValueType::number, fmt::format("right of '{}'", o));
+            both(ValueType::number);
             n->type = ValueType::boolean;
         } else {
-            expect_type(*l, ValueType::number, fmt::format("left of '{}'", o));
-            expect_type(*r, ValueType::number, fmt::format("right of '{}'", o));
+            both(ValueType::number);
             n->type = ValueType::number;
         }
         n->args = {std::move(l), std::move(r)};
         return n;
     }
 
-    void expect_type(const Node& n, ValueType want, const std::string& where) {
-        if (n.type != want)
-            error(n.offset, fmt::format("{} needs a {}, found a {}", where, to_string(want), to_string(n.type)));
+    // Reports a type mismatch unless an error inside `n` was already reported; returns false
+    // when the operand is unusable so the caller can poison its own node.
+    bool expect_type(const Node& n, ValueType want, const std::string& where) {
+        if (n.poisoned) return false;
+        if (n.type == want) return true;
+        error(n.offset, fmt::format("{} needs a {}, found a {}", where, to_string(want), to_string(n.type)));
+        return false;
     }
 
     std::vector<Token> m_toks;

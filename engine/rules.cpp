@@ -35,6 +35,7 @@ public:
     Reader(const std::string& file, std::string_view text) : m_file(file), m_text(text) {}
 
     RuleFile run() {
+        m_out.text = std::string(m_text);
         YAML::Node root;
         try {
             root = YAML::Load(std::string(m_text));
@@ -224,25 +225,11 @@ bool RuleSet::has_errors() const {
 
 RuleSet compile_rules(const std::vector<RuleFile>& files) {
     RuleSet set;
-    std::map<std::string, std::string> file_texts;  // for source lines of expression errors
     for (const RuleFile& file : files) {
         for (const Diagnostic& d : file.diagnostics) set.diagnostics.push_back(d);
         for (const RuleSpec& spec : file.rules) {
             if (spec.id.empty() || spec.when.text.empty() || spec.message.text.empty()) continue;
-            const std::string& path = spec.loc.file;
-            if (!file_texts.contains(path)) {
-                std::string text;
-                for (const auto& [name, yaml] : shipped_rule_packs())
-                    if (name == path) text = yaml;
-                if (text.empty()) {
-                    std::ifstream in(path, std::ios::binary);
-                    std::ostringstream buf;
-                    buf << in.rdbuf();
-                    text = buf.str();
-                }
-                file_texts[path] = std::move(text);
-            }
-            const std::string& text = file_texts[path];
+            const std::string& text = file.text;
             bool ok = true;
             auto report = [&](const SourceText& s, const std::vector<ExprError>& errs, std::string_view field) {
                 for (const ExprError& e : errs) set.diagnostics.push_back(field_diag(spec, s, e, text, field));

@@ -55,6 +55,7 @@ struct RuleSpec {
 };
 
 struct RuleFile {
+    std::string text;  // the YAML as read, for quoting offending lines
     std::vector<RuleSpec> rules;
     std::vector<Diagnostic> diagnostics;
 };

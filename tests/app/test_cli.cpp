@@ -1,0 +1,207 @@
+#include <gtest/gtest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+nlohmann::json parse_json(const ProcessResult& r) {
+    try {
+        return nlohmann::json::parse(r.out);
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << "not JSON: " << e.what() << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
+        return {};
+    }
+}
+
+const nlohmann::json* find_finding(const nlohmann::json& doc, const std::string& rule, const std::string& entity) {
+    for (const auto& f : doc["findings"])
+        if (f["rule"] == rule && f["entity"]["name"].get<std::string>().starts_with(entity)) return &f;
+    return nullptr;
+}
+
+std::int64_t count_runs(const std::string& db) {
+    SQLite::Database raw(db);
+    return raw.execAndGet("SELECT count(*) FROM runs").getInt64();
+}
+
+void write(const std::string& path, const std::string& content) {
+    std::ofstream out(path, std::ios::binary);
+    out << content;
+}
+
+}  // namespace
+
+TEST(Cli, CheckB200FindsTheTailEffectWithTheReportsSpeedup) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log");
+    const auto r = run_perfwatch({"check", "--format", "json", path});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = parse_json(r);
+    ASSERT_EQ(doc["runs"].size(), 1u);
+    EXPECT_EQ(doc["runs"][0]["format"], "ncu-csv");
+    const auto* tail = find_finding(doc, "ncu-tail-effect", "cutlass3x_sm100");
+    ASSERT_NE(tail, nullptr) << r.out;
+    EXPECT_EQ((*tail)["estimated_speedup_pct"], 50.0);  // "this partial wave may account for up to 50.0%"
+    EXPECT_EQ((*tail)["severity"], "warning");
+    EXPECT_EQ((*tail)["entity"]["kind"], "kernel");
+    EXPECT_EQ((*tail)["metrics"]["waves_per_sm"], 1.89);
+    const auto* occ = find_finding(doc, "ncu-theoretical-occupancy", "cutlass3x_sm100");
+    ASSERT_NE(occ, nullptr);
+    EXPECT_EQ((*occ)["estimated_speedup_pct"], 81.25);
+    EXPECT_NE((*occ)["message"].get<std::string>().find("18.8% is limited by registers and shared memory"),
+              std::string::npos)
+        << (*occ)["message"];
+    // Ranked by impact: occupancy (81.25) before tail (50).
+    EXPECT_EQ(doc["findings"][0]["rule"], "ncu-theoretical-occupancy");
+}
+
+TEST(Cli, CheckL4TextFindsTheTailEffectWithTheReportsSpeedup) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_L4-cc89_ncu2025_fp16_wmma_512_basic.txt");
+    const auto r = run_perfwatch({"check", "--format", "json", path});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = parse_json(r);
+    const auto* tail = find_finding(doc, "ncu-tail-effect", "wmma_db");
+    ASSERT_NE(tail, nullptr) << r.out;
+    EXPECT_EQ((*tail)["estimated_speedup_pct"], 33.33);  // "Est. Speedup: 33.33%"
+    EXPECT_NE((*tail)["message"].get<std::string>().find("2.21 waves"), std::string::npos);
+}
+
+TEST(Cli, Check2021TextFindsWhatItsWrnLinesDescribe) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_RTX3070-cc86_ncu2021_reductions_8M_default.txt");
+    const auto r = run_perfwatch({"check", "--format", "json", "--fail-on", "warning", path});
+    EXPECT_EQ(r.exit_code, 1) << "warnings at --fail-on warning: " << r.err;
+    const auto doc = parse_json(r);
+    // atomic_red WRN: low compute and memory throughput; WRN: achieved 80.7% vs theoretical 100%.
+    EXPECT_NE(find_finding(doc, "ncu-latency-bound", "atomic_red"), nullptr) << r.out;
+    const auto* occ = find_finding(doc, "ncu-achieved-occupancy", "atomic_red");
+    ASSERT_NE(occ, nullptr);
+    EXPECT_NE((*occ)["message"].get<std::string>().find("80.7%"), std::string::npos);
+    // reduce_a WRN: memory more heavily utilized than compute.
+    EXPECT_NE(find_finding(doc, "ncu-memory-bound", "reduce_a"), nullptr);
+    // reduce_ws WRN: achieved 90.0% vs theoretical 100%.
+    EXPECT_NE(find_finding(doc, "ncu-achieved-occupancy", "reduce_ws"), nullptr);
+    // reduce_a's occupancy line is an INF, not a WRN: 90.55% achieved is within 10 points.
+    EXPECT_EQ(find_finding(doc, "ncu-achieved-occupancy", "reduce_a"), nullptr);
+}
+
+TEST(Cli, BadInputsExitTwoNameTheFileAndStoreNothing) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log");
+    TempDir dir;
+    const std::string db = dir.file("pw.db");
+    const std::string text = read_file(path);
+    const std::string truncated = dir.file("truncated.csv"), binary = dir.file("binary.bin"),
+                      empty = dir.file("empty.txt");
+    write(truncated, text.substr(0, text.size() / 2));
+    write(binary, std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16));
+    write(empty, "");
+    for (const std::string& file : {truncated, binary, empty}) {
+        const auto r = run_perfwatch({"check", "--db", db, file});
+        EXPECT_EQ(r.exit_code, 2) << file << "\n" << r.out << r.err;
+        EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
+        EXPECT_EQ(count_runs(db), 0) << file;
+    }
+    const auto t = run_perfwatch({"ingest", "--db", db, truncated});
+    EXPECT_EQ(t.exit_code, 2);
+    EXPECT_NE(t.err.find(truncated + ":"), std::string::npos) << "names the line: " << t.err;
+    const auto b = run_perfwatch({"ingest", "--db", db, binary});
+    EXPECT_NE(b.err.find("offset 8"), std::string::npos) << b.err;
+    EXPECT_EQ(count_runs(db), 0);
+}
+
+TEST(Cli, IngestShowAndDeduplicate) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_L4-cc89_ncu2025_fp16_wmma_8192_full.txt");
+    TempDir dir;
+    const std::string db = dir.file("pw.db");
+    const auto first = run_perfwatch({"ingest", "--db", db, "--label", "branch=main", "--label", "gpu=L4", path});
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    EXPECT_NE(first.out.find("run 1: "), std::string::npos) << first.out;
+    const std::string copy = dir.file("renamed.log");
+    std::filesystem::copy_file(path, copy);
+    const auto second = run_perfwatch({"ingest", "--db", db, copy});
+    EXPECT_EQ(second.exit_code, 0);
+    EXPECT_NE(second.out.find("run 1: " + copy + " already stored"), std::string::npos) << second.out;
+    EXPECT_EQ(count_runs(db), 1);
+
+    const auto show = run_perfwatch({"show", "--db", db, "1", "--format", "json"});
+    ASSERT_EQ(show.exit_code, 0) << show.err;
+    const auto doc = parse_json(show);
+    EXPECT_EQ(doc["labels"]["branch"], "main");
+    EXPECT_EQ(doc["labels"]["gpu"], "L4");
+    int kernels = 0, launches = 0;
+    for (const auto& e : doc["entities"]) {
+        if (e["kind"] == "kernel") {
+            ++kernels;
+            EXPECT_EQ(e["metrics"]["launches"], 2);
+            EXPECT_EQ(e["metrics"]["duration_total"], 1650063580.0);
+        }
+        if (e["kind"] == "launch") ++launches;
+    }
+    EXPECT_EQ(kernels, 1);
+    EXPECT_EQ(launches, 2);
+
+    const auto text = run_perfwatch({"show", "--db", db, "1"});
+    EXPECT_EQ(text.exit_code, 0);
+    EXPECT_NE(text.out.find("label:    branch=main"), std::string::npos);
+    EXPECT_NE(text.out.find("(Duration, us)"), std::string::npos);
+
+    EXPECT_EQ(run_perfwatch({"show", "--db", db, "99"}).exit_code, 2);
+}
+
+TEST(Cli, EveryCorpusNcuFileIngests) {
+    const auto dir = corpus_dir();
+    if (!dir) GTEST_SKIP() << "corpus not found (../shared/corpus or $PERFWATCH_CORPUS)";
+    TempDir tmp;
+    const std::string db = tmp.file("pw.db");
+    std::vector<std::string> args{"ingest", "--db", db};
+    std::size_t files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(*dir / "ncu")) {
+        args.push_back(entry.path().string());
+        ++files;
+    }
+    ASSERT_GE(files, 6u);
+    const auto r = run_perfwatch(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(count_runs(db), static_cast<std::int64_t>(files));
+}
+
+TEST(Cli, CustomRulesAndRuleErrors) {
+    TempDir dir;
+    const std::string rules = dir.file("team.yaml");
+    write(rules,
+          "rules:\n"
+          "  - id: team-slow-kernel\n"
+          "    title: Kernel slower than budget\n"
+          "    severity: error\n"
+          "    scope: kernel\n"
+          "    when: duration_mean > 1ms\n"
+          "    message: \"{name} takes {duration_mean / 1e6:.2f} ms per launch (budget 1 ms)\"\n");
+    const auto r = run_perfwatch({"check", "--rules", rules, "--format", "json",
+                                  fixture("ncu/details_2020_thousands.csv")});
+    EXPECT_EQ(r.exit_code, 1) << "an error-level finding fails the check: " << r.err;
+    const auto doc = parse_json(r);
+    const auto* slow = find_finding(doc, "team-slow-kernel", "stencil2d");
+    ASSERT_NE(slow, nullptr) << r.out;
+    EXPECT_EQ((*slow)["message"], "stencil2d(float const*, float*, int, int) takes 1.37 ms per launch (budget 1 ms)");
+
+    const std::string broken = dir.file("broken.yaml");
+    write(broken, "rules:\n  - id: x\n    when: duration_mean > 1 parsec\n    message: m\n");
+    const auto bad = run_perfwatch({"check", "--rules", broken, fixture("ncu/raw_page.csv")});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find(broken + ":3:"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("rule 'x'"), std::string::npos) << bad.err;
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+    EXPECT_EQ(run_perfwatch({"check"}).exit_code, 2);
+    EXPECT_EQ(run_perfwatch({"check", "--fail-on", "fatal", "x"}).exit_code, 2);
+    EXPECT_EQ(run_perfwatch({"ingest", "--label", "novalue", "x"}).exit_code, 2);
+    EXPECT_EQ(run_perfwatch({"frobnicate"}).exit_code, 2);
+}
+
+}  // namespace perfwatch::test

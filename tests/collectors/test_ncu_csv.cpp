@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include "collectors/ncu_csv.hpp"
+#include "tests/collectors/ncu_helpers.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+// Values below were read by hand from the files named in each test.
+
+TEST(NcuCsv, CorpusB200DetailsWithRuleRows) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "ncu-csv");
+    ASSERT_EQ(of_kind(b, EntityKind::launch).size(), 1u);
+    const auto kernels = of_kind(b, EntityKind::kernel);
+    ASSERT_EQ(kernels.size(), 1u);
+    const Entity* k = kernels[0];
+    EXPECT_EQ(k->name,
+              "cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32_f16_f16_64x256x128_1x1x1_0_tnn_align4_1sm_bias_f16_"
+              "relu_aux_scalemax");
+    EXPECT_DOUBLE_EQ(metric(k, "launches"), 1);
+    EXPECT_DOUBLE_EQ(metric(k, "duration_total"), 406240);
+    EXPECT_DOUBLE_EQ(metric(k, "registers_per_thread"), 168);
+    EXPECT_DOUBLE_EQ(metric(k, "occupancy_theoretical"), 18.75);
+    EXPECT_DOUBLE_EQ(metric(k, "occupancy_achieved"), 15.53);
+    EXPECT_DOUBLE_EQ(metric(k, "waves_per_sm"), 1.89);
+    EXPECT_DOUBLE_EQ(metric(k, "grid_size"), 288);
+    EXPECT_DOUBLE_EQ(metric(k, "shared_mem_dynamic_per_block"), 205696);
+    EXPECT_DOUBLE_EQ(metric(k, "dram_frequency"), 3995313115.40);
+    EXPECT_EQ(k->attributes.at("grid"), "9x32x1");
+    EXPECT_EQ(k->attributes.at("function_cache_configuration"), "CachePreferNone");
+    EXPECT_EQ(k->attributes.at("occupancy_limiter"), "registers and shared memory");
+
+    // The tool's own rule rows stay with the launch: 8 of them, speedups as printed.
+    const Entity* launch = of_kind(b, EntityKind::launch)[0];
+    EXPECT_EQ(launch->attributes.at("id"), "0");
+    ASSERT_EQ(launch->tool_findings.size(), 8u);
+    bool seen_tail = false;
+    for (const ToolFinding& f : launch->tool_findings) {
+        if (f.rule == "TheoreticalOccupancy") {
+            EXPECT_EQ(f.type, "OPT");
+            EXPECT_EQ(f.speedup_type, "local");
+            EXPECT_DOUBLE_EQ(f.speedup_pct.value_or(0), 81.25);
+        }
+        if (f.text.find("partial wave") != std::string::npos) {
+            seen_tail = true;
+            EXPECT_DOUBLE_EQ(f.speedup_pct.value_or(0), 50);
+        }
+    }
+    EXPECT_TRUE(seen_tail);
+    const auto devices = of_kind(b, EntityKind::device);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_DOUBLE_EQ(metric(devices[0], "sm_count"), 152);
+}
+
+TEST(NcuCsv, Header2020WithThousandsSeparatorsAndProgramOutput) {
+    const RunBatch b = collect_ok(fixture("ncu/details_2020_thousands.csv"));
+    EXPECT_EQ(of_kind(b, EntityKind::launch).size(), 3u);
+    const Entity* stencil = kernel_named(b, "stencil2d(float const*, float*, int, int)");
+    ASSERT_NE(stencil, nullptr);
+    EXPECT_DOUBLE_EQ(metric(stencil, "launches"), 2);
+    // "1,234.56" usecond + "1.50" msecond
+    EXPECT_DOUBLE_EQ(metric(stencil, "duration_total"), 1234560 + 1500000);
+    EXPECT_DOUBLE_EQ(metric(stencil, "duration_min"), 1234560);
+    EXPECT_DOUBLE_EQ(metric(stencil, "duration_max"), 1500000);
+    EXPECT_DOUBLE_EQ(metric(stencil, "grid_size"), 4096);
+    // Achieved occupancy is "(!) nan" on the second launch: the kernel keeps the first one's value.
+    EXPECT_DOUBLE_EQ(metric(stencil, "occupancy_achieved"), 61.30);
+    const Entity* reduce = kernel_named(b, "reduce_sum");
+    EXPECT_DOUBLE_EQ(metric(reduce, "duration_total"), 8960);
+    EXPECT_DOUBLE_EQ(metric(reduce, "block_size"), 1024);
+    ASSERT_TRUE(b.captured_at.has_value());
+    EXPECT_EQ(*b.captured_at, "2020-12-03T10:15:42");
+}
+
+TEST(NcuCsv, NvtxColumnAndRaggedRuleRows) {
+    const RunBatch b = collect_ok(fixture("ncu/nvtx_ragged_2023.csv"));
+    const Entity* k = kernel_named(b, "softmax_kernel<float, 128>(const float *, float *, int)");
+    ASSERT_NE(k, nullptr);
+    EXPECT_DOUBLE_EQ(metric(k, "duration_total"), 12290);
+    EXPECT_DOUBLE_EQ(metric(k, "shared_mem_config_size"), 32770);
+    EXPECT_DOUBLE_EQ(metric(k, "sm_count"), 132);
+    const Entity* launch = of_kind(b, EntityKind::launch)[0];
+    EXPECT_EQ(launch->attributes.at("id"), "3");
+    ASSERT_EQ(launch->tool_findings.size(), 2u);
+    EXPECT_DOUBLE_EQ(launch->tool_findings[0].speedup_pct.value_or(0), 69.70);
+    EXPECT_FALSE(launch->tool_findings[1].speedup_pct.has_value());
+}
+
+TEST(NcuRawCsv, UnitsRowAndWideColumns) {
+    const RunBatch b = collect_ok(fixture("ncu/raw_page.csv"));
+    EXPECT_EQ(b.format, "ncu-raw-csv");
+    EXPECT_EQ(of_kind(b, EntityKind::launch).size(), 3u);
+    const Entity* gemm = kernel_named(b, "sgemm_naive(int, int, int, const float *, const float *, float *)");
+    ASSERT_NE(gemm, nullptr);
+    EXPECT_DOUBLE_EQ(metric(gemm, "launches"), 2);
+    EXPECT_DOUBLE_EQ(metric(gemm, "duration_total"), 3204100 + 3198720);
+    EXPECT_DOUBLE_EQ(metric(gemm, "grid_size"), 4096);
+    EXPECT_DOUBLE_EQ(metric(gemm, "registers_per_thread"), 38);
+    EXPECT_DOUBLE_EQ(metric(gemm, "sm_count"), 108);
+    EXPECT_DOUBLE_EQ(metric(gemm, "dram__bytes_sum"), 268.44e6);
+    EXPECT_EQ(gemm->attributes.at("launch__func_cache_pref"), "CachePreferNone");
+    EXPECT_DOUBLE_EQ(metric(kernel_named(b, "add_bias(float *, const float *, int)"), "grid_size"), 16384);
+}
+
+TEST(NcuCsv, ErrorsNameTheLine) {
+    TempDir dir;
+    const std::string text = read_file(fixture("ncu/nvtx_ragged_2023.csv"));
+    // Cut inside a quoted field of the fifth line.
+    const std::size_t cut = text.find("\"Memory Throughput\"") + 5;
+    auto r = collect_content("cut.csv", text.substr(0, cut));
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().file, "cut.csv");
+    EXPECT_EQ(r.error().line, 5u);
+    EXPECT_NE(r.error().message.find("unterminated"), std::string::npos) << r.error().message;
+
+    // A row with too few fields.
+    auto short_row = collect_content("short.csv", text.substr(0, text.find("\"GPU Speed Of Light Throughput\",\"Duration\"")) + "\n");
+    ASSERT_FALSE(short_row.has_value());
+    EXPECT_EQ(short_row.error().line, 4u);
+    EXPECT_NE(short_row.error().message.find("expected at least"), std::string::npos);
+}
+
+}  // namespace perfwatch::test

@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+
+#include "engine/evaluate.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+StoredRun two_kernel_run() {
+    StoredRun run;
+    run.id = 7;
+    RunBatch& b = run.batch;
+    const std::size_t r = b.run_entity();
+    b.entities[r].set({"gpu_time", 1000, "ns", "", ""});
+    Entity big;
+    big.kind = EntityKind::kernel;
+    big.name = "big";
+    big.set({"duration_total", 900, "ns", "", ""});
+    big.set({"waves_per_sm", 1.5, "count", "", ""});
+    b.entities.push_back(big);  // index 1
+    // Two launches of `big`: one has ncu's tail-effect result with 50%, the other none.
+    for (double d : {600.0, 300.0}) {
+        Entity l;
+        l.kind = EntityKind::launch;
+        l.name = "big launch";
+        l.parent = 1;
+        l.set({"duration", d, "ns", "", ""});
+        if (d == 600.0) l.tool_findings.push_back({"LaunchConfiguration", "OPT", "", "a partial wave", "global", 50.0});
+        b.entities.push_back(l);
+    }
+    Entity small;
+    small.kind = EntityKind::kernel;
+    small.name = "small";
+    small.set({"duration_total", 100, "ns", "", ""});
+    small.set({"waves_per_sm", 2.5, "count", "", ""});
+    b.entities.push_back(small);
+    Entity unknown;
+    unknown.kind = EntityKind::kernel;
+    unknown.name = "no waves";
+    unknown.set({"duration_total", 0, "ns", "", ""});
+    b.entities.push_back(unknown);
+    return run;
+}
+
+RuleSet rules(const std::string& yaml) {
+    RuleSet set = compile_rules({parse_rule_text("t.yaml", yaml)});
+    EXPECT_TRUE(set.diagnostics.empty()) << (set.diagnostics.empty() ? "" : set.diagnostics[0].to_string());
+    return set;
+}
+
+}  // namespace
+
+TEST(Evaluate, ToolSpeedupIsDurationWeightedAndImpactRanks) {
+    const RuleSet set = rules(
+        "rules:\n"
+        "  - id: tail\n"
+        "    when: waves_per_sm - floor(waves_per_sm) > 0\n"
+        "    message: \"{name}: {waves_per_sm} waves, {duration_total / run.gpu_time * 100:.0f}% of time\"\n"
+        "    estimated_speedup: 100 / (1 + floor(waves_per_sm))\n"
+        "    tool_finding: partial wave\n");
+    const Evaluation ev = evaluate_run(set, two_kernel_run());
+    EXPECT_EQ(ev.evaluated, 2u);
+    EXPECT_EQ(ev.not_applicable, 1u);  // "no waves" lacks waves_per_sm
+    ASSERT_EQ(ev.findings.size(), 2u);
+    const Finding& first = ev.findings[0];
+    EXPECT_EQ(first.entity_name, "big");
+    EXPECT_EQ(first.run_id, 7);
+    // (600 * 50 + 300 * 0) / 900 from the launches' own results, not the expression's 50.
+    EXPECT_NEAR(first.estimated_speedup_pct.value_or(0), 100.0 / 3.0, 1e-9);
+    EXPECT_DOUBLE_EQ(first.share_pct.value_or(0), 90);
+    EXPECT_NEAR(first.impact.value_or(0), 30, 1e-9);
+    EXPECT_EQ(first.message, "big: 1.5 waves, 90% of time");
+    EXPECT_EQ(first.metrics.at("run.gpu_time"), 1000);
+    const Finding& second = ev.findings[1];
+    EXPECT_EQ(second.entity_name, "small");
+    EXPECT_NEAR(second.estimated_speedup_pct.value_or(0), 100.0 / 3.0, 1e-9);  // from the expression
+    EXPECT_NEAR(second.impact.value_or(0), 10.0 / 3.0, 1e-9);
+}
+
+TEST(Evaluate, RunScopeAndRankingWithoutImpact) {
+    const RuleSet set = rules(
+        "rules:\n"
+        "  - id: info-all\n    severity: info\n    when: duration_total >= 0\n    message: m\n"
+        "  - id: run-level\n    severity: error\n    scope: run\n    when: run.gpu_time > 500ns\n    message: r\n");
+    const Evaluation ev = evaluate_run(set, two_kernel_run());
+    ASSERT_EQ(ev.findings.size(), 4u);
+    EXPECT_EQ(ev.findings[0].rule, "run-level");  // errors before infos when no impact is known
+    EXPECT_EQ(ev.findings[0].entity_kind, EntityKind::run);
+    EXPECT_EQ(ev.findings[1].entity_name, "big");  // then by share of GPU time
+    EXPECT_EQ(ev.findings[2].entity_name, "small");
+}
+
+}  // namespace perfwatch

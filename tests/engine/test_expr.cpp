@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "engine/expr.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+class MapScope final : public EvalScope {
+public:
+    std::map<std::string, double> metrics, run;
+    std::map<std::string, std::string> attributes;
+    std::optional<double> metric(std::string_view n) const override {
+        auto it = metrics.find(std::string(n));
+        return it == metrics.end() ? std::nullopt : std::optional<double>(it->second);
+    }
+    std::optional<double> run_metric(std::string_view n) const override {
+        auto it = run.find(std::string(n));
+        return it == run.end() ? std::nullopt : std::optional<double>(it->second);
+    }
+    std::optional<std::string> attribute(std::string_view n) const override {
+        auto it = attributes.find(std::string(n));
+        return it == attributes.end() ? std::nullopt : std::optional<std::string>(it->second);
+    }
+};
+
+Value eval(std::string_view src, const EvalScope& s) {
+    std::vector<ExprError> errors;
+    auto e = Expression::compile(src, errors);
+    EXPECT_TRUE(e.has_value()) << src << ": " << (errors.empty() ? "" : errors[0].message);
+    return e ? e->evaluate(s) : Value{};
+}
+
+std::vector<ExprError> errors_of(std::string_view src) {
+    std::vector<ExprError> errors;
+    (void)Expression::compile(src, errors);
+    return errors;
+}
+
+}  // namespace
+
+TEST(Expr, ArithmeticPrecedenceAndFunctions) {
+    MapScope s;
+    EXPECT_EQ(eval("1 + 2 * 3", s), Value(7.0));
+    EXPECT_EQ(eval("(1 + 2) * 3", s), Value(9.0));
+    EXPECT_EQ(eval("-2 * -3", s), Value(6.0));
+    EXPECT_EQ(eval("max(1, 5, 3) - min(4, 2)", s), Value(3.0));
+    EXPECT_EQ(eval("floor(2.7) + ceil(0.2) + abs(-1) + clamp(12, 0, 10)", s), Value(14.0));
+    EXPECT_EQ(eval("sqrt(16)", s), Value(4.0));
+}
+
+TEST(Expr, UnitLiteralsBecomeBaseUnits) {
+    MapScope s;
+    EXPECT_EQ(eval("50us", s), Value(50000.0));
+    EXPECT_EQ(eval("2ms", s), Value(2e6));
+    EXPECT_EQ(eval("2MB", s), Value(2e6));
+    EXPECT_EQ(eval("1KiB", s), Value(1024.0));
+    EXPECT_EQ(eval("80%", s), Value(80.0));
+    EXPECT_EQ(eval("1.5GHz", s), Value(1.5e9));
+    const auto errors = errors_of("5parsecs");
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors[0].offset, 1u);
+    EXPECT_NE(errors[0].message.find("unknown unit 'parsecs'"), std::string::npos);
+}
+
+TEST(Expr, MetricsAttributesAndRegexMatching) {
+    MapScope s;
+    s.metrics = {{"duration", 60000}, {"occupancy_theoretical", 50}};
+    s.run = {{"gpu_time", 120000}};
+    s.attributes = {{"name", "volta_sgemm_128x64"}};
+    EXPECT_EQ(eval("duration > 50us and occupancy_theoretical < 80%", s), Value(true));
+    EXPECT_EQ(eval("duration / run.gpu_time", s), Value(0.5));
+    EXPECT_EQ(eval("name ~ \"gemm|conv\"", s), Value(true));
+    EXPECT_EQ(eval("name !~ \"^volta\"", s), Value(false));
+    EXPECT_EQ(eval("not (duration < 1ms)", s), Value(false));
+}
+
+TEST(Expr, MissingMetricsPropagateThreeValued) {
+    MapScope s;
+    s.metrics = {{"sm_throughput", 20}};
+    EXPECT_EQ(eval("memory_throughput < 60", s), Value());
+    EXPECT_EQ(eval("sm_throughput < 60 and memory_throughput < 60", s), Value());
+    EXPECT_EQ(eval("sm_throughput > 60 and memory_throughput < 60", s), Value(false));
+    EXPECT_EQ(eval("sm_throughput < 60 or memory_throughput < 60", s), Value(true));
+    EXPECT_EQ(eval("present(memory_throughput)", s), Value(false));
+    EXPECT_EQ(eval("sm_throughput / 0", s), Value());
+}
+
+TEST(Expr, TypeErrorsAndUnknownNamesAreCompileErrors) {
+    auto e1 = errors_of("name + 1");
+    ASSERT_FALSE(e1.empty());
+    EXPECT_NE(e1[0].message.find("needs a number, found a string"), std::string::npos);
+    auto e2 = errors_of("duraton > 5us");
+    ASSERT_EQ(e2.size(), 1u);
+    EXPECT_EQ(e2[0].offset, 0u);
+    EXPECT_NE(e2[0].message.find("unknown metric 'duraton'"), std::string::npos);
+    auto e3 = errors_of("duration > ");
+    ASSERT_FALSE(e3.empty());
+    EXPECT_EQ(e3[0].offset, 11u);
+    auto e4 = errors_of("frobnicate(1)");
+    ASSERT_FALSE(e4.empty());
+    EXPECT_NE(e4[0].message.find("unknown function"), std::string::npos);
+    auto e5 = errors_of("name ~ \"(unclosed\"");
+    ASSERT_FALSE(e5.empty());
+    EXPECT_NE(e5[0].message.find("invalid regular expression"), std::string::npos);
+    auto e6 = errors_of("metric(\"sm__x\") > 1 and attr(\"grid\") == 2");
+    ASSERT_FALSE(e6.empty());
+    EXPECT_NE(e6[0].message.find("cannot compare string with number"), std::string::npos);
+}
+
+TEST(Template, RendersExpressionsWithFormatSpecs) {
+    MapScope s;
+    s.metrics = {{"occupancy_theoretical", 33.333}, {"registers_per_thread", 128}};
+    s.attributes = {{"occupancy_limiter", "registers"}};
+    std::vector<ExprError> errors;
+    auto t = Template::compile(
+        "theoretical occupancy {occupancy_theoretical:.1f}% is limited by {occupancy_limiter} "
+        "({registers_per_thread:.0f} per thread) {{literal}} {duration}",
+        errors);
+    ASSERT_TRUE(t) << errors[0].message;
+    EXPECT_EQ(t->render(s),
+              "theoretical occupancy 33.3% is limited by registers (128 per thread) {literal} n/a");
+    EXPECT_EQ(t->metrics_read(), (std::set<std::string>{"duration", "occupancy_theoretical", "registers_per_thread"}));
+}
+
+TEST(Template, BadSpecsAndBracesAreErrorsAtTheirOffset) {
+    std::vector<ExprError> errors;
+    EXPECT_FALSE(Template::compile("x {duration:.q} y", errors));
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors[0].offset, 12u);
+    errors.clear();
+    EXPECT_FALSE(Template::compile("open {duration", errors));
+    EXPECT_NE(errors.at(0).message.find("unclosed"), std::string::npos);
+    errors.clear();
+    EXPECT_FALSE(Template::compile("a {bogus_metric}", errors));
+    EXPECT_EQ(errors.at(0).offset, 3u);
+}
+
+}  // namespace perfwatch

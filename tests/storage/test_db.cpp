@@ -1,0 +1,156 @@
+#include <gtest/gtest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include "storage/db.hpp"
+#include "storage/vocabulary.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+RunBatch sample_batch(const std::string& sha) {
+    RunBatch b;
+    b.source = "report.csv";
+    b.sha256 = sha;
+    b.format = "ncu-csv";
+    b.captured_at = "2022-06-03T11:31:08";
+    b.labels = {{"branch", "main"}, {"project", "demo"}};
+    b.notes = {"a note"};
+    const std::size_t run = b.run_entity();
+    b.entities[run].set(Metric{"gpu_time", 1000, "ns", "", ""});
+    Entity k;
+    k.kind = EntityKind::kernel;
+    k.name = "k";
+    k.parent = static_cast<std::int64_t>(run);
+    k.set(Metric{"duration_total", 1000, "ns", "Duration", "us"});
+    k.attributes["grid"] = "1x1x1";
+    b.entities.push_back(k);
+    Entity l;
+    l.kind = EntityKind::launch;
+    l.name = "k #0";
+    l.parent = 1;
+    l.set(Metric{"duration", 1000, "ns", "Duration", "us"});
+    l.tool_findings.push_back(ToolFinding{"LaunchConfiguration", "OPT", "LaunchStats", "tail", "global", 50.0});
+    b.entities.push_back(l);
+    return b;
+}
+
+}  // namespace
+
+TEST(Db, MigratesToCurrentVersionInWalMode) {
+    TempDir dir;
+    auto db = Db::open(dir.file("a.db"));
+    ASSERT_TRUE(db) << db.error().to_string();
+    EXPECT_EQ(db->schema_version(), current_schema_version());
+    SQLite::Database raw(dir.file("a.db"));
+    EXPECT_EQ(raw.execAndGet("PRAGMA journal_mode").getString(), "wal");
+    // Reopening applies nothing twice.
+    auto again = Db::open(dir.file("a.db"));
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->schema_version(), current_schema_version());
+}
+
+TEST(Db, RefusesADatabaseFromANewerVersion) {
+    TempDir dir;
+    {
+        SQLite::Database raw(dir.file("new.db"), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        raw.exec("PRAGMA user_version = 999");
+    }
+    auto db = Db::open(dir.file("new.db"));
+    ASSERT_FALSE(db);
+    EXPECT_NE(db.error().message.find("newer"), std::string::npos);
+}
+
+TEST(Db, StoresAndLoadsARunWhole) {
+    TempDir dir;
+    auto db = Db::open(dir.file("a.db"));
+    ASSERT_TRUE(db);
+    auto stored = db->store(sample_batch("aa"));
+    ASSERT_TRUE(stored) << stored.error().to_string();
+    EXPECT_TRUE(stored->inserted);
+    auto run = db->load(stored->run_id);
+    ASSERT_TRUE(run && *run);
+    const RunBatch& b = (*run)->batch;
+    EXPECT_EQ(b.labels.at("project"), "demo");
+    EXPECT_EQ(b.captured_at.value_or(""), "2022-06-03T11:31:08");
+    EXPECT_EQ(b.notes, std::vector<std::string>{"a note"});
+    ASSERT_EQ(b.entities.size(), 3u);
+    EXPECT_EQ(b.entities[2].parent, 1);
+    EXPECT_EQ(b.entities[1].attributes.at("grid"), "1x1x1");
+    const Metric* m = b.entities[1].metric("duration_total");
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->tool_name, "Duration");
+    EXPECT_EQ(m->tool_unit, "us");
+    ASSERT_EQ(b.entities[2].tool_findings.size(), 1u);
+    EXPECT_DOUBLE_EQ(b.entities[2].tool_findings[0].speedup_pct.value_or(0), 50.0);
+}
+
+TEST(Db, SameContentIsStoredOnce) {
+    TempDir dir;
+    auto db = Db::open(dir.file("a.db"));
+    ASSERT_TRUE(db);
+    auto first = db->store(sample_batch("same"));
+    auto second = db->store(sample_batch("same"));
+    ASSERT_TRUE(first && second);
+    EXPECT_FALSE(second->inserted);
+    EXPECT_EQ(first->run_id, second->run_id);
+    EXPECT_EQ(db->count_runs(), 1);
+}
+
+TEST(Db, AFailureHalfWayLeavesNothing) {
+    TempDir dir;
+    auto db = Db::open(dir.file("a.db"));
+    ASSERT_TRUE(db);
+    RunBatch bad = sample_batch("bad");
+    // Two metrics of one name in one entity violate the primary key after the run row and
+    // the first entities were written.
+    bad.entities[2].metrics.push_back(Metric{"duration", 2, "ns", "", ""});
+    auto r = db->store(bad);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("database error"), std::string::npos);
+    EXPECT_EQ(db->count_runs(), 0);
+    SQLite::Database raw(dir.file("a.db"));
+    EXPECT_EQ(raw.execAndGet("SELECT count(*) FROM entities").getInt(), 0);
+    EXPECT_EQ(raw.execAndGet("SELECT count(*) FROM metrics").getInt(), 0);
+}
+
+TEST(Db, FindingsRoundTrip) {
+    TempDir dir;
+    auto db = Db::open(dir.file("a.db"));
+    ASSERT_TRUE(db);
+    auto stored = db->store(sample_batch("f"));
+    ASSERT_TRUE(stored);
+    Finding f;
+    f.rule = "r";
+    f.title = "R";
+    f.severity = Severity::warning;
+    f.run_id = stored->run_id;
+    f.entity_name = "k";
+    f.message = "m";
+    f.metrics = {{"duration_total", 1000}};
+    f.labels = {{"concern", "x"}};
+    f.estimated_speedup_pct = 50;
+    f.share_pct = 100;
+    f.impact = 50;
+    ASSERT_TRUE(db->store_findings(stored->run_id, {f, f}));
+    ASSERT_TRUE(db->store_findings(stored->run_id, {f}));  // replaces, not appends
+    auto back = db->load_findings(stored->run_id);
+    ASSERT_TRUE(back);
+    ASSERT_EQ(back->size(), 1u);
+    EXPECT_EQ((*back)[0].metrics.at("duration_total"), 1000);
+    EXPECT_EQ((*back)[0].labels.at("concern"), "x");
+    EXPECT_DOUBLE_EQ((*back)[0].impact.value_or(0), 50);
+}
+
+TEST(Vocabulary, NamesAreUniqueAndUnitsAreBaseUnits) {
+    std::set<std::string_view> names;
+    for (const MetricDef& d : metric_vocabulary()) {
+        EXPECT_TRUE(names.insert(d.name).second) << d.name;
+        const std::set<std::string_view> units{"ns", "byte", "hz", "byte/s", "percent", "count", "byte/cycle"};
+        EXPECT_TRUE(units.contains(d.unit)) << d.name << " " << d.unit;
+    }
+}
+
+}  // namespace perfwatch::test
