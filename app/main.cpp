@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> ingest_labels;
     auto* ingest_cmd = app.add_subcommand("ingest", "Store profiler reports in the database");
     ingest_cmd->add_option("--db", ingest.db_path, "SQLite database (default $PERFWATCH_DB or perfwatch.db)");
-    ingest_cmd->add_option("--label", ingest_labels, "Label KEY=VALUE for the runs (repeatable)");
+    ingest_cmd->add_option("--label", ingest_labels, "Label KEY=VALUE for the runs (repeatable)")
+        ->allow_extra_args(false);
     ingest_cmd->add_option("files", ingest.files, "Report files")->required();
 
     perfwatch::ShowOptions show;
@@ -50,8 +51,10 @@ int main(int argc, char** argv) {
     auto* check_cmd = app.add_subcommand("check", "Ingest reports, evaluate rules, print findings; exit 1 on "
                                                   "findings at or above --fail-on");
     check_cmd->add_option("--db", check.db_path, "SQLite database to keep runs in (default: temporary)");
-    check_cmd->add_option("--rules", check.rule_paths, "Extra rule file (repeatable); same id overrides a shipped rule");
-    check_cmd->add_option("--label", check_labels, "Label KEY=VALUE for the runs (repeatable)");
+    check_cmd->add_option("--rules", check.rule_paths, "Extra rule file (repeatable); same id overrides a shipped rule")
+        ->allow_extra_args(false);
+    check_cmd->add_option("--label", check_labels, "Label KEY=VALUE for the runs (repeatable)")
+        ->allow_extra_args(false);
     check_cmd->add_option("--format", check.format, "text or json")->check(CLI::IsMember({"text", "json"}));
     check_cmd->add_option("--fail-on", check.fail_on, "info, warning or error (default error)")
         ->check(CLI::IsMember({"info", "warning", "error"}));

@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <regex>
 #include <unordered_map>
 
 #include "collectors/units.hpp"
@@ -185,6 +186,25 @@ void set_metric(std::vector<Metric>& metrics, Metric m) {
     // else: keep the first of two tool metrics mapping to one name (display name wins over raw)
 }
 
+// The details page and the text output carry the excessive-sector counts only in the text of
+// ncu's UncoalescedGlobalAccess rule: "... uncoalesced global accesses resulting in a total of
+// 58720256 excessive sectors (78% of the total 75497472 sectors)". Raw metrics win when present.
+void derive_sectors_from_rule_text(NcuLaunch& launch) {
+    static const std::regex k_pattern(
+        R"(uncoalesced global accesses resulting in a total of ([0-9,]+) excessive sectors \([0-9.]+% of the total ([0-9,]+) sectors\))");
+    for (const ToolFinding& f : launch.findings) {
+        std::smatch m;
+        if (!std::regex_search(f.text, m, k_pattern)) continue;
+        const auto excessive = parse_report_number(m[1].str());
+        const auto total = parse_report_number(m[2].str());
+        if (!excessive || !total || *total < *excessive) continue;
+        const std::string source = f.rule.empty() ? "uncoalesced global access rule" : f.rule;
+        set_metric(launch.metrics, Metric{"global_sectors_excessive", *excessive, "count", source, "sector"});
+        set_metric(launch.metrics, Metric{"global_sectors_ideal", *total - *excessive, "count", source, "sector"});
+        return;
+    }
+}
+
 }  // namespace
 
 std::optional<std::string> ncu_time_to_iso(std::string_view t) {
@@ -229,6 +249,7 @@ bool add_ncu_value(NcuLaunch& launch, std::string_view tool_name, std::string_vi
 void derive_ncu_attributes(NcuLaunch& launch) {
     if (std::string limiter = limiter_text(launch); !limiter.empty())
         launch.attributes["occupancy_limiter"] = std::move(limiter);
+    derive_sectors_from_rule_text(launch);
 }
 
 void build_ncu_entities(RunBatch& batch, std::vector<NcuLaunch> launches) {

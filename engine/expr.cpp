@@ -596,8 +596,28 @@ std::optional<Template> Template::compile(std::string_view source, std::vector<E
     const std::size_t before = errors.size();
     std::string text;
     std::size_t i = 0;
+    int group = -1;
+    std::size_t group_start = 0;
+    auto flush = [&]() {
+        if (!text.empty()) t.m_parts.push_back(Part{std::move(text), std::nullopt, {}, group});
+        text.clear();
+    };
     while (i < source.size()) {
         const char c = source[i];
+        if (source.substr(i).starts_with("[[")) {
+            if (group >= 0) errors.push_back({i, "optional segments '[[ ]]' do not nest"});
+            flush();
+            group = t.m_groups++;
+            group_start = i;
+            i += 2;
+            continue;
+        }
+        if (source.substr(i).starts_with("]]") && group >= 0) {
+            flush();
+            group = -1;
+            i += 2;
+            continue;
+        }
         if (c == '{' && i + 1 < source.size() && source[i + 1] == '{') {
             text.push_back('{');
             i += 2;
@@ -643,9 +663,9 @@ std::optional<Template> Template::compile(std::string_view source, std::vector<E
         std::vector<ExprError> sub;
         auto e = Expression::compile(source.substr(start, expr_end - start), sub);
         for (auto& err : sub) errors.push_back({err.offset + start, err.message});
+        flush();
         Part p;
-        p.text = std::move(text);
-        text.clear();
+        p.group = group;
         if (colon != std::string_view::npos) {
             p.spec = std::string(source.substr(colon + 1, j - colon - 1));
             try {
@@ -662,16 +682,27 @@ std::optional<Template> Template::compile(std::string_view source, std::vector<E
         t.m_parts.push_back(std::move(p));
         i = j + 1;
     }
-    if (!text.empty()) t.m_parts.push_back(Part{std::move(text), std::nullopt, {}});
+    if (group >= 0) errors.push_back({group_start, "optional segment '[[' is not closed by ']]'"});
+    flush();
     if (errors.size() != before) return std::nullopt;
     return t;
 }
 
 std::string Template::render(const EvalScope& scope) const {
+    std::vector<Value> values(m_parts.size());
+    std::vector<bool> dropped(static_cast<std::size_t>(m_groups), false);
+    for (std::size_t i = 0; i < m_parts.size(); ++i) {
+        if (!m_parts[i].expr) continue;
+        values[i] = m_parts[i].expr->evaluate(scope);
+        if (m_parts[i].group >= 0 && std::holds_alternative<std::monostate>(values[i]))
+            dropped[static_cast<std::size_t>(m_parts[i].group)] = true;
+    }
     std::string out;
-    for (const Part& p : m_parts) {
+    for (std::size_t i = 0; i < m_parts.size(); ++i) {
+        const Part& p = m_parts[i];
+        if (p.group >= 0 && dropped[static_cast<std::size_t>(p.group)]) continue;
         out += p.text;
-        if (p.expr) out += format_value(p.expr->evaluate(scope), p.spec);
+        if (p.expr) out += format_value(values[i], p.spec);
     }
     return out;
 }

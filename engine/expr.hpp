@@ -56,7 +56,8 @@ private:
 };
 
 // "text {expr} more {expr:.1f}": literal text with expressions and fmt format specs.
-// "{{" and "}}" are literal braces. A missing value prints as "n/a".
+// "{{" and "}}" are literal braces. A missing value prints as "n/a", except inside an optional
+// segment "[[ ... ]]", which is left out whole when any value in it is missing.
 class Template {
 public:
     static std::optional<Template> compile(std::string_view source, std::vector<ExprError>& errors);
@@ -68,7 +69,9 @@ private:
         std::string text;
         std::optional<Expression> expr;
         std::string spec;
+        int group = -1;  // index of the optional segment holding this part, or -1
     };
+    int m_groups = 0;
     std::vector<Part> m_parts;
 };
 

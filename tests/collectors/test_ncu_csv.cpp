@@ -123,3 +123,24 @@ TEST(NcuCsv, ErrorsNameTheLine) {
 }
 
 }  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+TEST(NcuCsv, ExcessiveSectorsComeFromTheUncoalescedRuleText) {
+    const std::string csv =
+        "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\","
+        "\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\",\"Rule Name\","
+        "\"Rule Type\",\"Rule Description\",\"Estimated Speedup Type\",\"Estimated Speedup\"\n"
+        "\"0\",\"1\",\"p\",\"h\",\"k\",\"1\",\"7\",\"(32, 1, 1)\",\"(4, 1, 1)\",\"0\",\"8.0\",\"GPU Speed Of Light "
+        "Throughput\",\"Duration\",\"ns\",\"1000\",\n"
+        "\"0\",\"1\",\"p\",\"h\",\"k\",\"1\",\"7\",\"(32, 1, 1)\",\"(4, 1, 1)\",\"0\",\"8.0\",\"SourceCounters\",\"\",\"\","
+        "\"\",\"UncoalescedGlobalAccess\",\"OPT\",\"This kernel has uncoalesced global accesses resulting in a total of "
+        "1,200 excessive sectors (60% of the total 2,000 sectors).\",\"global\",\"60\"\n";
+    auto b = collect_content("k.csv", csv);
+    ASSERT_TRUE(b) << b.error().to_string();
+    const Entity* k = kernel_named(*b, "k");
+    EXPECT_DOUBLE_EQ(metric(k, "global_sectors_excessive"), 1200);
+    EXPECT_DOUBLE_EQ(metric(k, "global_sectors_ideal"), 800);
+}
+
+}  // namespace perfwatch::test

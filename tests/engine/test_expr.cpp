@@ -125,6 +125,19 @@ TEST(Template, RendersExpressionsWithFormatSpecs) {
     EXPECT_EQ(t->metrics_read(), (std::set<std::string>{"duration", "occupancy_theoretical", "registers_per_thread"}));
 }
 
+TEST(Template, OptionalSegmentsVanishWhenAValueIsMissing) {
+    MapScope s;
+    s.metrics = {{"registers_per_thread", 64}};
+    std::vector<ExprError> errors;
+    auto t = Template::compile("{registers_per_thread:.0f} registers[[, {block_size:.0f} threads]][[ ({registers_per_thread} again)]]",
+                               errors);
+    ASSERT_TRUE(t) << errors[0].message;
+    EXPECT_EQ(t->render(s), "64 registers (64 again)");
+    errors.clear();
+    EXPECT_FALSE(Template::compile("a [[ {duration} b", errors));
+    EXPECT_NE(errors.at(0).message.find("not closed"), std::string::npos);
+}
+
 TEST(Template, BadSpecsAndBracesAreErrorsAtTheirOffset) {
     std::vector<ExprError> errors;
     EXPECT_FALSE(Template::compile("x {duration:.q} y", errors));
