@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/rules.hpp"
+#include "tests/support.hpp"
 
 namespace perfwatch {
 
@@ -78,6 +79,22 @@ TEST(Rules, ConditionMustBeBoolean) {
         compile_rules({parse_rule_text("c.yaml", "rules:\n  - id: r\n    when: duration * 2\n    message: m\n")});
     ASSERT_EQ(set.diagnostics.size(), 1u);
     EXPECT_NE(set.diagnostics[0].message.find("must be true or false"), std::string::npos);
+}
+
+}  // namespace perfwatch
+
+namespace perfwatch {
+
+// The README's example rule must stay valid.
+TEST(Rules, ReadmeExampleCompiles) {
+    const std::string readme = test::read_file(std::string(PERFWATCH_SOURCE_DIR) + "/README.md");
+    const std::size_t start = readme.find("```yaml\nrules:");
+    ASSERT_NE(start, std::string::npos);
+    const std::size_t end = readme.find("```", start + 7);
+    const std::string yaml = readme.substr(start + 8, end - start - 8);
+    const RuleSet set = compile_rules({parse_rule_text("README.md", yaml)});
+    EXPECT_TRUE(set.diagnostics.empty()) << all(set.diagnostics);
+    EXPECT_EQ(set.rules.size(), 1u);
 }
 
 }  // namespace perfwatch
