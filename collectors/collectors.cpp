@@ -9,7 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "collectors/clintercept.hpp"
 #include "collectors/collector.hpp"
+#include "collectors/fpga_profile_mon.hpp"
 #include "collectors/ncu_csv.hpp"
 #include "collectors/ncu_text.hpp"
 
@@ -18,11 +20,16 @@ namespace perfwatch {
 namespace {
 
 // Detection order: the most specific signatures first.
-const std::array<const Collector*, 3>& collector_table() {
-    static const std::array<const Collector*, 3> k_collectors{
+// The generic Chrome trace reader comes last: it accepts any trace-event JSON.
+const std::array<const Collector*, 7>& collector_table() {
+    static const std::array<const Collector*, 7> k_collectors{
         &ncu_csv_collector(),
         &ncu_raw_csv_collector(),
         &ncu_text_collector(),
+        &fpga_profile_mon_collector(),
+        &clintercept_report_collector(),
+        &clintercept_trace_collector(),
+        &chrome_trace_collector(),
     };
     return k_collectors;
 }
@@ -53,7 +60,7 @@ Result<RunBatch> collect_content(const std::string& path, std::string_view conte
     const std::string_view head = content.substr(0, std::min(content.size(), k_sniff_bytes));
     if (const auto nul = head.find('\0'); nul != std::string_view::npos)
         return fail_at_offset(path, nul,
-                              "binary data (NUL byte): expected a text report (Nsight Compute CSV or text output)");
+                              "binary data (NUL byte): expected a text report (see `perfwatch formats`)");
     const Collector* c = detect(content);
     if (c == nullptr) {
         std::string names;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <span>
 
 #include "storage/vocabulary.hpp"
 
@@ -574,10 +575,36 @@ Value Expression::evaluate(const EvalScope& scope) const { return eval(*m_root, 
 
 ValueType Expression::type() const { return m_root->type; }
 
+namespace {
+
+// "{x:time}" prints nanoseconds in the largest fitting unit; "{x:bytes}" prints bytes in SI units.
+std::optional<std::string> format_human(double d, const std::string& spec) {
+    struct Step {
+        double factor;
+        std::string_view unit;
+    };
+    static constexpr Step k_time[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"}};
+    static constexpr Step k_bytes[] = {{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "KB"}, {1, "B"}};
+    std::span<const Step> steps;
+    if (spec == "time") steps = k_time;
+    else if (spec == "bytes") steps = k_bytes;
+    else return std::nullopt;
+    for (const Step& s : steps)
+        if (std::fabs(d) >= s.factor || s.factor == 1) {
+            const double x = d / s.factor;
+            const int decimals = std::fabs(x) >= 100 ? 0 : std::fabs(x) >= 10 ? 1 : 2;
+            return fmt::format("{:.{}f} {}", x, decimals, s.unit);
+        }
+    return std::nullopt;
+}
+
+}  // namespace
+
 std::string format_value(const Value& v, const std::string& spec) {
     if (std::holds_alternative<std::monostate>(v)) return "n/a";
     try {
         if (const double* d = std::get_if<double>(&v)) {
+            if (auto human = format_human(*d, spec)) return *human;
             if (spec.empty()) {
                 if (std::fabs(*d) >= 1e15 || *d == std::floor(*d)) return fmt::format("{:.0f}", *d);
                 return fmt::format("{:.4g}", *d);
@@ -670,7 +697,9 @@ std::optional<Template> Template::compile(std::string_view source, std::vector<E
             p.spec = std::string(source.substr(colon + 1, j - colon - 1));
             try {
                 const ValueType type = e ? e->type() : ValueType::number;
-                if (type == ValueType::string)
+                if (type == ValueType::number && (p.spec == "time" || p.spec == "bytes"))
+                    ;  // perfwatch's own specs
+                else if (type == ValueType::string)
                     (void)fmt::format(fmt::runtime("{:" + p.spec + "}"), std::string("x"));
                 else
                     (void)fmt::format(fmt::runtime("{:" + p.spec + "}"), 1.5);

@@ -55,7 +55,8 @@ private:
     std::set<std::string> m_metrics;
 };
 
-// "text {expr} more {expr:.1f}": literal text with expressions and fmt format specs.
+// "text {expr} more {expr:.1f}": literal text with expressions and fmt format specs, plus
+// "{expr:time}" (nanoseconds shown as "1.25 ms") and "{expr:bytes}" ("2.10 GB").
 // "{{" and "}}" are literal braces. A missing value prints as "n/a", except inside an optional
 // segment "[[ ... ]]", which is left out whole when any value in it is missing.
 class Template {

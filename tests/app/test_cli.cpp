@@ -197,6 +197,37 @@ TEST(Cli, CustomRulesAndRuleErrors) {
     EXPECT_NE(bad.err.find("rule 'x'"), std::string::npos) << bad.err;
 }
 
+TEST(Cli, CheckOnProfileMonNamesItsDominantKernels) {
+    PERFWATCH_CORPUS_FILE(path, "fpga_opencl/gbtl_dev_spmv_merge_profile.mon");
+    const auto r = run_perfwatch({"check", "--format", "json", path});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = parse_json(r);
+    EXPECT_EQ(doc["runs"][0]["format"], "fpga-profile-mon");
+    const auto* spmv = find_finding(doc, "timeline-dominant-kernel", "spmv_kernel");
+    ASSERT_NE(spmv, nullptr) << r.out;
+    EXPECT_NE((*spmv)["message"].get<std::string>().find("30 executions"), std::string::npos) << (*spmv)["message"];
+    EXPECT_NE(find_finding(doc, "timeline-dominant-kernel", "merge_kernel"), nullptr);
+    // spmv_kernel ranks first: it has the larger share of kernel time.
+    std::vector<std::string> order;
+    for (const auto& f : doc["findings"])
+        if (f["rule"] == "timeline-dominant-kernel") order.push_back(f["entity"]["name"]);
+    ASSERT_EQ(order.size(), 2u);
+    EXPECT_EQ(order[0], "spmv_kernel");
+    EXPECT_NE(find_finding(doc, "timeline-device-idle", "device 0"), nullptr);
+
+    const auto text = run_perfwatch({"check", path});
+    EXPECT_NE(text.out.find("spmv_kernel takes 60.0% of the run's kernel time"), std::string::npos) << text.out;
+}
+
+TEST(Cli, FormatsListsEveryCollector) {
+    const auto r = run_perfwatch({"formats"});
+    EXPECT_EQ(r.exit_code, 0);
+    for (const char* id : {"ncu-csv", "ncu-raw-csv", "ncu-text", "fpga-profile-mon", "clintercept-report",
+                           "clintercept-trace", "chrome-trace"})
+        EXPECT_NE(r.out.find(id), std::string::npos) << id;
+    EXPECT_NE(r.out.find("generic"), std::string::npos);
+}
+
 TEST(Cli, UsageErrorsExitTwo) {
     EXPECT_EQ(run_perfwatch({"check"}).exit_code, 2);
     EXPECT_EQ(run_perfwatch({"check", "--fail-on", "fatal", "x"}).exit_code, 2);

@@ -125,6 +125,15 @@ TEST(Template, RendersExpressionsWithFormatSpecs) {
     EXPECT_EQ(t->metrics_read(), (std::set<std::string>{"duration", "occupancy_theoretical", "registers_per_thread"}));
 }
 
+TEST(Template, HumanTimeAndByteSpecs) {
+    MapScope s;
+    s.metrics = {{"duration", 239499166}, {"duration_mean", 812}, {"duration_total", 45600}};
+    std::vector<ExprError> errors;
+    auto t = Template::compile("{duration:time} {duration_mean:time} {duration_total:time} {duration * 10:bytes}", errors);
+    ASSERT_TRUE(t) << errors[0].message;
+    EXPECT_EQ(t->render(s), "239 ms 812 ns 45.6 us 2.39 GB");
+}
+
 TEST(Template, OptionalSegmentsVanishWhenAValueIsMissing) {
     MapScope s;
     s.metrics = {{"registers_per_thread", 64}};
