@@ -349,8 +349,7 @@ public:
             e.kind = EntityKind::api_call;
             e.name = name;
             e.parent = static_cast<std::int64_t>(batch.run_entity());
-            set_duration_metrics(e, duration_stats(durations));
-            e.set(Metric{"count", static_cast<double>(durations.size()), "count", "", ""});
+            set_duration_metrics(e, duration_stats(durations), "count");
             batch.entities.push_back(std::move(e));
         }
         return batch;

@@ -14,6 +14,7 @@
 #include "collectors/fpga_profile_mon.hpp"
 #include "collectors/ncu_csv.hpp"
 #include "collectors/ncu_text.hpp"
+#include "collectors/nsys_sqlite.hpp"
 
 namespace perfwatch {
 
@@ -21,8 +22,9 @@ namespace {
 
 // Detection order: the most specific signatures first.
 // The generic Chrome trace reader comes last: it accepts any trace-event JSON.
-const std::array<const Collector*, 7>& collector_table() {
-    static const std::array<const Collector*, 7> k_collectors{
+const std::array<const Collector*, 8>& collector_table() {
+    static const std::array<const Collector*, 8> k_collectors{
+        &nsys_sqlite_collector(),
         &ncu_csv_collector(),
         &ncu_raw_csv_collector(),
         &ncu_text_collector(),
@@ -57,12 +59,12 @@ std::string sha256_hex(std::string_view data) {
 
 Result<RunBatch> collect_content(const std::string& path, std::string_view content) {
     if (content.empty()) return fail(path, 0, "file is empty (expected a profiler report)");
-    const std::string_view head = content.substr(0, std::min(content.size(), k_sniff_bytes));
-    if (const auto nul = head.find('\0'); nul != std::string_view::npos)
-        return fail_at_offset(path, nul,
-                              "binary data (NUL byte): expected a text report (see `perfwatch formats`)");
     const Collector* c = detect(content);
     if (c == nullptr) {
+        const std::string_view head = content.substr(0, std::min(content.size(), k_sniff_bytes));
+        if (const auto nul = head.find('\0'); nul != std::string_view::npos)
+            return fail_at_offset(path, nul,
+                                  "binary data (NUL byte) in no format perfwatch reads (see `perfwatch formats`)");
         std::string names;
         for (const Collector* k : collectors()) names += fmt::format("\n  {}: {}", k->id(), k->description());
         return fail(path, 0, fmt::format("unrecognised report format; expected one of:{}", names));

@@ -53,15 +53,15 @@ DurationStats duration_stats(std::vector<double> d) {
     return s;
 }
 
-void set_duration_metrics(Entity& e, const DurationStats& s, bool with_median) {
-    e.set(plain("launches", s.count, "count"));
+void set_duration_metrics(Entity& e, const DurationStats& s, std::string_view count_name) {
+    e.set(plain(std::string(count_name), s.count, "count"));
     e.set(plain("duration_total", s.total, "ns"));
     e.set(plain("duration_mean", s.mean, "ns"));
-    e.set(plain("duration", s.mean, "ns"));
+    if (count_name == "launches") e.set(plain("duration", s.mean, "ns"));
     e.set(plain("duration_min", s.min, "ns"));
     e.set(plain("duration_max", s.max, "ns"));
     e.set(plain("duration_std", s.std, "ns"));
-    if (with_median) e.set(plain("duration_median", s.median, "ns"));
+    e.set(plain("duration_median", s.median, "ns"));
 }
 
 void build_timeline_entities(RunBatch& batch, std::vector<TimelineEvent> events, const TimelineOptions& options) {
@@ -172,7 +172,7 @@ void build_timeline_entities(RunBatch& batch, std::vector<TimelineEvent> events,
             ++kernel_count;
         } else {
             ent.kind = e0.kind == TimelineEvent::Kind::memory ? EntityKind::memcpy : EntityKind::api_call;
-            set_duration_metrics(ent, s);
+            set_duration_metrics(ent, s, "count");
             ent.set(plain("count", static_cast<double>(g.members.size()), "count"));
             memory_time += s.total;
         }

@@ -38,7 +38,8 @@ struct DurationStats {
 };
 DurationStats duration_stats(std::vector<double> durations);
 
-// Sets launches and duration_* metrics on `e` from `s`, tool names left empty.
-void set_duration_metrics(Entity& e, const DurationStats& s, bool with_median = true);
+// Sets the count (`count_name`: "launches" for kernels, "count" for other operations) and the
+// duration_* metrics on `e` from `s`; `duration` (the mean) only for kernels.
+void set_duration_metrics(Entity& e, const DurationStats& s, std::string_view count_name = "launches");
 
 }  // namespace perfwatch

@@ -1,0 +1,417 @@
+#include "collectors/nsys_sqlite.hpp"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+
+#include <array>
+#include <map>
+#include <regex>
+#include <set>
+#include <unordered_map>
+
+#include "collectors/timeline.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+// These queries read an nsys export, a foreign schema; perfwatch's own database SQL lives in storage/.
+
+constexpr std::string_view k_sqlite_magic{"SQLite format 3\0", 16};
+
+// CUDA_MEMCPY_KIND and CUDA_MEMOPR_MEMORY_KIND values (ENUM_CUDA_MEMCPY_OPER / ENUM_CUDA_MEM_KIND
+// in exports from 2022.4 on; older exports have no ENUM tables but the same values).
+std::string_view copy_kind_name(long long kind) {
+    static constexpr std::array<std::string_view, 14> k_names{
+        "Unknown",        "HtoD",         "DtoH",         "HtoA",         "AtoH",
+        "AtoA",           "AtoD",         "DtoA",         "DtoD",         "HtoH",
+        "PtoP",           "Unified HtoD", "Unified DtoH", "Unified DtoD"};
+    return kind >= 0 && kind < static_cast<long long>(k_names.size()) ? k_names[static_cast<std::size_t>(kind)]
+                                                                        : "Unknown";
+}
+
+std::string_view memory_kind_name(long long kind) {
+    static constexpr std::array<std::string_view, 8> k_names{"pageable", "pinned", "device", "array",
+                                                             "managed",  "device static", "managed static",
+                                                             "unknown"};
+    return kind >= 0 && kind < static_cast<long long>(k_names.size()) ? k_names[static_cast<std::size_t>(kind)]
+                                                                        : "unknown";
+}
+
+// Calls that block the host until the device (or a stream or event) is done.
+bool is_sync_call(const std::string& name) {
+    static const std::regex k_sync(R"(^(cuda|cu)(Device|Stream|Event|Ctx)Synchronize|^cudaStreamWaitEvent|^cudaMemcpy(_v\d+)?$|^cudaMemcpy2D(_v\d+)?$|^cudaMemset(_v\d+)?$|^cuMemcpy[HD]to[HD](_v\d+)?$)");
+    return std::regex_search(name, k_sync);
+}
+
+// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel"
+std::string api_name(const std::string& name) {
+    const std::size_t v = name.rfind("_v");
+    if (v != std::string::npos && v + 2 < name.size() &&
+        name.find_first_not_of("0123456789", v + 2) == std::string::npos)
+        return name.substr(0, v);
+    return name;
+}
+
+class Export {
+public:
+    explicit Export(const std::string& path) : m_db(path, SQLite::OPEN_READONLY) {
+        SQLite::Statement st(m_db, "SELECT name FROM sqlite_master WHERE type IN ('table','view')");
+        while (st.executeStep()) m_tables.insert(st.getColumn(0).getString());
+    }
+
+    bool has(const std::string& table) const { return m_tables.contains(table); }
+
+    std::set<std::string> columns(const std::string& table) {
+        std::set<std::string> out;
+        SQLite::Statement st(m_db, fmt::format("PRAGMA table_info(\"{}\")", table));
+        while (st.executeStep()) out.insert(st.getColumn(1).getString());
+        return out;
+    }
+
+    SQLite::Database& db() { return m_db; }
+
+private:
+    SQLite::Database m_db;
+    std::set<std::string> m_tables;
+};
+
+Metric plain(std::string name, double value, std::string unit, std::string tool = {}, std::string tool_unit = {}) {
+    return Metric{std::move(name), value, std::move(unit), std::move(tool), std::move(tool_unit)};
+}
+
+class NsysSqliteCollector final : public Collector {
+public:
+    std::string_view id() const override { return "nsys-sqlite"; }
+    std::string_view description() const override {
+        return "Nsight Systems SQLite export (nsys export --type sqlite), schemas 2021-2025";
+    }
+
+    bool recognizes(std::string_view head) const override { return head.starts_with(k_sqlite_magic); }
+
+    Result<RunBatch> collect(const std::string& path, std::string_view) const override {
+        try {
+            Export ex(path);
+            if (!ex.has("StringIds") || (!ex.has("TARGET_INFO_GPU") && !ex.has("TARGET_INFO_SESSION_START_TIME") &&
+                                         !ex.has("CUPTI_ACTIVITY_KIND_KERNEL")))
+                return fail(path, 0,
+                            "SQLite database is not an Nsight Systems export (expected the StringIds table and "
+                            "TARGET_INFO_* or CUPTI_ACTIVITY_KIND_* tables)");
+            return read(path, ex);
+        } catch (const SQLite::Exception& e) {
+            return fail(path, 0, fmt::format("cannot read the SQLite export: {}", e.what()));
+        }
+    }
+
+private:
+    Result<RunBatch> read(const std::string& path, Export& ex) const {
+        (void)path;
+        RunBatch batch;
+        batch.format = std::string(id());
+        for (const char* meta : {"META_DATA_EXPORT", "EXPORT_META_DATA"}) {
+            if (!ex.has(meta)) continue;
+            SQLite::Statement st(ex.db(), fmt::format("SELECT name, value FROM {}", meta));
+            while (st.executeStep()) {
+                const std::string name = st.getColumn(0).getString();
+                const std::string value = st.getColumn(1).isNull() ? "" : st.getColumn(1).getString();
+                if (name == "EXPORT_PRODUCT_VERSION") batch.tool_version = value;
+                if (name == "EXPORT_SCHEMA_VERSION") batch.format_detail = "export schema " + value;
+            }
+        }
+        if (batch.format_detail.empty()) batch.format_detail = "export without metadata table (2021 or older)";
+
+        const std::size_t run_index = batch.run_entity();
+        std::map<long long, std::string> device_names;
+        std::vector<Entity> device_info;
+        if (ex.has("TARGET_INFO_GPU")) {
+            const auto cols = ex.columns("TARGET_INFO_GPU");
+            SQLite::Statement st(ex.db(), "SELECT * FROM TARGET_INFO_GPU");
+            while (st.executeStep()) {
+                Entity dev;
+                dev.kind = EntityKind::device;
+                const long long id = st.getColumn("id").getInt64();
+                dev.name = fmt::format("device {}", id);
+                if (cols.contains("name") && !st.getColumn("name").isNull())
+                    dev.attributes["gpu"] = std::string(trim_right(st.getColumn("name").getString()));
+                if (cols.contains("computeMajor") && cols.contains("computeMinor"))
+                    dev.attributes["cc"] = fmt::format("{}.{}", st.getColumn("computeMajor").getInt(),
+                                                       st.getColumn("computeMinor").getInt());
+                if (cols.contains("smCount")) dev.set(plain("sm_count", st.getColumn("smCount").getDouble(), "count", "smCount"));
+                if (cols.contains("maxWarpsPerSm"))
+                    dev.set(plain("max_warps_per_sm", st.getColumn("maxWarpsPerSm").getDouble(), "count", "maxWarpsPerSm"));
+                device_names[id] = dev.name;
+                device_info.push_back(std::move(dev));
+            }
+        }
+
+        std::vector<TimelineEvent> events;
+        // Per kernel name: launch configuration of its longest launch, launch latency statistics.
+        struct KernelExtra {
+            double longest = -1;
+            double grid = 0, block = 0, registers = 0, static_smem = 0, dynamic_smem = 0;
+            std::string grid_text, block_text, short_name;
+            std::vector<double> latencies;
+        };
+        std::unordered_map<std::string, KernelExtra> extras;
+        std::vector<double> all_latencies;
+        std::size_t kernel_rows = 0;
+        if (ex.has("CUPTI_ACTIVITY_KIND_KERNEL")) {
+            const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_KERNEL");
+            const bool demangled = cols.contains("demangledName");
+            const std::string name_col = demangled ? "demangledName" : "shortName";
+            const bool latency = ex.has("CUPTI_ACTIVITY_KIND_RUNTIME") && cols.contains("correlationId");
+            const std::string sql = fmt::format(
+                "SELECT k.start, k.end, k.deviceId, k.streamId, n.value, s.value, k.gridX, k.gridY, k.gridZ, "
+                "k.blockX, k.blockY, k.blockZ, k.registersPerThread, k.staticSharedMemory, k.dynamicSharedMemory, "
+                "{} FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds n ON n.id = k.{} "
+                "LEFT JOIN StringIds s ON s.id = k.shortName {}",
+                latency ? "r.start" : "NULL", name_col,
+                latency ? "LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId" : "");
+            SQLite::Statement st(ex.db(), sql);
+            while (st.executeStep()) {
+                ++kernel_rows;
+                TimelineEvent ev;
+                ev.kind = TimelineEvent::Kind::kernel;
+                ev.start_ns = st.getColumn(0).getDouble();
+                ev.end_ns = st.getColumn(1).getDouble();
+                const long long dev = st.getColumn(2).getInt64();
+                auto dn = device_names.find(dev);
+                ev.device = dn != device_names.end() ? dn->second : fmt::format("device {}", dev);
+                ev.queue = st.getColumn(3).getString();
+                ev.name = st.getColumn(4).getString();
+                KernelExtra& x = extras[ev.name];
+                const double duration = ev.end_ns - ev.start_ns;
+                if (duration > x.longest) {
+                    x.longest = duration;
+                    const double gx = st.getColumn(6).getDouble(), gy = st.getColumn(7).getDouble(),
+                                 gz = st.getColumn(8).getDouble();
+                    const double bx = st.getColumn(9).getDouble(), by = st.getColumn(10).getDouble(),
+                                 bz = st.getColumn(11).getDouble();
+                    x.grid = gx * gy * gz;
+                    x.block = bx * by * bz;
+                    x.grid_text = fmt::format("{}x{}x{}", gx, gy, gz);
+                    x.block_text = fmt::format("{}x{}x{}", bx, by, bz);
+                    x.registers = st.getColumn(12).getDouble();
+                    x.static_smem = st.getColumn(13).getDouble();
+                    x.dynamic_smem = st.getColumn(14).getDouble();
+                    if (!st.getColumn(5).isNull()) x.short_name = st.getColumn(5).getString();
+                }
+                if (!st.getColumn(15).isNull()) {
+                    const double lat = ev.start_ns - st.getColumn(15).getDouble();
+                    x.latencies.push_back(lat);
+                    all_latencies.push_back(lat);
+                }
+                events.push_back(std::move(ev));
+            }
+        }
+
+        // Memory copies and sets, per direction and host memory kind.
+        struct MemGroup {
+            double count = 0, bytes = 0, time = 0;
+            std::string direction, host_memory;
+        };
+        std::map<std::string, MemGroup> mem;
+        if (ex.has("CUPTI_ACTIVITY_KIND_MEMCPY")) {
+            const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_MEMCPY");
+            const bool kinds = cols.contains("srcKind") && cols.contains("dstKind");
+            SQLite::Statement st(ex.db(), fmt::format("SELECT start, end, deviceId, streamId, bytes, copyKind, {} "
+                                                      "FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+                                                      kinds ? "srcKind, dstKind" : "NULL, NULL"));
+            while (st.executeStep()) {
+                const long long copy_kind = st.getColumn(5).getInt64();
+                std::string host;
+                // The host side of a copy: the source for HtoD, the destination for DtoH.
+                if (!st.getColumn(6).isNull()) {
+                    const long long src = st.getColumn(6).getInt64(), dst = st.getColumn(7).getInt64();
+                    if (copy_kind == 1 || copy_kind == 3 || copy_kind == 9) host = memory_kind_name(src);
+                    else if (copy_kind == 2 || copy_kind == 4) host = memory_kind_name(dst);
+                }
+                std::string name = fmt::format("[CUDA memcpy {}]", copy_kind_name(copy_kind));
+                if (!host.empty()) name += fmt::format(" ({})", host);
+                MemGroup& g = mem[name];
+                g.count += 1;
+                g.bytes += st.getColumn(4).getDouble();
+                g.time += st.getColumn(1).getDouble() - st.getColumn(0).getDouble();
+                g.direction = std::string(copy_kind_name(copy_kind));
+                g.host_memory = host;
+                TimelineEvent ev;
+                ev.kind = TimelineEvent::Kind::memory;
+                ev.name = name;
+                ev.start_ns = st.getColumn(0).getDouble();
+                ev.end_ns = st.getColumn(1).getDouble();
+                const long long dev = st.getColumn(2).getInt64();
+                auto dn = device_names.find(dev);
+                ev.device = dn != device_names.end() ? dn->second : fmt::format("device {}", dev);
+                events.push_back(std::move(ev));
+            }
+        }
+        if (ex.has("CUPTI_ACTIVITY_KIND_MEMSET")) {
+            SQLite::Statement st(ex.db(), "SELECT start, end, deviceId, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET");
+            while (st.executeStep()) {
+                MemGroup& g = mem["[CUDA memset]"];
+                g.count += 1;
+                g.bytes += st.getColumn(3).getDouble();
+                g.time += st.getColumn(1).getDouble() - st.getColumn(0).getDouble();
+                g.direction = "memset";
+                TimelineEvent ev;
+                ev.kind = TimelineEvent::Kind::memory;
+                ev.name = "[CUDA memset]";
+                ev.start_ns = st.getColumn(0).getDouble();
+                ev.end_ns = st.getColumn(1).getDouble();
+                const long long dev = st.getColumn(2).getInt64();
+                auto dn = device_names.find(dev);
+                ev.device = dn != device_names.end() ? dn->second : fmt::format("device {}", dev);
+                events.push_back(std::move(ev));
+            }
+        }
+
+        if (kernel_rows == 0)
+            batch.notes.push_back(ex.has("CUPTI_ACTIVITY_KIND_KERNEL")
+                                      ? "the export's kernel table is empty: no CUDA kernels in this capture"
+                                      : "no CUDA kernel data in this capture (no CUPTI_ACTIVITY_KIND_KERNEL table)");
+        build_timeline_entities(batch, std::move(events), TimelineOptions{false});
+
+        // Attach GPU facts to the device entities the timeline made (or add devices it did not see).
+        for (Entity& info : device_info) {
+            auto it = std::find_if(batch.entities.begin(), batch.entities.end(), [&](const Entity& e) {
+                return e.kind == EntityKind::device && e.name == info.name;
+            });
+            if (it == batch.entities.end()) {
+                info.parent = static_cast<std::int64_t>(run_index);
+                batch.entities.push_back(std::move(info));
+                continue;
+            }
+            for (auto& [k, v] : info.attributes) it->attributes[k] = v;
+            for (Metric& m : info.metrics) it->set(std::move(m));
+        }
+
+        std::map<std::string, double> sm_counts;
+        for (const Entity& e : batch.entities)
+            if (e.kind == EntityKind::device)
+                if (auto sm = e.value("sm_count")) sm_counts[e.name] = *sm;
+        for (Entity& e : batch.entities) {
+            if (e.kind == EntityKind::kernel) {
+                // A kernel on one device carries that device's SM count, for grid-size rules.
+                if (auto d = e.attributes.find("device"); d != e.attributes.end())
+                    if (auto sm = sm_counts.find(d->second); sm != sm_counts.end())
+                        e.set(plain("sm_count", sm->second, "count", "smCount"));
+                auto it = extras.find(e.name);
+                if (it == extras.end()) continue;
+                const KernelExtra& x = it->second;
+                e.set(plain("grid_size", x.grid, "count", "gridX*gridY*gridZ"));
+                e.set(plain("block_size", x.block, "count", "blockX*blockY*blockZ"));
+                e.set(plain("registers_per_thread", x.registers, "count", "registersPerThread"));
+                e.set(plain("shared_mem_static_per_block", x.static_smem, "byte", "staticSharedMemory", "B"));
+                e.set(plain("shared_mem_dynamic_per_block", x.dynamic_smem, "byte", "dynamicSharedMemory", "B"));
+                e.attributes["grid"] = x.grid_text;
+                e.attributes["block"] = x.block_text;
+                if (!x.short_name.empty()) e.attributes["short_name"] = x.short_name;
+                if (!x.latencies.empty()) {
+                    const DurationStats s = duration_stats(x.latencies);
+                    e.set(plain("launch_latency_mean", s.mean, "ns"));
+                    e.set(plain("launch_latency_max", s.max, "ns"));
+                }
+            } else if (e.kind == EntityKind::memcpy) {
+                auto it = mem.find(e.name);
+                if (it == mem.end()) continue;
+                e.set(plain("bytes", it->second.bytes, "byte", "bytes", "B"));
+                if (it->second.time > 0) e.set(plain("bandwidth", it->second.bytes * 1e9 / it->second.time, "byte/s"));
+                e.attributes["direction"] = it->second.direction;
+                if (!it->second.host_memory.empty()) e.attributes["host_memory"] = it->second.host_memory;
+            }
+        }
+
+        // CUDA runtime and driver API calls per name.
+        double sync_time = 0, sync_calls = 0, api_calls = 0;
+        if (ex.has("CUPTI_ACTIVITY_KIND_RUNTIME")) {
+            SQLite::Statement st(ex.db(),
+                                 "SELECT s.value, count(*), sum(r.end - r.start), min(r.end - r.start), "
+                                 "max(r.end - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+                                 "JOIN StringIds s ON s.id = r.nameId GROUP BY s.value ORDER BY 3 DESC");
+            while (st.executeStep()) {
+                Entity e;
+                e.kind = EntityKind::api_call;
+                const std::string raw = st.getColumn(0).getString();
+                e.name = api_name(raw);
+                e.parent = static_cast<std::int64_t>(run_index);
+                const double count = st.getColumn(1).getDouble(), total = st.getColumn(2).getDouble();
+                e.set(plain("count", count, "count"));
+                e.set(plain("duration_total", total, "ns"));
+                e.set(plain("duration_mean", total / count, "ns"));
+                e.set(plain("duration_min", st.getColumn(3).getDouble(), "ns"));
+                e.set(plain("duration_max", st.getColumn(4).getDouble(), "ns"));
+                if (raw != e.name) e.attributes["tool_name"] = raw;
+                api_calls += count;
+                if (is_sync_call(raw)) {
+                    e.attributes["synchronizing"] = "true";
+                    sync_time += total;
+                    sync_calls += count;
+                }
+                batch.entities.push_back(std::move(e));
+            }
+        }
+
+        // NVTX ranges (push/pop 59, start/end 60) per text.
+        if (ex.has("NVTX_EVENTS")) {
+            const auto cols = ex.columns("NVTX_EVENTS");
+            const bool text_id = cols.contains("textId");
+            SQLite::Statement st(
+                ex.db(), fmt::format("SELECT {} AS label, count(*), sum(e.end - e.start), min(e.end - e.start), "
+                                     "max(e.end - e.start) FROM NVTX_EVENTS e {} WHERE e.eventType IN (59, 60) AND "
+                                     "e.end IS NOT NULL GROUP BY label",
+                                     text_id ? "coalesce(e.text, s.value)" : "e.text",
+                                     text_id ? "LEFT JOIN StringIds s ON s.id = e.textId" : ""));
+            while (st.executeStep()) {
+                if (st.getColumn(0).isNull()) continue;
+                Entity e;
+                e.kind = EntityKind::nvtx_range;
+                e.name = st.getColumn(0).getString();
+                e.parent = static_cast<std::int64_t>(run_index);
+                const double count = st.getColumn(1).getDouble(), total = st.getColumn(2).getDouble();
+                e.set(plain("count", count, "count"));
+                e.set(plain("duration_total", total, "ns"));
+                e.set(plain("duration_mean", total / count, "ns"));
+                e.set(plain("duration_min", st.getColumn(3).getDouble(), "ns"));
+                e.set(plain("duration_max", st.getColumn(4).getDouble(), "ns"));
+                batch.entities.push_back(std::move(e));
+            }
+        }
+
+        Entity& run = batch.entities[run_index];
+        if (api_calls > 0) {
+            run.set(plain("api_calls", api_calls, "count"));
+            run.set(plain("sync_api_calls", sync_calls, "count"));
+            run.set(plain("sync_api_time", sync_time, "ns"));
+        }
+        if (!all_latencies.empty()) {
+            const DurationStats s = duration_stats(all_latencies);
+            run.set(plain("launch_latency_mean", s.mean, "ns"));
+            run.set(plain("launch_latency_max", s.max, "ns"));
+        }
+        double memcpy_bytes = 0, pageable = 0;
+        for (const auto& [name, g] : mem) {
+            memcpy_bytes += g.bytes;
+            if (g.host_memory == "pageable") pageable += g.count;
+        }
+        if (!mem.empty()) {
+            run.set(plain("memcpy_bytes", memcpy_bytes, "byte"));
+            run.set(plain("pageable_memcpy_count", pageable, "count"));
+        }
+        return batch;
+    }
+
+    static std::string_view trim_right(const std::string& s) {
+        std::string_view v(s);
+        while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+        return v;
+    }
+};
+
+}  // namespace
+
+const Collector& nsys_sqlite_collector() {
+    static const NsysSqliteCollector k_instance;
+    return k_instance;
+}
+
+}  // namespace perfwatch
