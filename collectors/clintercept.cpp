@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "collectors/byte_source.hpp"
 #include "collectors/timeline.hpp"
 #include "collectors/units.hpp"
 
@@ -183,7 +184,9 @@ struct TraceEvent {
 
 template <typename F>
 Result<std::string> read_trace(const std::string& path, std::string_view content, F&& take) {
-    std::string text(content);
+    auto inflated = read_all(path, content);
+    if (!inflated) return std::unexpected(inflated.error());
+    std::string text = std::move(*inflated);
     std::string note;
     std::size_t end = text.find_last_not_of(" \t\r\n");
     const bool is_array = text.find_first_not_of(" \t\r\n") != std::string::npos &&

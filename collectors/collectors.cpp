@@ -11,7 +11,9 @@
 
 #include "collectors/clintercept.hpp"
 #include "collectors/collector.hpp"
+#include "collectors/byte_source.hpp"
 #include "collectors/fpga_profile_mon.hpp"
+#include "collectors/kineto.hpp"
 #include "collectors/ncu_csv.hpp"
 #include "collectors/ncu_text.hpp"
 #include "collectors/nsys_sqlite.hpp"
@@ -22,8 +24,8 @@ namespace {
 
 // Detection order: the most specific signatures first.
 // The generic Chrome trace reader comes last: it accepts any trace-event JSON.
-const std::array<const Collector*, 8>& collector_table() {
-    static const std::array<const Collector*, 8> k_collectors{
+const std::array<const Collector*, 9>& collector_table() {
+    static const std::array<const Collector*, 9> k_collectors{
         &nsys_sqlite_collector(),
         &ncu_csv_collector(),
         &ncu_raw_csv_collector(),
@@ -31,6 +33,7 @@ const std::array<const Collector*, 8>& collector_table() {
         &fpga_profile_mon_collector(),
         &clintercept_report_collector(),
         &clintercept_trace_collector(),
+        &kineto_collector(),
         &chrome_trace_collector(),
     };
     return k_collectors;
@@ -41,7 +44,9 @@ const std::array<const Collector*, 8>& collector_table() {
 std::span<const Collector* const> collectors() { return collector_table(); }
 
 const Collector* detect(std::string_view content) {
-    const std::string_view head = content.substr(0, std::min(content.size(), k_sniff_bytes));
+    // Compressed reports are recognised by what they decompress to.
+    const std::string prefix = sniff_prefix(content, k_sniff_bytes);
+    const std::string_view head = prefix;
     for (const Collector* c : collectors())
         if (c->recognizes(head)) return c;
     return nullptr;
@@ -61,6 +66,11 @@ Result<RunBatch> collect_content(const std::string& path, std::string_view conte
     if (content.empty()) return fail(path, 0, "file is empty (expected a profiler report)");
     const Collector* c = detect(content);
     if (c == nullptr) {
+        if (is_gzip(content)) {
+            if (auto whole = read_all(path, content); !whole) return std::unexpected(whole.error());
+            return fail(path, 0, "gzip-compressed, but what it holds is in no format perfwatch reads "
+                                 "(see `perfwatch formats`)");
+        }
         const std::string_view head = content.substr(0, std::min(content.size(), k_sniff_bytes));
         if (const auto nul = head.find('\0'); nul != std::string_view::npos)
             return fail_at_offset(path, nul,

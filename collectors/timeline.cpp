@@ -2,32 +2,29 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 namespace perfwatch {
 
 namespace {
 
-struct Span {
-    double start, end;
-};
-
-// Merges intervals; returns their union's total length and fills the gaps between them.
-double merged_length(std::vector<Span> spans, std::vector<double>* gaps) {
+// The union's total length of `spans` (sorted in place); fills the gaps between merged intervals.
+template <typename SpanT>
+double merged_length(std::vector<SpanT>& spans, std::vector<double>* gaps) {
     if (spans.empty()) return 0;
-    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+    std::sort(spans.begin(), spans.end(), [](const SpanT& a, const SpanT& b) { return a.start < b.start; });
     double total = 0;
-    Span cur = spans.front();
+    double cur_start = spans.front().start, cur_end = spans.front().end;
     for (std::size_t i = 1; i < spans.size(); ++i) {
-        if (spans[i].start <= cur.end) {
-            cur.end = std::max(cur.end, spans[i].end);
+        if (spans[i].start <= cur_end) {
+            cur_end = std::max(cur_end, spans[i].end);
         } else {
-            total += cur.end - cur.start;
-            if (gaps) gaps->push_back(spans[i].start - cur.end);
-            cur = spans[i];
+            total += cur_end - cur_start;
+            if (gaps) gaps->push_back(spans[i].start - cur_end);
+            cur_start = spans[i].start;
+            cur_end = spans[i].end;
         }
     }
-    return total + (cur.end - cur.start);
+    return total + (cur_end - cur_start);
 }
 
 Metric plain(std::string name, double value, std::string unit) {
@@ -50,6 +47,7 @@ DurationStats duration_stats(std::vector<double> d) {
     s.std = std::sqrt(sq / s.count);
     const std::size_t n = d.size();
     s.median = n % 2 == 1 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+    s.has_median = true;
     return s;
 }
 
@@ -61,59 +59,86 @@ void set_duration_metrics(Entity& e, const DurationStats& s, std::string_view co
     e.set(plain("duration_min", s.min, "ns"));
     e.set(plain("duration_max", s.max, "ns"));
     e.set(plain("duration_std", s.std, "ns"));
-    e.set(plain("duration_median", s.median, "ns"));
+    if (s.has_median) e.set(plain("duration_median", s.median, "ns"));
 }
 
-void build_timeline_entities(RunBatch& batch, std::vector<TimelineEvent> events, const TimelineOptions& options) {
+void TimelineBuilder::add(TimelineEvent e) {
+    auto [dit, dfresh] = m_device_of.try_emplace(e.device, m_devices.size());
+    if (dfresh) m_devices.push_back(Device{e.device, {}, {}, 0, 0});
+    Device& dev = m_devices[dit->second];
+
+    std::string key(1, static_cast<char>('0' + static_cast<int>(e.kind)));
+    key += e.name;
+    auto [git, gfresh] = m_group_of.try_emplace(std::move(key), m_groups.size());
+    if (gfresh) {
+        Group g;
+        g.kind = e.kind;
+        g.name = e.name;
+        g.device = e.device;
+        m_groups.push_back(std::move(g));
+    }
+    Group& g = m_groups[git->second];
+    if (g.device != e.device) g.one_device = false;
+    g.count += 1;
+
+    const bool kernel = e.kind == TimelineEvent::Kind::kernel;
+    if (kernel) {
+        ++m_kernel_events;
+        dev.launches += 1;
+    }
+    if (e.end_ns >= e.start_ns) {
+        const double d = e.end_ns - e.start_ns;
+        g.timed += 1;
+        g.total += d;
+        if (g.timed == 1) g.min = g.max = d;
+        g.min = std::min(g.min, d);
+        g.max = std::max(g.max, d);
+        const double delta = d - g.mean;  // Welford: mean and variance in one pass
+        g.mean += delta / g.timed;
+        g.m2 += delta * (d - g.mean);
+        if (m_options.keep_durations) g.durations.push_back(d);
+        dev.busy.push_back({e.start_ns, e.end_ns});
+        if (kernel) {
+            dev.kernels.push_back({e.start_ns, e.end_ns});
+            dev.kernel_sum += d;
+            if (d < k_short_launch_ns) m_short += 1;
+        }
+    }
+    if (m_options.emit_launches && kernel) {
+        g.events.push_back(m_events.size());
+        m_events.push_back(std::move(e));
+    }
+}
+
+void TimelineBuilder::finish(RunBatch& batch) {
     const std::size_t run_index = batch.run_entity();
-    std::stable_sort(events.begin(), events.end(),
-                     [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_ns < b.start_ns; });
-
-    // Devices in order of first appearance.
-    std::vector<std::string> devices;
-    std::unordered_map<std::string, std::size_t> device_of;
-    for (const TimelineEvent& e : events)
-        if (device_of.try_emplace(e.device, devices.size()).second) devices.push_back(e.device);
-
     double run_busy = 0, run_idle = 0, run_span_sum = 0, run_overlap = 0, longest_gap = 0;
     double first = 0, last = 0;
     bool any_timed = false;
-    std::vector<std::size_t> device_entity(devices.size());
-    for (std::size_t d = 0; d < devices.size(); ++d) {
-        std::vector<Span> busy, kernels;
-        double kernel_sum = 0;
-        double launches = 0;
-        for (const TimelineEvent& e : events) {
-            if (e.device != devices[d]) continue;
-            if (e.kind == TimelineEvent::Kind::kernel) ++launches;
-            if (e.end_ns < e.start_ns) continue;
-            busy.push_back({e.start_ns, e.end_ns});
-            if (e.kind == TimelineEvent::Kind::kernel) {
-                kernels.push_back({e.start_ns, e.end_ns});
-                kernel_sum += e.end_ns - e.start_ns;
-            }
-        }
+    std::vector<std::size_t> device_entity(m_devices.size());
+    for (std::size_t d = 0; d < m_devices.size(); ++d) {
+        Device& dv = m_devices[d];
         Entity dev;
         dev.kind = EntityKind::device;
-        dev.name = devices[d];
+        dev.name = dv.name;
         dev.parent = static_cast<std::int64_t>(run_index);
-        dev.set(plain("launches", launches, "count"));
-        if (!busy.empty()) {
-            std::vector<double> gaps;
-            const double busy_time = merged_length(busy, &gaps);
-            double lo = busy.front().start, hi = busy.front().end;
-            for (const Span& s : busy) {
+        dev.set(plain("launches", dv.launches, "count"));
+        if (!dv.busy.empty()) {
+            double lo = dv.busy.front().start, hi = dv.busy.front().end;
+            for (const Span& s : dv.busy) {
                 lo = std::min(lo, s.start);
                 hi = std::max(hi, s.end);
             }
+            std::vector<double> gaps;
+            const double busy_time = merged_length(dv.busy, &gaps);
             const double span = hi - lo;
-            const double overlap = kernel_sum - merged_length(kernels, nullptr);
+            const double overlap = dv.kernel_sum - merged_length(dv.kernels, nullptr);
+            const double gap = gaps.empty() ? 0 : *std::max_element(gaps.begin(), gaps.end());
             dev.set(plain("busy_time", busy_time, "ns"));
             dev.set(plain("span", span, "ns"));
             dev.set(plain("idle_time", span - busy_time, "ns"));
             if (span > 0) dev.set(plain("idle_pct", 100.0 * (span - busy_time) / span, "percent"));
             dev.set(plain("kernel_overlap_time", overlap, "ns"));
-            const double gap = gaps.empty() ? 0 : *std::max_element(gaps.begin(), gaps.end());
             dev.set(plain("longest_idle_gap", gap, "ns"));
             run_busy += busy_time;
             run_idle += span - busy_time;
@@ -124,67 +149,53 @@ void build_timeline_entities(RunBatch& batch, std::vector<TimelineEvent> events,
             if (!any_timed || hi > last) last = hi;
             any_timed = true;
         }
+        std::vector<Span>().swap(dv.busy);
+        std::vector<Span>().swap(dv.kernels);
         device_entity[d] = batch.entities.size();
         batch.entities.push_back(std::move(dev));
     }
 
-    // Kernels and memory operations per name, across devices (launches keep their device).
-    struct Group {
-        std::size_t first_event;
-        std::vector<std::size_t> members;
-    };
-    std::vector<std::pair<std::string, Group>> groups;
-    std::unordered_map<std::string, std::size_t> group_of;
-    for (std::size_t i = 0; i < events.size(); ++i) {
-        const TimelineEvent& e = events[i];
-        const std::string key = std::to_string(static_cast<int>(e.kind)) + '\n' + e.name;
-        auto [it, fresh] = group_of.try_emplace(key, groups.size());
-        if (fresh) groups.push_back({key, Group{i, {}}});
-        groups[it->second].second.members.push_back(i);
-    }
-
-    double gpu_time = 0, memory_time = 0, kernel_launches = 0, short_launches = 0;
+    double gpu_time = 0, memory_time = 0;
     std::size_t kernel_count = 0;
-    for (auto& [key, g] : groups) {
-        const TimelineEvent& e0 = events[g.first_event];
-        std::vector<double> durations;
-        for (std::size_t i : g.members)
-            if (events[i].end_ns >= events[i].start_ns) durations.push_back(events[i].end_ns - events[i].start_ns);
-        const DurationStats s = duration_stats(durations);
+    for (Group& g : m_groups) {
+        DurationStats s;
+        if (m_options.keep_durations) {
+            s = duration_stats(std::move(g.durations));
+        } else if (g.timed > 0) {
+            s.count = g.timed;
+            s.total = g.total;
+            s.mean = g.mean;
+            s.min = g.min;
+            s.max = g.max;
+            s.std = std::sqrt(g.m2 / g.timed);
+        }
         Entity ent;
-        ent.name = e0.name;
-        const bool one_device = std::all_of(g.members.begin(), g.members.end(),
-                                            [&](std::size_t i) { return events[i].device == e0.device; });
-        if (one_device) {
-            ent.parent = static_cast<std::int64_t>(device_entity[device_of.at(e0.device)]);
-            ent.attributes["device"] = e0.device;
+        ent.name = g.name;
+        if (g.one_device) {
+            ent.parent = static_cast<std::int64_t>(device_entity[m_device_of.at(g.device)]);
+            ent.attributes["device"] = g.device;
         } else {
             ent.parent = static_cast<std::int64_t>(run_index);
         }
-        if (e0.kind == TimelineEvent::Kind::kernel) {
+        const bool kernel = g.kind == TimelineEvent::Kind::kernel;
+        if (kernel) {
             ent.kind = EntityKind::kernel;
-            set_duration_metrics(ent, s);
-            ent.set(plain("launches", static_cast<double>(g.members.size()), "count"));
-            gpu_time += s.total;
-            kernel_launches += static_cast<double>(g.members.size());
-            for (double d : durations)
-                if (d < k_short_launch_ns) ++short_launches;
+            set_duration_metrics(ent, s, "launches");
             ++kernel_count;
+            gpu_time += s.total;
         } else {
-            ent.kind = e0.kind == TimelineEvent::Kind::memory ? EntityKind::memcpy : EntityKind::api_call;
+            ent.kind = g.kind == TimelineEvent::Kind::memory ? EntityKind::memcpy : EntityKind::api_call;
             set_duration_metrics(ent, s, "count");
-            ent.set(plain("count", static_cast<double>(g.members.size()), "count"));
             memory_time += s.total;
         }
-        if (durations.size() < g.members.size())
-            ent.attributes["untimed_executions"] = std::to_string(g.members.size() - durations.size());
+        ent.set(plain(kernel ? "launches" : "count", g.count, "count"));
+        if (g.timed < g.count)
+            ent.attributes["untimed_executions"] = std::to_string(static_cast<long long>(g.count - g.timed));
         const std::size_t index = batch.entities.size();
-        const bool launches = options.emit_launches && e0.kind == TimelineEvent::Kind::kernel;
         batch.entities.push_back(std::move(ent));
-        if (!launches) continue;
         std::size_t n = 0;
-        for (std::size_t i : g.members) {
-            TimelineEvent& e = events[i];
+        for (std::size_t i : g.events) {
+            TimelineEvent& e = m_events[i];
             Entity l;
             l.kind = EntityKind::launch;
             l.name = e.name + " #" + std::to_string(n++);
@@ -201,15 +212,16 @@ void build_timeline_entities(RunBatch& batch, std::vector<TimelineEvent> events,
         }
     }
 
+    const double launches = static_cast<double>(m_kernel_events);
     Entity& run = batch.entities[run_index];
     run.set(plain("gpu_time", gpu_time, "ns"));
-    run.set(plain("launches", kernel_launches, "count"));
+    run.set(plain("launches", launches, "count"));
     run.set(plain("kernels", static_cast<double>(kernel_count), "count"));
     run.set(plain("memory_time", memory_time, "ns"));
-    run.set(plain("devices", static_cast<double>(devices.size()), "count"));
-    if (kernel_launches > 0) {
-        run.set(plain("short_launches", short_launches, "count"));
-        run.set(plain("short_launch_pct", 100.0 * short_launches / kernel_launches, "percent"));
+    run.set(plain("devices", static_cast<double>(m_devices.size()), "count"));
+    if (launches > 0) {
+        run.set(plain("short_launches", m_short, "count"));
+        run.set(plain("short_launch_pct", 100.0 * m_short / launches, "percent"));
     }
     if (any_timed) {
         run.set(plain("span", last - first, "ns"));
@@ -219,6 +231,14 @@ void build_timeline_entities(RunBatch& batch, std::vector<TimelineEvent> events,
         run.set(plain("kernel_overlap_time", run_overlap, "ns"));
         run.set(plain("longest_idle_gap", longest_gap, "ns"));
     }
+}
+
+void build_timeline_entities(RunBatch& batch, std::vector<TimelineEvent> events, const TimelineOptions& options) {
+    std::stable_sort(events.begin(), events.end(),
+                     [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_ns < b.start_ns; });
+    TimelineBuilder builder(options);
+    for (TimelineEvent& e : events) builder.add(std::move(e));
+    builder.finish(batch);
 }
 
 }  // namespace perfwatch

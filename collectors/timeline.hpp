@@ -2,6 +2,8 @@
 
 #include <map>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/model.hpp"
@@ -24,22 +26,64 @@ struct TimelineEvent {
 inline constexpr double k_short_launch_ns = 10'000;
 
 struct TimelineOptions {
-    bool emit_launches = true;  // one launch entity per kernel execution
+    bool emit_launches = true;   // one launch entity per kernel execution (keeps every event)
+    bool keep_durations = true;  // keep each duration for medians (8 bytes per event)
 };
-
-// Turns timeline events into entities: device (busy, idle and overlap from merged intervals),
-// kernel (per name and device: launches and duration statistics), launch (per execution),
-// memcpy (per operation name) and run-level timeline metrics.
-void build_timeline_entities(RunBatch& batch, std::vector<TimelineEvent> events, const TimelineOptions& options = {});
 
 // Duration statistics: count, total, mean, min, max, population standard deviation, median.
 struct DurationStats {
     double count = 0, total = 0, mean = 0, min = 0, max = 0, std = 0, median = 0;
+    bool has_median = false;
 };
 DurationStats duration_stats(std::vector<double> durations);
 
 // Sets the count (`count_name`: "launches" for kernels, "count" for other operations) and the
 // duration_* metrics on `e` from `s`; `duration` (the mean) only for kernels.
 void set_duration_metrics(Entity& e, const DurationStats& s, std::string_view count_name = "launches");
+
+// Accumulates timeline events one at a time, keeping per-name statistics and per-device busy
+// intervals (16 bytes per timed event), then turns them into entities: device (busy, idle,
+// overlap from merged intervals), kernel and memcpy per name (across devices), launch per
+// kernel execution when asked, and run-level timeline metrics.
+class TimelineBuilder {
+public:
+    explicit TimelineBuilder(TimelineOptions options = {}) : m_options(options) {}
+
+    void add(TimelineEvent event);
+    // Appends the entities to `batch` (its run entity gets the run-level metrics).
+    void finish(RunBatch& batch);
+    std::size_t kernel_events() const { return m_kernel_events; }
+
+private:
+    struct Span {
+        double start, end;
+    };
+    struct Group {
+        TimelineEvent::Kind kind;
+        std::string name;
+        std::string device;
+        bool one_device = true;
+        double count = 0, timed = 0, total = 0, mean = 0, m2 = 0, min = 0, max = 0;
+        std::vector<double> durations;
+        std::vector<std::size_t> events;
+    };
+    struct Device {
+        std::string name;
+        std::vector<Span> busy, kernels;
+        double kernel_sum = 0, launches = 0;
+    };
+
+    TimelineOptions m_options;
+    std::vector<Group> m_groups;
+    std::unordered_map<std::string, std::size_t> m_group_of;
+    std::vector<Device> m_devices;
+    std::unordered_map<std::string, std::size_t> m_device_of;
+    std::vector<TimelineEvent> m_events;
+    std::size_t m_kernel_events = 0;
+    double m_short = 0;
+};
+
+// Convenience: feeds `events` to a TimelineBuilder and finishes into `batch`.
+void build_timeline_entities(RunBatch& batch, std::vector<TimelineEvent> events, const TimelineOptions& options = {});
 
 }  // namespace perfwatch

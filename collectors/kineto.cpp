@@ -1,0 +1,465 @@
+#include "collectors/kineto.hpp"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <regex>
+#include <unordered_map>
+
+#include "collectors/byte_source.hpp"
+#include "collectors/json_stream.hpp"
+#include "collectors/timeline.hpp"
+#include "collectors/units.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+constexpr double k_us = 1000.0;  // trace times are microseconds
+
+// HTA's launch statistics thresholds (FORMATS.md).
+constexpr double k_launch_delay_outlier_ns = 100'000;
+constexpr double k_runtime_outlier_ns = 50'000;
+constexpr double k_short_cpu_ns = 50'000;
+
+enum class Cat { kernel, memcpy, memset, runtime, cpu_op, annotation, sync, other };
+
+Cat category(std::string_view cat) {
+    if (cat == "kernel" || cat == "Kernel") return Cat::kernel;
+    if (cat == "gpu_memcpy" || cat == "Memcpy") return Cat::memcpy;
+    if (cat == "gpu_memset" || cat == "Memset") return Cat::memset;
+    if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") return Cat::runtime;
+    if (cat == "cpu_op" || cat == "Operator") return Cat::cpu_op;
+    if (cat == "user_annotation") return Cat::annotation;
+    if (cat == "cuda_sync") return Cat::sync;
+    return Cat::other;
+}
+
+// HTA's kernel type: communication kernels by name.
+bool is_comm_kernel(std::string_view name) {
+    static const std::regex k_comm(R"(^nccl|ncclKernel|ncclDevKernel|^rccl|^hccl)");
+    return std::regex_search(name.begin(), name.end(), k_comm);
+}
+
+struct Stats {
+    double count = 0, total = 0, min = 0, max = 0;
+    void add(double d) {
+        if (count == 0) min = max = d;
+        count += 1;
+        total += d;
+        min = std::min(min, d);
+        max = std::max(max, d);
+    }
+};
+
+struct KernelExtra {
+    double longest = -1;
+    double grid = -1, block = -1, registers = -1, shared = -1, blocks_per_sm = -1, warps_per_sm = -1;
+    double occupancy_weighted = 0, occupancy_weight = 0;
+    std::string device;
+};
+
+struct Span {
+    double start, end;
+};
+
+double union_length(std::vector<Span>& spans) {
+    if (spans.empty()) return 0;
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+    double total = 0, s = spans[0].start, e = spans[0].end;
+    for (const Span& x : spans) {
+        if (x.start <= e) {
+            e = std::max(e, x.end);
+        } else {
+            total += e - s;
+            s = x.start;
+            e = x.end;
+        }
+    }
+    return total + e - s;
+}
+
+// Length of the intersection of two unions of intervals.
+double overlap_length(std::vector<Span> a, std::vector<Span> b) {
+    auto merge = [](std::vector<Span>& v) {
+        std::sort(v.begin(), v.end(), [](const Span& x, const Span& y) { return x.start < y.start; });
+        std::vector<Span> out;
+        for (const Span& x : v) {
+            if (!out.empty() && x.start <= out.back().end)
+                out.back().end = std::max(out.back().end, x.end);
+            else
+                out.push_back(x);
+        }
+        return out;
+    };
+    const auto ma = merge(a), mb = merge(b);
+    double total = 0;
+    std::size_t i = 0, j = 0;
+    while (i < ma.size() && j < mb.size()) {
+        const double lo = std::max(ma[i].start, mb[j].start), hi = std::min(ma[i].end, mb[j].end);
+        if (hi > lo) total += hi - lo;
+        (ma[i].end < mb[j].end) ? ++i : ++j;
+    }
+    return total;
+}
+
+Metric plain(std::string name, double value, std::string unit, std::string tool = {}, std::string tool_unit = {}) {
+    return Metric{std::move(name), value, std::move(unit), std::move(tool), std::move(tool_unit)};
+}
+
+class KinetoReader {
+public:
+    explicit KinetoReader(const std::string& path) : m_path(path) {}
+
+    Result<RunBatch> run(std::string_view content) {
+        auto source = open_source(m_path, content);
+        JsonEventStream stream(m_path, *source);
+        auto want = [](std::string_view key) {
+            return key == "deviceProperties" || key == "distributedInfo" || key == "schemaVersion";
+        };
+        auto member = [&](std::string_view key, std::string_view json) { return take_member(key, json); };
+        auto event = [&](std::string_view json) { return take_event(json); };
+        if (auto r = stream.run(want, member, event); !r) return std::unexpected(r.error());
+        return finish();
+    }
+
+private:
+    Result<void> take_member(std::string_view key, std::string_view json) {
+        simdjson::dom::element root;
+        if (m_parser.parse(json.data(), json.size()).get(root))
+            return fail(m_path, 0, fmt::format("top-level member \"{}\" is not valid JSON", key));
+        if (key == "schemaVersion") {
+            if (root.is_int64()) m_schema = fmt::format("schema {}", int64_t(root));
+            return {};
+        }
+        if (key == "distributedInfo") {
+            simdjson::dom::object o;
+            if (root.get_object().get(o)) return {};
+            for (auto field : o) {
+                std::string v;
+                if (field.value.is_string()) v = std::string(std::string_view(field.value));
+                else if (field.value.is_int64()) v = std::to_string(int64_t(field.value));
+                else continue;
+                if (field.key == "rank" || field.key == "world_size" || field.key == "backend")
+                    m_labels[std::string(field.key)] = v;
+            }
+            return {};
+        }
+        if (key == "deviceProperties") {
+            simdjson::dom::array arr;
+            if (root.get_array().get(arr)) return {};
+            for (simdjson::dom::element d : arr) {
+                Entity dev;
+                dev.kind = EntityKind::device;
+                int64_t id = 0;
+                if (d["id"].get_int64().get(id)) continue;
+                dev.name = fmt::format("device {}", id);
+                std::string_view name;
+                if (!d["name"].get_string().get(name)) dev.attributes["gpu"] = std::string(name);
+                int64_t major = 0, minor = 0, sms = 0, warps = 0, threads = 0;
+                if (!d["computeMajor"].get_int64().get(major) && !d["computeMinor"].get_int64().get(minor))
+                    dev.attributes["cc"] = fmt::format("{}.{}", major, minor);
+                if (!d["numSms"].get_int64().get(sms)) dev.set(plain("sm_count", static_cast<double>(sms), "count", "numSms"));
+                if (!d["maxThreadsPerMultiprocessor"].get_int64().get(threads))
+                    dev.set(plain("max_warps_per_sm", static_cast<double>(threads / 32), "count",
+                                  "maxThreadsPerMultiprocessor / 32"));
+                (void)warps;
+                m_devices.push_back(std::move(dev));
+            }
+        }
+        return {};
+    }
+
+    static bool number(simdjson::dom::element v, double& out) {
+        if (v.is_double()) return !v.get_double().get(out);
+        if (v.is_int64()) {
+            out = static_cast<double>(int64_t(v));
+            return true;
+        }
+        if (v.is_uint64()) {
+            out = static_cast<double>(uint64_t(v));
+            return true;
+        }
+        std::string_view s;
+        if (!v.get_string().get(s))
+            if (auto x = parse_report_number(s)) {
+                out = *x;
+                return true;
+            }
+        return false;
+    }
+
+    static bool field(simdjson::dom::object o, std::string_view key, double& out) {
+        simdjson::dom::element v;
+        if (o[key].get(v)) return false;
+        return number(v, out);
+    }
+
+    static double product(simdjson::dom::object args, std::string_view key) {
+        simdjson::dom::array arr;
+        if (args[key].get_array().get(arr)) return -1;
+        double p = 1;
+        for (simdjson::dom::element x : arr) {
+            double v = 0;
+            if (!number(x, v)) return -1;
+            p *= v;
+        }
+        return p;
+    }
+
+    Result<void> take_event(std::string_view json) {
+        ++m_events;
+        simdjson::dom::element root;
+        if (m_parser.parse(json.data(), json.size()).get(root))
+            return fail(m_path, 0, fmt::format("trace event {} is not valid JSON", m_events));
+        simdjson::dom::object o;
+        if (root.get_object().get(o)) return fail(m_path, 0, fmt::format("trace event {} is not an object", m_events));
+        std::string_view ph, cat, name;
+        if (o["ph"].get_string().get(ph) || ph != "X") return {};
+        if (o["cat"].get_string().get(cat)) cat = {};
+        if (o["name"].get_string().get(name)) name = {};
+        double ts = 0, dur = 0;
+        if (!field(o, "ts", ts))
+            return fail(m_path, 0, fmt::format("trace event {} (\"{}\") has no numeric \"ts\"", m_events, name));
+        if (!field(o, "dur", dur)) return {};
+        // Times relative to the first event keep nanosecond precision in a double (absolute
+        // epoch microseconds times 1000 would not).
+        if (!m_base) m_base = ts;
+        const double start = (ts - *m_base) * k_us, length = dur * k_us;
+        simdjson::dom::object args;
+        const bool has_args = !o["args"].get_object().get(args);
+        double correlation = -1;
+        if (has_args) field(args, "correlation", correlation);
+
+        switch (category(cat)) {
+            case Cat::kernel:
+            case Cat::memcpy:
+            case Cat::memset: {
+                double device = 0;
+                if (has_args) field(args, "device", device);
+                TimelineEvent ev;
+                ev.kind = category(cat) == Cat::kernel ? TimelineEvent::Kind::kernel : TimelineEvent::Kind::memory;
+                ev.name = std::string(name);
+                ev.device = fmt::format("device {:.0f}", device);
+                ev.start_ns = start;
+                ev.end_ns = start + length;
+                if (ev.kind == TimelineEvent::Kind::kernel) {
+                    kernel_extra(ev, args, has_args, length);
+                    (is_comm_kernel(name) ? m_comm_spans : m_compute_spans).push_back({start, start + length});
+                    (is_comm_kernel(name) ? m_comm_time : m_compute_time) += length;
+                    if (correlation >= 0) match_kernel(correlation, start, length);
+                } else {
+                    m_memory_time += length;
+                    double bytes = 0;
+                    if (has_args && field(args, "bytes", bytes)) m_bytes[ev.name] += bytes;
+                }
+                m_timeline.add(std::move(ev));
+                break;
+            }
+            case Cat::runtime: {
+                Stats& s = m_api[std::string(name)];
+                s.add(length);
+                if (length > k_runtime_outlier_ns) ++m_runtime_outliers;
+                if (correlation >= 0) match_runtime(correlation, start, length);
+                break;
+            }
+            case Cat::annotation:
+                if (name.starts_with("ProfilerStep#")) m_steps.add(length);
+                break;
+            case Cat::sync:
+                m_sync.add(length);
+                break;
+            case Cat::cpu_op:
+                ++m_cpu_ops;
+                break;
+            case Cat::other:
+                break;
+        }
+        return {};
+    }
+
+    void kernel_extra(const TimelineEvent& ev, simdjson::dom::object args, bool has_args, double length) {
+        KernelExtra& x = m_kernels[ev.name];
+        x.device = ev.device;
+        if (!has_args) return;
+        double occ = 0;
+        if (field(args, "est. achieved occupancy %", occ)) {
+            x.occupancy_weighted += occ * length;
+            x.occupancy_weight += length;
+        }
+        if (length <= x.longest) return;
+        x.longest = length;
+        x.grid = product(args, "grid");
+        x.block = product(args, "block");
+        if (!field(args, "registers per thread", x.registers)) x.registers = -1;
+        if (!field(args, "shared memory", x.shared)) x.shared = -1;
+        if (!field(args, "blocks per SM", x.blocks_per_sm)) x.blocks_per_sm = -1;
+        if (!field(args, "warps per SM", x.warps_per_sm)) x.warps_per_sm = -1;
+    }
+
+    // HTA: launch delay = kernel start - (runtime call start + its duration); a short kernel is
+    // one whose launch call took <= 50 us and whose GPU time is below that call's time.
+    void match_kernel(double correlation, double start, double length) {
+        auto it = m_pending_runtime.find(correlation);
+        if (it == m_pending_runtime.end()) {
+            m_pending_kernels[correlation] = {start, length};
+            return;
+        }
+        record_launch(it->second, {start, length});
+        m_pending_runtime.erase(it);
+    }
+
+    void match_runtime(double correlation, double start, double length) {
+        auto it = m_pending_kernels.find(correlation);
+        if (it == m_pending_kernels.end()) {
+            m_pending_runtime[correlation] = {start, length};
+            return;
+        }
+        record_launch({start, length}, it->second);
+        m_pending_kernels.erase(it);
+    }
+
+    void record_launch(std::pair<double, double> cpu, std::pair<double, double> gpu) {
+        const double delay = gpu.first - (cpu.first + cpu.second);
+        m_delays.add(delay);
+        if (delay > k_launch_delay_outlier_ns) ++m_delay_outliers;
+        if (cpu.second <= k_short_cpu_ns && gpu.second < cpu.second) ++m_short_kernels;
+    }
+
+    Result<RunBatch> finish() {
+        RunBatch batch;
+        batch.format = "kineto";
+        batch.format_detail = m_schema.empty() ? "legacy or unversioned trace" : "trace " + m_schema;
+        batch.labels = m_labels;
+        const std::size_t run_index = batch.run_entity();
+        if (m_timeline.kernel_events() == 0) batch.notes.push_back("no GPU kernels in this trace (CPU-only)");
+        m_timeline.finish(batch);
+
+        std::map<std::string, double> sm_of;
+        for (Entity& info : m_devices) {
+            auto it = std::find_if(batch.entities.begin(), batch.entities.end(), [&](const Entity& e) {
+                return e.kind == EntityKind::device && e.name == info.name;
+            });
+            if (auto sm = info.value("sm_count")) sm_of[info.name] = *sm;
+            if (it == batch.entities.end()) continue;  // a GPU the trace did not use
+            for (auto& [k, v] : info.attributes) it->attributes[k] = v;
+            for (Metric& m : info.metrics) it->set(std::move(m));
+        }
+        for (Entity& e : batch.entities) {
+            if (e.kind == EntityKind::kernel) {
+                auto it = m_kernels.find(e.name);
+                if (it == m_kernels.end()) continue;
+                const KernelExtra& x = it->second;
+                e.attributes["kernel_type"] = is_comm_kernel(e.name) ? "COMM" : "COMPUTATION";
+                if (x.grid >= 0) e.set(plain("grid_size", x.grid, "count", "grid"));
+                if (x.block >= 0) e.set(plain("block_size", x.block, "count", "block"));
+                if (x.registers >= 0) e.set(plain("registers_per_thread", x.registers, "count", "registers per thread"));
+                if (x.shared >= 0) e.set(plain("shared_mem_per_block", x.shared, "byte", "shared memory", "B"));
+                if (x.blocks_per_sm >= 0) e.set(plain("blocks_per_sm", x.blocks_per_sm, "count", "blocks per SM"));
+                if (x.warps_per_sm >= 0) e.set(plain("warps_per_sm", x.warps_per_sm, "count", "warps per SM"));
+                if (x.occupancy_weight > 0)
+                    e.set(plain("occupancy_estimated", x.occupancy_weighted / x.occupancy_weight, "percent",
+                                "est. achieved occupancy %", "%"));
+                if (auto d = e.attributes.find("device"); d != e.attributes.end())
+                    if (auto sm = sm_of.find(d->second); sm != sm_of.end()) e.set(plain("sm_count", sm->second, "count", "numSms"));
+            } else if (e.kind == EntityKind::memcpy) {
+                auto it = m_bytes.find(e.name);
+                if (it == m_bytes.end()) continue;
+                e.set(plain("bytes", it->second, "byte", "bytes", "B"));
+                if (auto t = e.value("duration_total"); t && *t > 0)
+                    e.set(plain("bandwidth", it->second * 1e9 / *t, "byte/s"));
+            }
+        }
+        for (auto& [name, s] : m_api) {
+            Entity e;
+            e.kind = EntityKind::api_call;
+            e.name = name;
+            e.parent = static_cast<std::int64_t>(run_index);
+            e.set(plain("count", s.count, "count"));
+            e.set(plain("duration_total", s.total, "ns"));
+            e.set(plain("duration_mean", s.total / s.count, "ns"));
+            e.set(plain("duration_min", s.min, "ns"));
+            e.set(plain("duration_max", s.max, "ns"));
+            if (name.find("Synchronize") != std::string::npos) e.attributes["synchronizing"] = "true";
+            batch.entities.push_back(std::move(e));
+        }
+
+        Entity& run = batch.entities[run_index];
+        run.set(plain("gpu_time_comm", m_comm_time, "ns"));
+        run.set(plain("gpu_time_compute", m_compute_time, "ns"));
+        run.set(plain("gpu_time_memory", m_memory_time, "ns"));
+        const double comm_union = union_length(m_comm_spans);
+        if (comm_union > 0)
+            run.set(plain("comm_compute_overlap_pct", 100.0 * overlap_length(m_comm_spans, m_compute_spans) / comm_union,
+                          "percent"));
+        if (m_delays.count > 0) {
+            run.set(plain("launch_delay_mean", m_delays.total / m_delays.count, "ns"));
+            run.set(plain("launch_delay_max", m_delays.max, "ns"));
+            run.set(plain("launch_delay_outliers", m_delay_outliers, "count"));
+            run.set(plain("short_kernels", m_short_kernels, "count"));
+        }
+        run.set(plain("runtime_outliers", m_runtime_outliers, "count"));
+        if (m_steps.count > 0) {
+            run.set(plain("iterations", m_steps.count, "count"));
+            run.set(plain("iteration_time_mean", m_steps.total / m_steps.count, "ns"));
+            run.set(plain("launches_per_iteration",
+                          static_cast<double>(m_timeline.kernel_events()) / m_steps.count, "count"));
+        }
+        double bytes = 0;
+        for (const auto& [n, b] : m_bytes) bytes += b;
+        if (bytes > 0) run.set(plain("memcpy_bytes", bytes, "byte"));
+        if (m_sync.count > 0) run.set(plain("sync_time", m_sync.total, "ns"));
+        run.set(plain("cpu_ops", m_cpu_ops, "count"));
+        return batch;
+    }
+
+    const std::string& m_path;
+    simdjson::dom::parser m_parser;
+    TimelineBuilder m_timeline{TimelineOptions{false, false}};
+    std::size_t m_events = 0;
+    std::optional<double> m_base;
+    std::string m_schema;
+    std::map<std::string, std::string> m_labels;
+    std::vector<Entity> m_devices;
+    std::unordered_map<std::string, KernelExtra> m_kernels;
+    std::map<std::string, double> m_bytes;
+    std::map<std::string, Stats> m_api;
+    std::unordered_map<double, std::pair<double, double>> m_pending_runtime, m_pending_kernels;
+    Stats m_delays, m_steps, m_sync;
+    double m_delay_outliers = 0, m_short_kernels = 0, m_runtime_outliers = 0, m_cpu_ops = 0;
+    double m_comm_time = 0, m_compute_time = 0, m_memory_time = 0;
+    std::vector<Span> m_comm_spans, m_compute_spans;
+};
+
+class KinetoCollector final : public Collector {
+public:
+    std::string_view id() const override { return "kineto"; }
+    std::string_view description() const override {
+        return "PyTorch profiler / Kineto trace (.json, .json.gz): new and legacy schemas, NVIDIA, AMD, CPU-only";
+    }
+
+    bool recognizes(std::string_view head) const override {
+        if (head.find("\"traceEvents\"") == std::string_view::npos) return false;
+        for (std::string_view marker : {"\"schemaVersion\"", "\"deviceProperties\"", "\"distributedInfo\"",
+                                        "\"cpu_op\"", "\"cuda_runtime\"", "\"Operator\"", "\"python_function\""})
+            if (head.find(marker) != std::string_view::npos) return true;
+        return false;
+    }
+
+    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
+        return KinetoReader(path).run(content);
+    }
+};
+
+}  // namespace
+
+const Collector& kineto_collector() {
+    static const KinetoCollector k_instance;
+    return k_instance;
+}
+
+}  // namespace perfwatch

@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "collectors/kineto.hpp"
+#include "tests/collectors/ncu_helpers.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+// The test's own walk of a trace: decompress with zlib, parse with nlohmann::json, count the
+// complete kernel events and sum their durations (microseconds -> ns).
+struct Walk {
+    double kernels = 0, kernel_ns = 0;
+    std::set<std::string> names;
+};
+
+std::string gunzip_file(const std::string& path) {
+    gzFile f = gzopen(path.c_str(), "rb");  // reads plain files unchanged
+    std::string out;
+    char buf[1 << 16];
+    int n = 0;
+    while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    gzclose(f);
+    return out;
+}
+
+Walk walk(const std::string& path) {
+    const auto doc = nlohmann::json::parse(gunzip_file(path));
+    Walk w;
+    for (const auto& e : doc.at("traceEvents")) {
+        if (e.value("ph", "") != "X") continue;
+        const std::string cat = e.value("cat", "");
+        if (cat != "kernel" && cat != "Kernel") continue;
+        w.kernels += 1;
+        w.kernel_ns += (e["dur"].is_string() ? std::stod(e["dur"].get<std::string>()) : e["dur"].get<double>()) * 1000;
+        w.names.insert(e.value("name", ""));
+    }
+    return w;
+}
+
+void expect_matches_walk(const std::string& path) {
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "kineto");
+    const Walk w = walk(path);
+    const Entity& run = b.entities[0];
+    EXPECT_DOUBLE_EQ(run.value("launches").value_or(-1), w.kernels) << path;
+    EXPECT_NEAR(run.value("gpu_time").value_or(-1), w.kernel_ns, std::max(1.0, w.kernel_ns * 0.001)) << path;
+    EXPECT_EQ(of_kind(b, EntityKind::kernel).size(), w.names.size()) << path;
+}
+
+}  // namespace
+
+TEST(Kineto, EveryCorpusTraceMatchesAnIndependentWalk) {
+    const auto dir = corpus_dir();
+    if (!dir) GTEST_SKIP() << "corpus not found (../shared/corpus or $PERFWATCH_CORPUS)";
+    std::size_t files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(*dir / "kineto")) {
+        expect_matches_walk(entry.path().string());
+        ++files;
+    }
+    EXPECT_GE(files, 13u);
+}
+
+TEST(Kineto, NvidiaTraceCarriesOccupancyLaunchConfigurationAndRank) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/hta__critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.labels.at("rank"), "0");
+    const auto devices = of_kind(b, EntityKind::device);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0]->attributes.at("gpu"), "NVIDIA A100-PG509-200");
+    EXPECT_DOUBLE_EQ(metric(devices[0], "sm_count"), 108);
+    bool with_occupancy = false;
+    for (const Entity* k : of_kind(b, EntityKind::kernel)) {
+        EXPECT_EQ(k->attributes.at("kernel_type"), "COMPUTATION");
+        if (k->value("occupancy_estimated")) with_occupancy = true;
+        EXPECT_TRUE(k->value("grid_size").has_value()) << k->name;
+    }
+    EXPECT_TRUE(with_occupancy);
+    const Entity& run = b.entities[0];
+    EXPECT_TRUE(run.value("launch_delay_mean").has_value());
+    EXPECT_GT(run.value("memcpy_bytes").value_or(0), 0);
+    EXPECT_GT(run.value("sync_time").value_or(0), 0);
+}
+
+TEST(Kineto, NcclKernelsAreCommunication) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/hta__nccl_parser_config__nccl_data.json.gz");
+    const RunBatch b = collect_ok(path);
+    const Entity& run = b.entities[0];
+    EXPECT_GT(run.value("gpu_time_comm").value_or(0), 0);
+    EXPECT_TRUE(run.value("comm_compute_overlap_pct").has_value());
+    EXPECT_EQ(b.labels.at("world_size"), "2");
+    bool comm = false;
+    for (const Entity* k : of_kind(b, EntityKind::kernel))
+        if (k->name.starts_with("ncclKernel") || k->name.starts_with("ncclDevKernel"))
+            comm = comm || k->attributes.at("kernel_type") == "COMM";
+    EXPECT_TRUE(comm);
+}
+
+TEST(Kineto, CpuOnlyTraceIsAnEmptyRunWithANote) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/hta__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
+    const RunBatch b = collect_ok(path);
+    EXPECT_TRUE(of_kind(b, EntityKind::kernel).empty());
+    ASSERT_FALSE(b.notes.empty());
+    EXPECT_NE(b.notes[0].find("CPU-only"), std::string::npos);
+}
+
+TEST(Kineto, LegacyTraceIterationsAndLaunchesPerIteration) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/kineto__tb_plugin_samples_resnet50_profiler_api_num_workers_0__worker0.pt.trace.json.gz");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.entities[0].value("launches").value_or(-1), 9564);
+}
+
+TEST(Kineto, TruncatedInputsAreErrorsNamingTheFile) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/kineto__docs_traces_after_fix_trace.json");
+    const std::string text = read_file(path);
+    const std::size_t cut = text.find("\"traceEvents\"") + 400;
+    auto r = collect_content("cut.json", text.substr(0, cut));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().file, "cut.json");
+    EXPECT_NE(r.error().message.find("cut short"), std::string::npos) << r.error().message;
+
+    PERFWATCH_CORPUS_FILE(gz, "kineto/hta__trace_compare__base__base.json.gz");
+    const std::string bytes = read_file(gz);
+    auto t = collect_content("cut.json.gz", bytes.substr(0, bytes.size() / 2));
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().file, "cut.json.gz");
+    EXPECT_NE(t.error().message.find("gzip"), std::string::npos) << t.error().message;
+}
+
+}  // namespace perfwatch::test
