@@ -116,6 +116,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run) {
                                                                  : entity.value("duration");
                 if (t) f.share_pct = 100.0 * *t / gpu_time;
             }
+            if (rule.min_share_pct && f.share_pct && *f.share_pct < *rule.min_share_pct) continue;
             if (f.share_pct && f.estimated_speedup_pct) f.impact = *f.share_pct * *f.estimated_speedup_pct / 100.0;
             result.findings.push_back(std::move(f));
         }

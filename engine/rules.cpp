@@ -13,9 +13,9 @@ namespace perfwatch {
 
 namespace {
 
-constexpr std::array<std::string_view, 8> k_rule_keys{"id",    "title",             "severity",     "scope",
-                                                      "when",  "message",           "estimated_speedup",
-                                                      "tool_finding"};
+constexpr std::array<std::string_view, 9> k_rule_keys{"id",      "title",        "severity",
+                                                      "scope",   "when",         "message",
+                                                      "estimated_speedup", "tool_finding", "min_share"};
 
 std::string line_of(std::string_view text, int line) {
     int current = 1;
@@ -121,7 +121,7 @@ private:
             if (std::find(k_rule_keys.begin(), k_rule_keys.end(), key) == k_rule_keys.end()) {
                 diag(kv.first.Mark(), r.id,
                      fmt::format("unknown key '{}' (expected one of: id, title, severity, scope, when, message, "
-                                 "estimated_speedup, tool_finding, labels)",
+                                 "estimated_speedup, tool_finding, min_share, labels)",
                                  key));
                 continue;
             }
@@ -151,6 +151,8 @@ private:
                 r.estimated_speedup = source_text(v, *text);
             } else if (key == "tool_finding") {
                 r.tool_finding = source_text(v, *text);
+            } else if (key == "min_share") {
+                r.min_share = source_text(v, *text);
             }
         }
         if (!r.id.empty()) {
@@ -260,8 +262,26 @@ RuleSet compile_rules(const std::vector<RuleFile>& files) {
                            "tool_finding");
                 }
             }
+            std::optional<double> min_share;
+            if (spec.min_share) {
+                errs.clear();
+                auto e = Expression::compile(spec.min_share->text, errs);
+                if (e && (e->type() != ValueType::number || !e->metrics_read().empty()))
+                    errs.push_back({0, "min_share must be a constant percentage such as 1%"});
+                if (e && errs.empty()) {
+                    struct NoScope final : EvalScope {
+                        std::optional<double> metric(std::string_view) const override { return {}; }
+                        std::optional<double> run_metric(std::string_view) const override { return {}; }
+                        std::optional<std::string> attribute(std::string_view) const override { return {}; }
+                    };
+                    const Value v = e->evaluate(NoScope{});
+                    if (const double* d = std::get_if<double>(&v)) min_share = *d;
+                }
+                report(*spec.min_share, errs, "min_share");
+            }
             if (!ok || !when || !message) continue;
-            CompiledRule rule{spec, std::move(*when), std::move(*message), std::move(speedup), std::move(tool_re)};
+            CompiledRule rule{spec, std::move(*when), std::move(*message), std::move(speedup), std::move(tool_re),
+                              min_share};
             auto it = std::find_if(set.rules.begin(), set.rules.end(),
                                    [&](const CompiledRule& c) { return c.spec.id == spec.id; });
             if (it != set.rules.end())

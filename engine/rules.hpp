@@ -50,6 +50,7 @@ struct RuleSpec {
     SourceText message;
     std::optional<SourceText> estimated_speedup;  // percent, an expression
     std::optional<SourceText> tool_finding;       // regex over the profiler's own rule results
+    std::optional<SourceText> min_share;          // skip entities below this share of run GPU time
     std::map<std::string, std::string> labels;
     SourceLoc loc;
 };
@@ -73,6 +74,7 @@ struct CompiledRule {
     Template message;
     std::optional<Expression> estimated_speedup;
     std::optional<std::regex> tool_finding;
+    std::optional<double> min_share_pct;
 };
 
 struct RuleSet {

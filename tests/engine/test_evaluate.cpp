@@ -77,6 +77,15 @@ TEST(Evaluate, ToolSpeedupIsDurationWeightedAndImpactRanks) {
     EXPECT_NEAR(second.impact.value_or(0), 10.0 / 3.0, 1e-9);
 }
 
+TEST(Evaluate, MinShareLeavesOutSmallEntities) {
+    const RuleSet set = rules(
+        "rules:\n"
+        "  - id: any\n    when: duration_total >= 0\n    message: m\n    min_share: 50%\n");
+    const Evaluation ev = evaluate_run(set, two_kernel_run());
+    ASSERT_EQ(ev.findings.size(), 1u);
+    EXPECT_EQ(ev.findings[0].entity_name, "big");  // 90%; small (10%) and "no waves" (0%) are left out
+}
+
 TEST(Evaluate, RunScopeAndRankingWithoutImpact) {
     const RuleSet set = rules(
         "rules:\n"
