@@ -17,6 +17,7 @@
 #include "collectors/ncu_csv.hpp"
 #include "collectors/ncu_text.hpp"
 #include "collectors/nsys_sqlite.hpp"
+#include "collectors/rocprof.hpp"
 
 namespace perfwatch {
 
@@ -24,9 +25,11 @@ namespace {
 
 // Detection order: the most specific signatures first.
 // The generic Chrome trace reader comes last: it accepts any trace-event JSON.
-const std::array<const Collector*, 9>& collector_table() {
-    static const std::array<const Collector*, 9> k_collectors{
+const std::array<const Collector*, 12>& collector_table() {
+    static const std::array<const Collector*, 12> k_collectors{
+        &rocprof_sqlite_collector(),
         &nsys_sqlite_collector(),
+        &rocprof_stats_collector(),
         &ncu_csv_collector(),
         &ncu_raw_csv_collector(),
         &ncu_text_collector(),
@@ -34,6 +37,7 @@ const std::array<const Collector*, 9>& collector_table() {
         &clintercept_report_collector(),
         &clintercept_trace_collector(),
         &kineto_collector(),
+        &rocprof_json_collector(),
         &chrome_trace_collector(),
     };
     return k_collectors;

@@ -46,6 +46,8 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"occupancy_estimated", "percent", "kernel", "occupancy the profiler estimated from the launch configuration (Kineto)"},
     {"shared_mem_per_block", "byte", "kernel", "shared memory per block (static and dynamic together)"},
     {"blocks_per_sm", "count", "kernel", "blocks per SM the launch configuration gives"},
+    {"vgpr_count", "count", "kernel", "vector registers per work-item (AMD)"},
+    {"sgpr_count", "count", "kernel", "scalar registers per wavefront (AMD)"},
     {"warps_per_sm", "count", "kernel", "warps per SM the launch configuration gives"},
     {"gpu_time_comm", "ns", "run", "kernel time of communication kernels (NCCL, RCCL, HCCL)"},
     {"gpu_time_compute", "ns", "run", "kernel time of computation kernels"},

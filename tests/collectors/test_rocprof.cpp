@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "collectors/rocprof.hpp"
+#include "tests/collectors/ncu_helpers.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+// The test's own reading of a stats CSV: calls and total ns from each row's trailing numbers.
+std::pair<double, double> stats_totals(const std::string& path) {
+    static const std::regex k_row(R"(,(\d+),(\d+),(\d+),([0-9.eE+-]+)\s*$)");
+    std::istringstream in(read_file(path));
+    std::string line;
+    std::getline(in, line);  // header
+    double calls = 0, total = 0;
+    std::smatch m;
+    while (std::getline(in, line))
+        if (std::regex_search(line, m, k_row)) {
+            calls += std::stod(m[1]);
+            total += std::stod(m[2]);
+        }
+    return {calls, total};
+}
+
+std::pair<double, double> sql_totals(const std::string& path, const std::string& sql) {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    SQLite::Statement st(db, sql);
+    st.executeStep();
+    return {st.getColumn(0).getDouble(), st.getColumn(1).getDouble()};
+}
+
+void expect_run_totals(const RunBatch& b, std::pair<double, double> expected) {
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launches").value_or(-1), expected.first);
+    EXPECT_NEAR(b.entities[0].value("gpu_time").value_or(-1), expected.second, expected.second * 0.001);
+}
+
+}  // namespace
+
+TEST(RocprofStats, CorpusKernelStats) {
+    for (const char* file : {"rocprof/HGLiu1998_batched_gemm__results.stats.csv", "rocprof/saltfish__results.stats.csv",
+                             "rocprof/dalg24_kokkos__results.stats.csv"}) {
+        PERFWATCH_CORPUS_FILE(path, file);
+        const RunBatch b = collect_ok(path);
+        EXPECT_EQ(b.format, "rocprof-stats");
+        expect_run_totals(b, stats_totals(path));
+    }
+}
+
+TEST(RocprofStats, UnquotedNamesWithCommasAndBarrierPackets) {
+    PERFWATCH_CORPUS_FILE(kokkos, "rocprof/dalg24_kokkos__results.stats.csv");
+    const RunBatch k = collect_ok(kokkos);
+    bool found = false;
+    for (const Entity* e : of_kind(k, EntityKind::kernel))
+        if (e->name.find("scatter_view_loop(Kokkos::View<int**>, Kokkos::View<int*>)") != std::string::npos) {
+            found = true;
+            EXPECT_DOUBLE_EQ(metric(e, "duration_total"), 533600);
+        }
+    EXPECT_TRUE(found);
+    PERFWATCH_CORPUS_FILE(salt, "rocprof/saltfish__results.stats.csv");
+    const RunBatch s = collect_ok(salt);
+    const Entity* barrier = kernel_named(s, "<barrier packet>");
+    ASSERT_NE(barrier, nullptr);
+    EXPECT_EQ(barrier->attributes.at("pseudo_kernel"), "true");
+    EXPECT_DOUBLE_EQ(metric(barrier, "launches"), 85112);
+}
+
+TEST(RocprofStats, HipAndCopyStatsAreNotKernels) {
+    PERFWATCH_CORPUS_FILE(hip, "rocprof/HGLiu1998_batched_gemm__results.hip_stats.csv");
+    const RunBatch h = collect_ok(hip);
+    EXPECT_TRUE(of_kind(h, EntityKind::kernel).empty());
+    EXPECT_EQ(of_kind(h, EntityKind::api_call).size(), 6u);  // six rows, hipMemcpy to __hipPushCallConfiguration
+    PERFWATCH_CORPUS_FILE(copy, "rocprof/HGLiu1998_batched_gemm__results.copy_stats.csv");
+    const RunBatch c = collect_ok(copy);
+    EXPECT_EQ(of_kind(c, EntityKind::memcpy).size(), 2u);
+}
+
+TEST(RocprofSqlite, V1ResultsDbAndRocpd) {
+    PERFWATCH_CORPUS_FILE(v1, "rocprof/HGLiu1998_batched_gemm__results.db");
+    const RunBatch a = collect_ok(v1);
+    EXPECT_EQ(a.format, "rocprof-sqlite");
+    expect_run_totals(a, sql_totals(v1, "SELECT count(*), sum(EndNs - BeginNs) FROM OPS"));
+    PERFWATCH_CORPUS_FILE(v3, "rocprof/HGLiu1998_batched_gemm__ck_bmm_37ca13315e70_28_results.db");
+    const RunBatch b = collect_ok(v3);
+    EXPECT_EQ(b.format_detail, "rocprofv3 rocpd database");
+    expect_run_totals(b, sql_totals(v3, "SELECT count(*), sum(end - start) FROM kernels"));
+}
+
+TEST(RocprofJson, StringTimesAndProcessRoles) {
+    PERFWATCH_CORPUS_FILE(path, "rocprof/HGLiu1998_batched_gemm__results.json");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "rocprof-json");
+    // Walk: complete events on processes named GPU<n> (not GPU Barriers), times in us.
+    const auto doc = nlohmann::json::parse(read_file(path));
+    std::map<std::string, std::string> names;
+    for (const auto& e : doc["traceEvents"])
+        if (e.value("ph", "") == "M" && e.value("name", "") == "process_name")
+            names[e["pid"].dump()] = e["args"]["name"].get<std::string>();
+    double kernels = 0, total = 0;
+    for (const auto& e : doc["traceEvents"]) {
+        if (e.value("ph", "") != "X") continue;
+        const std::string proc = names[e["pid"].dump()];
+        if (!proc.starts_with("GPU") || proc.starts_with("GPU Barriers")) continue;
+        kernels += 1;
+        total += std::stod(e["dur"].get<std::string>()) * 1000;
+    }
+    expect_run_totals(b, {kernels, total});
+    EXPECT_FALSE(of_kind(b, EntityKind::api_call).empty());
+}
+
+TEST(RocprofStats, MissingColumnsNameTheLine) {
+    auto r = collect_content("s.csv", "\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\",\"Percentage\"\n\"k\",1,abc,3,100.0\n");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().line, 2u);
+    EXPECT_NE(r.error().message.find("TotalDurationNs"), std::string::npos) << r.error().message;
+}
+
+}  // namespace perfwatch::test
