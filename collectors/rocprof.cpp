@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "collectors/chrome_trace.hpp"
@@ -236,6 +237,84 @@ public:
     }
 };
 
+// rocprofv3 *_kernel_trace.csv: one row per dispatch with agent, queue, name, timestamps (ns),
+// register counts and sizes.
+class TraceCsvCollector final : public Collector {
+public:
+    std::string_view id() const override { return "rocprof-trace-csv"; }
+    std::string_view description() const override {
+        return "rocprofv3 *_kernel_trace.csv (one row per kernel dispatch)";
+    }
+
+    bool recognizes(std::string_view head) const override {
+        const std::string_view first = head.substr(0, head.find('\n'));
+        return first.find("\"Kernel_Name\"") != std::string_view::npos &&
+               first.find("\"Start_Timestamp\"") != std::string_view::npos;
+    }
+
+    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
+        CsvReader reader(content);
+        std::vector<std::string> header, row;
+        if (reader.next(header) != CsvReader::Status::record) return fail(path, 1, "no header row");
+        auto col = [&](std::string_view name) {
+            auto it = std::find(header.begin(), header.end(), name);
+            return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+        };
+        const int name = col("Kernel_Name"), start = col("Start_Timestamp"), end = col("End_Timestamp"),
+                  agent = col("Agent_Id"), queue = col("Queue_Id"), vgpr = col("VGPR_Count"),
+                  sgpr = col("SGPR_Count"), lds = col("LDS_Block_Size"), wx = col("Workgroup_Size_X"),
+                  wy = col("Workgroup_Size_Y"), wz = col("Workgroup_Size_Z"), gx = col("Grid_Size_X"),
+                  gy = col("Grid_Size_Y"), gz = col("Grid_Size_Z");
+        if (name < 0 || start < 0 || end < 0)
+            return fail(path, 1, "header lacks Kernel_Name, Start_Timestamp or End_Timestamp");
+        TimelineBuilder builder(TimelineOptions{false, true});
+        std::map<std::string, std::map<std::string, double>> config;
+        auto number = [&](int c) -> std::optional<double> {
+            if (c < 0 || static_cast<std::size_t>(c) >= row.size()) return std::nullopt;
+            return parse_report_number(row[static_cast<std::size_t>(c)]);
+        };
+        while (true) {
+            const auto status = reader.next(row);
+            if (status == CsvReader::Status::end) break;
+            if (status == CsvReader::Status::error) return fail(path, reader.record_line(), reader.error());
+            if (row.size() == 1 && trim(row[0]).empty()) continue;
+            if (row.size() != header.size())
+                return fail(path, reader.record_line(),
+                            fmt::format("expected {} fields as in the header, found {}", header.size(), row.size()));
+            const auto s = number(start), e = number(end);
+            if (!s || !e)
+                return fail(path, reader.record_line(), "expected integer Start_Timestamp and End_Timestamp (ns)");
+            TimelineEvent ev;
+            ev.name = row[static_cast<std::size_t>(name)];
+            ev.start_ns = *s;
+            ev.end_ns = *e;
+            ev.device = fmt::format("agent {}", agent >= 0 ? row[static_cast<std::size_t>(agent)] : "0");
+            if (queue >= 0) ev.queue = row[static_cast<std::size_t>(queue)];
+            auto& c = config[ev.name];
+            if (auto v = number(vgpr)) c["vgpr_count"] = *v;
+            if (auto v = number(sgpr)) c["sgpr_count"] = *v;
+            if (auto v = number(lds)) c["shared_mem_per_block"] = *v;
+            const auto x = number(wx), y = number(wy), z = number(wz);
+            if (x && y && z) c["block_size"] = *x * *y * *z;
+            const auto a = number(gx), b = number(gy), d = number(gz);
+            if (a && b && d && c.contains("block_size") && c["block_size"] > 0)
+                c["grid_size"] = *a * *b * *d / c["block_size"];
+            builder.add(std::move(ev));
+        }
+        RunBatch batch;
+        batch.format = std::string(id());
+        batch.format_detail = "rocprofv3 kernel trace";
+        if (builder.kernel_events() == 0) batch.notes.push_back("no kernel dispatches in this trace");
+        builder.finish(batch);
+        for (Entity& ent : batch.entities) {
+            if (ent.kind != EntityKind::kernel) continue;
+            for (const auto& [k, v] : config[ent.name])
+                ent.set(plain(k, v, k == "shared_mem_per_block" ? "byte" : "count", k));
+        }
+        return batch;
+    }
+};
+
 // rocprof v1 results.json: a Chrome trace whose processes are named "CPU HIP API", "COPY",
 // "GPU<n>" and "GPU Barriers<n>", with times as strings of microseconds.
 class JsonCollector final : public Collector {
@@ -311,6 +390,11 @@ public:
 };
 
 }  // namespace
+
+const Collector& rocprof_trace_csv_collector() {
+    static const TraceCsvCollector k_instance;
+    return k_instance;
+}
 
 const Collector& rocprof_json_collector() {
     static const JsonCollector k_instance;

@@ -12,6 +12,9 @@ const Collector& rocprof_stats_collector();
 // (its `kernels` and `memory_copies` views).
 const Collector& rocprof_sqlite_collector();
 
+// rocprofv3 *_kernel_trace.csv (one row per dispatch).
+const Collector& rocprof_trace_csv_collector();
+
 // rocprof v1 results.json (a Chrome trace of HIP API, copies and GPU kernels).
 const Collector& rocprof_json_collector();
 

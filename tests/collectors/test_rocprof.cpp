@@ -123,3 +123,19 @@ TEST(RocprofStats, MissingColumnsNameTheLine) {
 }
 
 }  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+TEST(RocprofTraceCsv, DispatchRowsAggregatePerKernel) {
+    const RunBatch b = collect_ok(fixture("rocprof/run_kernel_trace.csv"));
+    EXPECT_EQ(b.format, "rocprof-trace-csv");
+    const Entity* gemm = kernel_named(b, "gemm_bf16_128x128(hip_bfloat16 const*, hip_bfloat16 const*, float*, int, int, int)");
+    ASSERT_NE(gemm, nullptr);
+    EXPECT_DOUBLE_EQ(metric(gemm, "launches"), 2);
+    EXPECT_DOUBLE_EQ(metric(gemm, "duration_total"), 850000 + 860000);
+    EXPECT_DOUBLE_EQ(metric(gemm, "vgpr_count"), 128);
+    EXPECT_DOUBLE_EQ(metric(gemm, "grid_size"), 1024);  // 262144 work-items / 256 per workgroup
+    EXPECT_DOUBLE_EQ(b.entities[0].value("short_launches").value_or(-1), 2);  // layernorm: 9 us, 8.5 us
+}
+
+}  // namespace perfwatch::test
