@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "collectors/byte_source.hpp"
+#include "collectors/json_number.hpp"
 #include "collectors/units.hpp"
 
 namespace perfwatch {
@@ -88,24 +89,7 @@ Result<std::string> read_trace(const std::string& path, std::string_view content
         if (t.ph != "X") continue;
         auto number = [&](std::string_view key, double& out) {
             simdjson::dom::element v;
-            if (o[key].get(v)) return false;
-            if (v.is_double()) return !v.get_double().get(out);
-            if (v.is_int64()) {
-                out = static_cast<double>(int64_t(v));
-                return true;
-            }
-            if (v.is_uint64()) {
-                out = static_cast<double>(uint64_t(v));
-                return true;
-            }
-            std::string_view s;  // rocprof writes numbers as strings
-            if (!v.get_string().get(s)) {
-                if (auto x = parse_report_number(s)) {
-                    out = *x;
-                    return true;
-                }
-            }
-            return false;
+            return !o[key].get(v) && json_number(v, out);
         };
         if (!number("ts", t.ts))
             return fail(path, 0, fmt::format("trace event {} (\"{}\") has no numeric \"ts\"", index, t.name));

@@ -43,15 +43,11 @@ public:
         std::string device_name;
         double gpu_time = 0, launches = 0, kernels = 0;
         std::map<std::string, std::size_t> by_name;
+        LineReader lines(content);
+        std::string_view line;
         std::uint64_t line_no = 0;
-        std::size_t pos = 0;
-        while (pos < content.size()) {
-            std::size_t nl = content.find('\n', pos);
-            if (nl == std::string_view::npos) nl = content.size();
-            std::string_view line = content.substr(pos, nl - pos);
-            if (line.ends_with('\r')) line.remove_suffix(1);
-            pos = nl + 1;
-            ++line_no;
+        while (lines.next(line)) {
+            line_no = lines.line_number();
             const std::string_view t = trim(line);
             if (t.empty()) {
                 in_table = false;

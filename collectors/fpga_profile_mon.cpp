@@ -72,30 +72,21 @@ public:
     // The first line must be a profile line; later lines are checked (with their line number)
     // when the file is read.
     bool recognizes(std::string_view head) const override {
-        std::size_t pos = 0;
-        while (pos < head.size()) {
-            std::size_t nl = head.find('\n', pos);
-            if (nl == std::string_view::npos) nl = head.size();
-            std::string_view line = head.substr(pos, nl - pos);
-            if (line.ends_with('\r')) line.remove_suffix(1);
-            pos = nl + 1;
+        LineReader lines(head);
+        std::string_view line;
+        while (lines.next(line))
             if (!trim(line).empty()) return plausible_line(line);
-        }
         return false;
     }
 
     Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
         std::vector<TimelineEvent> events;
         Layout layout = Layout::unknown;
-        std::uint64_t line_no = 0;
-        std::size_t pos = 0, kernel_lines = 0, memory_lines = 0;
-        while (pos < content.size()) {
-            std::size_t nl = content.find('\n', pos);
-            if (nl == std::string_view::npos) nl = content.size();
-            std::string_view line = content.substr(pos, nl - pos);
-            if (line.ends_with('\r')) line.remove_suffix(1);
-            pos = nl + 1;
-            ++line_no;
+        std::size_t kernel_lines = 0, memory_lines = 0;
+        LineReader lines(content);
+        std::string_view line;
+        while (lines.next(line)) {
+            const std::uint64_t line_no = lines.line_number();
             if (trim(line).empty()) continue;
             const auto f = split_commas(line);
             if (f.size() < 5)

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "collectors/byte_source.hpp"
+#include "collectors/json_number.hpp"
 #include "collectors/json_stream.hpp"
 #include "collectors/timeline.hpp"
 #include "collectors/units.hpp"
@@ -174,29 +175,10 @@ private:
         return {};
     }
 
-    static bool number(simdjson::dom::element v, double& out) {
-        if (v.is_double()) return !v.get_double().get(out);
-        if (v.is_int64()) {
-            out = static_cast<double>(int64_t(v));
-            return true;
-        }
-        if (v.is_uint64()) {
-            out = static_cast<double>(uint64_t(v));
-            return true;
-        }
-        std::string_view s;
-        if (!v.get_string().get(s))
-            if (auto x = parse_report_number(s)) {
-                out = *x;
-                return true;
-            }
-        return false;
-    }
-
     static bool field(simdjson::dom::object o, std::string_view key, double& out) {
         simdjson::dom::element v;
         if (o[key].get(v)) return false;
-        return number(v, out);
+        return json_number(v, out);
     }
 
     static double product(simdjson::dom::object args, std::string_view key) {
@@ -205,7 +187,7 @@ private:
         double p = 1;
         for (simdjson::dom::element x : arr) {
             double v = 0;
-            if (!number(x, v)) return -1;
+            if (!json_number(x, v)) return -1;
             p *= v;
         }
         return p;
@@ -379,11 +361,7 @@ private:
             e.kind = EntityKind::api_call;
             e.name = name;
             e.parent = static_cast<std::int64_t>(run_index);
-            e.set(plain("count", s.count, "count"));
-            e.set(plain("duration_total", s.total, "ns"));
-            e.set(plain("duration_mean", s.total / s.count, "ns"));
-            e.set(plain("duration_min", s.min, "ns"));
-            e.set(plain("duration_max", s.max, "ns"));
+            set_aggregate_metrics(e, "count", s.count, s.total, s.min, s.max);
             if (name.find("Synchronize") != std::string::npos) e.attributes["synchronizing"] = "true";
             batch.entities.push_back(std::move(e));
         }

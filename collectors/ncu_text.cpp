@@ -168,15 +168,11 @@ public:
     NcuTextParser(const std::string& path, std::string_view content) : m_path(path), m_content(content) {}
 
     Result<RunBatch> run() {
-        std::size_t pos = 0;
+        LineReader lines(m_content);
+        std::string_view line;
         std::uint64_t line_no = 0;
-        while (pos < m_content.size()) {
-            std::size_t nl = m_content.find('\n', pos);
-            if (nl == std::string_view::npos) nl = m_content.size();
-            std::string_view line = m_content.substr(pos, nl - pos);
-            if (line.ends_with('\r')) line.remove_suffix(1);
-            pos = nl + 1;
-            ++line_no;
+        while (lines.next(line)) {
+            line_no = lines.line_number();
             if (auto r = take(line, line_no); !r) return std::unexpected(r.error());
         }
         if (m_table.open && !m_table.summary)
@@ -429,16 +425,14 @@ public:
     bool recognizes(std::string_view head) const override {
         const bool sections = head.find("Section: ") != std::string_view::npos;
         bool process = false;
-        std::size_t pos = 0;
-        while (pos < head.size()) {
-            std::size_t nl = head.find('\n', pos);
-            if (nl == std::string_view::npos) nl = head.size();
-            const std::string_view t = trim(head.substr(pos, nl - pos));
+        LineReader lines(head);
+        std::string_view line;
+        while (lines.next(line)) {
+            const std::string_view t = trim(line);
             if (t.starts_with("[") && t.find("] ") != std::string_view::npos && t.find('@') != std::string_view::npos)
                 process = true;
             else if ((sections || process) && (parse_kernel_line(t) || parse_summary_line(t)))
                 return true;
-            pos = nl + 1;
         }
         return false;
     }

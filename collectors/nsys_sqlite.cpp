@@ -335,11 +335,8 @@ private:
                 e.name = api_name(raw);
                 e.parent = static_cast<std::int64_t>(run_index);
                 const double count = st.getColumn(1).getDouble(), total = st.getColumn(2).getDouble();
-                e.set(plain("count", count, "count"));
-                e.set(plain("duration_total", total, "ns"));
-                e.set(plain("duration_mean", total / count, "ns"));
-                e.set(plain("duration_min", st.getColumn(3).getDouble(), "ns"));
-                e.set(plain("duration_max", st.getColumn(4).getDouble(), "ns"));
+                set_aggregate_metrics(e, "count", count, total, st.getColumn(3).getDouble(),
+                                      st.getColumn(4).getDouble());
                 if (raw != e.name) e.attributes["tool_name"] = raw;
                 api_calls += count;
                 if (is_sync_call(raw)) {
@@ -367,12 +364,8 @@ private:
                 e.kind = EntityKind::nvtx_range;
                 e.name = st.getColumn(0).getString();
                 e.parent = static_cast<std::int64_t>(run_index);
-                const double count = st.getColumn(1).getDouble(), total = st.getColumn(2).getDouble();
-                e.set(plain("count", count, "count"));
-                e.set(plain("duration_total", total, "ns"));
-                e.set(plain("duration_mean", total / count, "ns"));
-                e.set(plain("duration_min", st.getColumn(3).getDouble(), "ns"));
-                e.set(plain("duration_max", st.getColumn(4).getDouble(), "ns"));
+                set_aggregate_metrics(e, "count", st.getColumn(1).getDouble(), st.getColumn(2).getDouble(),
+                                      st.getColumn(3).getDouble(), st.getColumn(4).getDouble());
                 batch.entities.push_back(std::move(e));
             }
         }

@@ -59,15 +59,12 @@ public:
             std::vector<double> values;  // Calls, TotalDurationNs, AverageNs, Percentage[, MinNs, MaxNs, StdDev]
         };
         std::vector<Row> rows;
+        LineReader lines(content);
+        std::string_view line;
+        lines.next(line);  // the header, read above
         std::uint64_t line_no = 1;
-        std::size_t pos = nl == std::string_view::npos ? content.size() : nl + 1;
-        while (pos < content.size()) {
-            std::size_t end = content.find('\n', pos);
-            if (end == std::string_view::npos) end = content.size();
-            std::string_view line = content.substr(pos, end - pos);
-            if (line.ends_with('\r')) line.remove_suffix(1);
-            pos = end + 1;
-            ++line_no;
+        while (lines.next(line)) {
+            line_no = lines.line_number();
             if (trim(line).empty()) continue;
             // The numbers are the last columns; old rocprof writes names unquoted even when
             // they hold commas, so the name is everything before them.

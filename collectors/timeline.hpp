@@ -41,6 +41,10 @@ DurationStats duration_stats(std::vector<double> durations);
 // duration_* metrics on `e` from `s`; `duration` (the mean) only for kernels.
 void set_duration_metrics(Entity& e, const DurationStats& s, std::string_view count_name = "launches");
 
+// Sets the count and duration_total/mean/min/max metrics from aggregates a report already gives
+// (no per-event durations, so no median or spread).
+void set_aggregate_metrics(Entity& e, std::string_view count_name, double count, double total, double min, double max);
+
 // Accumulates timeline events one at a time, keeping per-name statistics and per-device busy
 // intervals (16 bytes per timed event), then turns them into entities: device (busy, idle,
 // overlap from merged intervals), kernel and memcpy per name (across devices), launch per

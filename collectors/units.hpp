@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,5 +27,31 @@ std::optional<double> parse_report_number(std::string_view text);
 std::string slug(std::string_view tool_name);
 
 std::string_view trim(std::string_view s);
+
+// Splits text into lines (LF or CRLF; the last line may lack its newline), counting from 1.
+class LineReader {
+public:
+    explicit LineReader(std::string_view text) : m_text(text) {}
+    // The next line without its line ending; false at the end of the text.
+    bool next(std::string_view& line) {
+        if (m_pos >= m_text.size()) return false;
+        std::size_t nl = m_text.find('\n', m_pos);
+        if (nl == std::string_view::npos) nl = m_text.size();
+        line = m_text.substr(m_pos, nl - m_pos);
+        if (line.ends_with('\r')) line.remove_suffix(1);
+        m_pos = nl + 1;
+        ++m_line;
+        return true;
+    }
+    // Number of the line `next` returned last.
+    std::uint64_t line_number() const { return m_line; }
+    // True when the line `next` returned last ended the text without a newline.
+    bool at_unterminated_end() const { return m_pos > m_text.size(); }
+
+private:
+    std::string_view m_text;
+    std::size_t m_pos = 0;
+    std::uint64_t m_line = 0;
+};
 
 }  // namespace perfwatch
