@@ -218,7 +218,7 @@ int run_metrics() {
 }
 
 int run_formats() {
-    for (const Collector* c : collectors()) fmt::print("{:<14} {}\n", c->id(), c->description());
+    for (const Collector* c : collectors()) fmt::print("{:<18} {}\n", c->id(), c->description());
     return 0;
 }
 
