@@ -392,7 +392,7 @@ void build_ncu_entities(RunBatch& batch, std::vector<NcuLaunch> launches) {
             if (!limiter.empty()) kernel.attributes["occupancy_limiter"] = limiter;
         }
         if (auto it = device_index.find(l0.device); it != device_index.end())
-            kernel.attributes["device"] = l0.device;
+            kernel.attributes["device"] = "device " + l0.device;
 
         const std::size_t kernel_index = batch.entities.size();
         const bool summary = l0.is_summary;
