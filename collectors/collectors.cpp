@@ -49,9 +49,10 @@ const std::array<const Collector*, 13>& collector_table() {
 std::span<const Collector* const> collectors() { return collector_table(); }
 
 const Collector* detect(std::string_view content) {
-    // Compressed reports are recognised by what they decompress to.
-    const std::string prefix = sniff_prefix(content, k_sniff_bytes);
-    const std::string_view head = prefix;
+    // Compressed reports are recognised by what they decompress to; plain ones by their bytes.
+    const std::string inflated = is_gzip(content) ? sniff_prefix(content, k_sniff_bytes) : std::string();
+    const std::string_view head =
+        is_gzip(content) ? std::string_view(inflated) : content.substr(0, std::min(content.size(), k_sniff_bytes));
     for (const Collector* c : collectors())
         if (c->recognizes(head)) return c;
     return nullptr;

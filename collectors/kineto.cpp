@@ -161,14 +161,13 @@ private:
                 dev.name = fmt::format("device {}", id);
                 std::string_view name;
                 if (!d["name"].get_string().get(name)) dev.attributes["gpu"] = std::string(name);
-                int64_t major = 0, minor = 0, sms = 0, warps = 0, threads = 0;
+                int64_t major = 0, minor = 0, sms = 0, threads = 0;
                 if (!d["computeMajor"].get_int64().get(major) && !d["computeMinor"].get_int64().get(minor))
                     dev.attributes["cc"] = fmt::format("{}.{}", major, minor);
                 if (!d["numSms"].get_int64().get(sms)) dev.set(plain("sm_count", static_cast<double>(sms), "count", "numSms"));
                 if (!d["maxThreadsPerMultiprocessor"].get_int64().get(threads))
                     dev.set(plain("max_warps_per_sm", static_cast<double>(threads / 32), "count",
                                   "maxThreadsPerMultiprocessor / 32"));
-                (void)warps;
                 m_devices.push_back(std::move(dev));
             }
         }

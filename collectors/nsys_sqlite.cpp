@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "collectors/timeline.hpp"
+#include "collectors/units.hpp"
 
 namespace perfwatch {
 
@@ -97,15 +98,14 @@ public:
                 return fail(path, 0,
                             "SQLite database is not an Nsight Systems export (expected the StringIds table and "
                             "TARGET_INFO_* or CUPTI_ACTIVITY_KIND_* tables)");
-            return read(path, ex);
+            return read(ex);
         } catch (const SQLite::Exception& e) {
             return fail(path, 0, fmt::format("cannot read the SQLite export: {}", e.what()));
         }
     }
 
 private:
-    Result<RunBatch> read(const std::string& path, Export& ex) const {
-        (void)path;
+    Result<RunBatch> read(Export& ex) const {
         RunBatch batch;
         batch.format = std::string(id());
         for (const char* meta : {"META_DATA_EXPORT", "EXPORT_META_DATA"}) {
@@ -132,7 +132,7 @@ private:
                 const long long id = st.getColumn("id").getInt64();
                 dev.name = fmt::format("device {}", id);
                 if (cols.contains("name") && !st.getColumn("name").isNull())
-                    dev.attributes["gpu"] = std::string(trim_right(st.getColumn("name").getString()));
+                    dev.attributes["gpu"] = std::string(trim(st.getColumn("name").getString()));
                 if (cols.contains("computeMajor") && cols.contains("computeMinor"))
                     dev.attributes["cc"] = fmt::format("{}.{}", st.getColumn("computeMajor").getInt(),
                                                        st.getColumn("computeMinor").getInt());
@@ -144,6 +144,10 @@ private:
             }
         }
 
+        auto device_name = [&](long long id) {
+            auto it = device_names.find(id);
+            return it != device_names.end() ? it->second : fmt::format("device {}", id);
+        };
         std::vector<TimelineEvent> events;
         // Per kernel name: launch configuration of its longest launch, launch latency statistics.
         struct KernelExtra {
@@ -174,9 +178,7 @@ private:
                 ev.kind = TimelineEvent::Kind::kernel;
                 ev.start_ns = st.getColumn(0).getDouble();
                 ev.end_ns = st.getColumn(1).getDouble();
-                const long long dev = st.getColumn(2).getInt64();
-                auto dn = device_names.find(dev);
-                ev.device = dn != device_names.end() ? dn->second : fmt::format("device {}", dev);
+                ev.device = device_name(st.getColumn(2).getInt64());
                 ev.queue = st.getColumn(3).getString();
                 ev.name = st.getColumn(4).getString();
                 KernelExtra& x = extras[ev.name];
@@ -205,12 +207,22 @@ private:
             }
         }
 
-        // Memory copies and sets, per direction and host memory kind.
+        // Memory copies and sets, per direction and host memory kind: the timeline counts and times
+        // them; bytes and what the name stands for are kept here.
         struct MemGroup {
-            double count = 0, bytes = 0, time = 0;
+            double count = 0, bytes = 0;
             std::string direction, host_memory;
         };
         std::map<std::string, MemGroup> mem;
+        auto memory_event = [&](std::string name, const SQLite::Statement& st) {
+            TimelineEvent ev;
+            ev.kind = TimelineEvent::Kind::memory;
+            ev.name = std::move(name);
+            ev.start_ns = st.getColumn(0).getDouble();
+            ev.end_ns = st.getColumn(1).getDouble();
+            ev.device = device_name(st.getColumn(2).getInt64());
+            events.push_back(std::move(ev));
+        };
         if (ex.has("CUPTI_ACTIVITY_KIND_MEMCPY")) {
             const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_MEMCPY");
             const bool kinds = cols.contains("srcKind") && cols.contains("dstKind");
@@ -231,18 +243,9 @@ private:
                 MemGroup& g = mem[name];
                 g.count += 1;
                 g.bytes += st.getColumn(4).getDouble();
-                g.time += st.getColumn(1).getDouble() - st.getColumn(0).getDouble();
                 g.direction = std::string(copy_kind_name(copy_kind));
                 g.host_memory = host;
-                TimelineEvent ev;
-                ev.kind = TimelineEvent::Kind::memory;
-                ev.name = name;
-                ev.start_ns = st.getColumn(0).getDouble();
-                ev.end_ns = st.getColumn(1).getDouble();
-                const long long dev = st.getColumn(2).getInt64();
-                auto dn = device_names.find(dev);
-                ev.device = dn != device_names.end() ? dn->second : fmt::format("device {}", dev);
-                events.push_back(std::move(ev));
+                memory_event(std::move(name), st);
             }
         }
         if (ex.has("CUPTI_ACTIVITY_KIND_MEMSET")) {
@@ -251,17 +254,8 @@ private:
                 MemGroup& g = mem["[CUDA memset]"];
                 g.count += 1;
                 g.bytes += st.getColumn(3).getDouble();
-                g.time += st.getColumn(1).getDouble() - st.getColumn(0).getDouble();
                 g.direction = "memset";
-                TimelineEvent ev;
-                ev.kind = TimelineEvent::Kind::memory;
-                ev.name = "[CUDA memset]";
-                ev.start_ns = st.getColumn(0).getDouble();
-                ev.end_ns = st.getColumn(1).getDouble();
-                const long long dev = st.getColumn(2).getInt64();
-                auto dn = device_names.find(dev);
-                ev.device = dn != device_names.end() ? dn->second : fmt::format("device {}", dev);
-                events.push_back(std::move(ev));
+                memory_event("[CUDA memset]", st);
             }
         }
 
@@ -315,7 +309,8 @@ private:
                 auto it = mem.find(e.name);
                 if (it == mem.end()) continue;
                 e.set(plain("bytes", it->second.bytes, "byte", "bytes", "B"));
-                if (it->second.time > 0) e.set(plain("bandwidth", it->second.bytes * 1e9 / it->second.time, "byte/s"));
+                if (auto t = e.value("duration_total"); t && *t > 0)
+                    e.set(plain("bandwidth", it->second.bytes * 1e9 / *t, "byte/s"));
                 e.attributes["direction"] = it->second.direction;
                 if (!it->second.host_memory.empty()) e.attributes["host_memory"] = it->second.host_memory;
             }
@@ -391,12 +386,6 @@ private:
             run.set(plain("pageable_memcpy_count", pageable, "count"));
         }
         return batch;
-    }
-
-    static std::string_view trim_right(const std::string& s) {
-        std::string_view v(s);
-        while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
-        return v;
     }
 };
 

@@ -33,7 +33,8 @@ private:
 
 // Speedup the profiler itself estimated for the rule's concern on this entity: for a kernel,
 // the duration-weighted mean over its launches (launches without the result count as 0).
-std::optional<double> tool_speedup(const CompiledRule& rule, const RunBatch& batch, std::size_t index) {
+std::optional<double> tool_speedup(const CompiledRule& rule, const RunBatch& batch, std::size_t index,
+                                   const std::vector<std::vector<std::size_t>>& launches_of) {
     if (!rule.tool_finding) return std::nullopt;
     auto best_on = [&](const Entity& e) -> std::optional<double> {
         std::optional<double> best;
@@ -48,8 +49,8 @@ std::optional<double> tool_speedup(const CompiledRule& rule, const RunBatch& bat
     if (auto own = best_on(entity)) return own;
     double weighted = 0, weight = 0;
     bool any = false;
-    for (const Entity& child : batch.entities) {
-        if (child.parent != static_cast<std::int64_t>(index) || child.kind != EntityKind::launch) continue;
+    for (std::size_t c : launches_of[index]) {
+        const Entity& child = batch.entities[c];
         const double w = child.value("duration").value_or(1.0);
         const auto s = best_on(child);
         any = any || s.has_value();
@@ -77,6 +78,13 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run) {
     for (const Entity& e : batch.entities)
         if (e.kind == EntityKind::run) run_entity = &e;
     const double gpu_time = run_entity ? run_entity->value("gpu_time").value_or(0.0) : 0.0;
+    // Launch entities per parent, built once: a kernel's tool findings live on its launches.
+    std::vector<std::vector<std::size_t>> launches_of(batch.entities.size());
+    for (std::size_t i = 0; i < batch.entities.size(); ++i) {
+        const Entity& e = batch.entities[i];
+        if (e.kind == EntityKind::launch && e.parent >= 0 && static_cast<std::size_t>(e.parent) < launches_of.size())
+            launches_of[static_cast<std::size_t>(e.parent)].push_back(i);
+    }
 
     for (const CompiledRule& rule : rules.rules) {
         for (std::size_t i = 0; i < batch.entities.size(); ++i) {
@@ -103,7 +111,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run) {
             f.message = rule.message.render(scope);
             collect_values(rule.when.metrics_read(), scope, f.metrics);
             collect_values(rule.message.metrics_read(), scope, f.metrics);
-            f.estimated_speedup_pct = tool_speedup(rule, batch, i);
+            f.estimated_speedup_pct = tool_speedup(rule, batch, i, launches_of);
             if (!f.estimated_speedup_pct && rule.estimated_speedup) {
                 const Value s = rule.estimated_speedup->evaluate(scope);
                 if (const double* d = std::get_if<double>(&s); d && std::isfinite(*d))
