@@ -17,6 +17,7 @@
 #include "collectors/ncu_csv.hpp"
 #include "collectors/ncu_text.hpp"
 #include "collectors/nsys_sqlite.hpp"
+#include "collectors/nsys_stats.hpp"
 #include "collectors/rocprof.hpp"
 
 namespace perfwatch {
@@ -25,8 +26,8 @@ namespace {
 
 // Detection order: the most specific signatures first.
 // The generic Chrome trace reader comes last: it accepts any trace-event JSON.
-const std::array<const Collector*, 13>& collector_table() {
-    static const std::array<const Collector*, 13> k_collectors{
+const std::array<const Collector*, 14>& collector_table() {
+    static const std::array<const Collector*, 14> k_collectors{
         &rocprof_sqlite_collector(),
         &nsys_sqlite_collector(),
         &rocprof_stats_collector(),
@@ -34,6 +35,7 @@ const std::array<const Collector*, 13>& collector_table() {
         &ncu_csv_collector(),
         &ncu_raw_csv_collector(),
         &ncu_text_collector(),
+        &nsys_stats_collector(),
         &fpga_profile_mon_collector(),
         &clintercept_report_collector(),
         &clintercept_trace_collector(),

@@ -3,12 +3,13 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
-#include <regex>
 #include <set>
 #include <unordered_map>
 
+#include "collectors/nsys_common.hpp"
 #include "collectors/timeline.hpp"
 #include "collectors/units.hpp"
 
@@ -20,38 +21,13 @@ namespace {
 
 constexpr std::string_view k_sqlite_magic{"SQLite format 3\0", 16};
 
-// CUDA_MEMCPY_KIND and CUDA_MEMOPR_MEMORY_KIND values (ENUM_CUDA_MEMCPY_OPER / ENUM_CUDA_MEM_KIND
-// in exports from 2022.4 on; older exports have no ENUM tables but the same values).
-std::string_view copy_kind_name(long long kind) {
-    static constexpr std::array<std::string_view, 14> k_names{
-        "Unknown",        "HtoD",         "DtoH",         "HtoA",         "AtoH",
-        "AtoA",           "AtoD",         "DtoA",         "DtoD",         "HtoH",
-        "PtoP",           "Unified HtoD", "Unified DtoH", "Unified DtoD"};
-    return kind >= 0 && kind < static_cast<long long>(k_names.size()) ? k_names[static_cast<std::size_t>(kind)]
-                                                                        : "Unknown";
-}
-
+// CUDA_MEMOPR_MEMORY_KIND values (ENUM_CUDA_MEM_KIND from 2022.4 on).
 std::string_view memory_kind_name(long long kind) {
     static constexpr std::array<std::string_view, 8> k_names{"pageable", "pinned", "device", "array",
                                                              "managed",  "device static", "managed static",
                                                              "unknown"};
     return kind >= 0 && kind < static_cast<long long>(k_names.size()) ? k_names[static_cast<std::size_t>(kind)]
                                                                         : "unknown";
-}
-
-// Calls that block the host until the device (or a stream or event) is done.
-bool is_sync_call(const std::string& name) {
-    static const std::regex k_sync(R"(^(cuda|cu)(Device|Stream|Event|Ctx)Synchronize|^cudaStreamWaitEvent|^cudaMemcpy(_v\d+)?$|^cudaMemcpy2D(_v\d+)?$|^cudaMemset(_v\d+)?$|^cuMemcpy[HD]to[HD](_v\d+)?$)");
-    return std::regex_search(name, k_sync);
-}
-
-// "cudaLaunchKernel_v7000" -> "cudaLaunchKernel"
-std::string api_name(const std::string& name) {
-    const std::size_t v = name.rfind("_v");
-    if (v != std::string::npos && v + 2 < name.size() &&
-        name.find_first_not_of("0123456789", v + 2) == std::string::npos)
-        return name.substr(0, v);
-    return name;
 }
 
 class Export {

@@ -96,6 +96,17 @@ BaseValue to_base_unit(double value, std::string_view tool_unit) {
             }
         }
     }
+    // Nsight Systems spells sizes "B", "MB", "KiB" and rates "MBps".
+    if (u.ends_with("Bps") || u.ends_with("B/s")) {
+        bool ok = false;
+        const double f = prefix_factor(u.substr(0, u.size() - 3), ok);
+        if (ok) return {value * f, "byte/s"};
+    }
+    if (u.ends_with("B")) {
+        bool ok = false;
+        const double f = prefix_factor(u.substr(0, u.size() - 1), ok);
+        if (ok) return {value * f, "byte"};
+    }
     return {value, "count"};
 }
 

@@ -21,7 +21,9 @@ TEST(Units, TimesFrequenciesSizesAndBandwidths) {
         {29.73, "Gbyte/s", 29.73e9, "byte/s"}, {90.56, "Mbyte/second", 90.56e6, "byte/s"},
         {89.22, "%", 89.22, "percent"},       {168, "register/thread", 168, "count"},
         {508757, "cycle", 508757, "count"},   {288, "", 288, "count"},
-        {1.28, "Kbyte/cycle", 1280, "byte/cycle"},
+        {1.28, "Kbyte/cycle", 1280, "byte/cycle"}, {200, "MB", 200e6, "byte"},
+        {2, "KiB", 2048, "byte"},             {12, "B", 12, "byte"},
+        {5.5, "MBps", 5.5e6, "byte/s"},
     };
     for (const Case& c : cases) {
         const BaseValue b = to_base_unit(c.value, c.unit);
