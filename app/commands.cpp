@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "app/config.hpp"
 #include "collectors/collector.hpp"
 #include "engine/evaluate.hpp"
 #include "engine/rules.hpp"
@@ -16,7 +17,9 @@ namespace perfwatch {
 
 namespace {
 
-void print_error(const Error& e) { fmt::print(stderr, "perfwatch: error: {}\n", e.to_string()); }
+void print_error(const Error& e) {
+    fmt::print(stderr, "perfwatch: {}: {}\n", e.skipped ? "skipped" : "error", e.to_string());
+}
 
 std::string value_text(double v) {
     if (v == static_cast<double>(static_cast<long long>(v)) && std::fabs(v) < 1e15) return fmt::format("{:.0f}", v);
@@ -29,8 +32,8 @@ std::int64_t count_kind(const RunBatch& b, EntityKind kind) {
 
 // Collects and stores one report. Prints nothing; the caller reports.
 Result<StoreOutcome> ingest_one(Db& db, const std::string& file, const std::map<std::string, std::string>& labels,
-                                RunBatch* out_batch = nullptr) {
-    auto batch = collect_file(file);
+                                const std::vector<Converter>& converters, RunBatch* out_batch = nullptr) {
+    auto batch = collect_file(file, converters);
     if (!batch) return std::unexpected(batch.error());
     for (const auto& [k, v] : labels) batch->labels[k] = v;
     auto stored = db.store(*batch);
@@ -128,10 +131,10 @@ int run_ingest(const IngestOptions& options) {
     int status = 0;
     for (const std::string& file : options.files) {
         RunBatch batch;
-        auto stored = ingest_one(*db, file, options.labels, &batch);
+        auto stored = ingest_one(*db, file, options.labels, options.converters, &batch);
         if (!stored) {
             print_error(stored.error());
-            status = 2;
+            if (!stored.error().skipped) status = 2;
             continue;
         }
         if (stored->inserted)
@@ -180,7 +183,8 @@ int run_check(const CheckOptions& options) {
     CheckReport report;
     int status = 0;
     for (const std::string& file : options.files) {
-        auto stored = ingest_one(*db, file, options.labels);
+        // A report set aside (no converter tool) was not checked: the gate cannot pass on it.
+        auto stored = ingest_one(*db, file, options.labels, options.converters);
         if (!stored) {
             print_error(stored.error());
             status = 2;
@@ -217,8 +221,23 @@ int run_metrics() {
     return 0;
 }
 
-int run_formats() {
+int run_config_check(const std::string& path) {
+    const ConfigLoad load = load_config(path);
+    for (const Diagnostic& d : load.diagnostics) fmt::print(stderr, "{}\n", d.to_string());
+    if (!load.ok()) return 1;
+    fmt::print("{}: ok ({} rule file(s), {} converter(s){})\n", path, load.config.rules.size(),
+               load.config.converters.size(), load.config.database ? ", database " + *load.config.database : "");
+    return 0;
+}
+
+int run_formats(const std::vector<Converter>& converters) {
     for (const Collector* c : collectors()) fmt::print("{:<18} {}\n", c->id(), c->description());
+    fmt::print("\nbinary reports, converted by the vendor tool when it is on PATH (skipped otherwise):\n");
+    for (const Converter& c : converters) {
+        const std::string program = find_program(c.command.empty() ? "" : c.command[0]);
+        fmt::print("{:<18} {} ({})\n", c.extension, describe_command(c, "{input}"),
+                   program.empty() ? "not on PATH" : program);
+    }
     return 0;
 }
 

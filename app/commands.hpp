@@ -4,12 +4,15 @@
 #include <string>
 #include <vector>
 
+#include "collectors/convert.hpp"
+
 namespace perfwatch {
 
 struct IngestOptions {
     std::string db_path;
     std::map<std::string, std::string> labels;
     std::vector<std::string> files;
+    std::vector<Converter> converters = default_converters();
 };
 
 struct ShowOptions {
@@ -25,14 +28,19 @@ struct CheckOptions {
     std::string format = "text";
     std::string fail_on = "error";
     std::vector<std::string> files;
+    std::vector<Converter> converters = default_converters();
 };
 
 // Each command prints to stdout/stderr and returns the process exit code.
+// 0 when every report was stored (or set aside because its converter tool is missing); 2 otherwise.
 int run_ingest(const IngestOptions& options);
 int run_show(const ShowOptions& options);
 // 0: nothing at or above fail_on; 1: findings at or above it; 2: bad usage or unreadable input.
 int run_check(const CheckOptions& options);
 int run_metrics();
-int run_formats();
+// Validates a configuration file: prints every diagnostic; 0 when valid, 1 otherwise.
+int run_config_check(const std::string& path);
+// The report formats, then the binary reports the converters turn into one of them.
+int run_formats(const std::vector<Converter>& converters);
 
 }  // namespace perfwatch

@@ -4,12 +4,15 @@
 #include <cstdlib>
 
 #include "app/commands.hpp"
+#include "app/config.hpp"
 
 namespace {
 
-std::string default_db() {
+// --db, else $PERFWATCH_DB, else the configuration's database, else perfwatch.db.
+std::string default_db(const perfwatch::Config& config) {
     const char* env = std::getenv("PERFWATCH_DB");
-    return env != nullptr && *env != '\0' ? env : "perfwatch.db";
+    if (env != nullptr && *env != '\0') return env;
+    return config.database.value_or("perfwatch.db");
 }
 
 // Splits K=V label arguments; returns false (and says why) on a malformed one.
@@ -31,6 +34,9 @@ int main(int argc, char** argv) {
     CLI::App app{"perfwatch: catches GPU performance problems and regressions in profiler reports"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "perfwatch 0.1.0");
+    app.fallthrough();
+    std::string config_path;
+    app.add_option("--config", config_path, "Configuration file (default $PERFWATCH_CONFIG)");
 
     perfwatch::IngestOptions ingest;
     std::vector<std::string> ingest_labels;
@@ -60,6 +66,12 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"info", "warning", "error"}));
     check_cmd->add_option("files", check.files, "Report files")->required();
 
+    std::string config_check_path;
+    auto* config_cmd = app.add_subcommand("config", "Configuration tools");
+    config_cmd->require_subcommand(1);
+    auto* config_check_cmd = config_cmd->add_subcommand("check", "Validate a configuration file; exit 1 on errors");
+    config_check_cmd->add_option("file", config_check_path, "Configuration file")->required();
+
     auto* metrics_cmd = app.add_subcommand("metrics", "List the canonical metric vocabulary rules are written in");
     auto* formats_cmd = app.add_subcommand("formats", "List the supported report formats");
 
@@ -76,20 +88,35 @@ int main(int argc, char** argv) {
         return 2;
     }
 
+    if (config_check_cmd->parsed()) return perfwatch::run_config_check(config_check_path);
+
+    if (config_path.empty())
+        if (const char* env = std::getenv("PERFWATCH_CONFIG"); env != nullptr) config_path = env;
+    perfwatch::Config config;
+    if (!config_path.empty()) {
+        perfwatch::ConfigLoad load = perfwatch::load_config(config_path);
+        for (const auto& d : load.diagnostics) fmt::print(stderr, "{}\n", d.to_string());
+        if (!load.ok()) return 2;
+        config = std::move(load.config);
+    }
+
     if (ingest_cmd->parsed()) {
-        if (ingest.db_path.empty()) ingest.db_path = default_db();
+        if (ingest.db_path.empty()) ingest.db_path = default_db(config);
+        ingest.converters = config.converters;
         if (!parse_labels(ingest_labels, ingest.labels)) return 2;
         return perfwatch::run_ingest(ingest);
     }
     if (show_cmd->parsed()) {
-        if (show.db_path.empty()) show.db_path = default_db();
+        if (show.db_path.empty()) show.db_path = default_db(config);
         return perfwatch::run_show(show);
     }
     if (check_cmd->parsed()) {
         if (!parse_labels(check_labels, check.labels)) return 2;
+        check.converters = config.converters;
+        check.rule_paths.insert(check.rule_paths.begin(), config.rules.begin(), config.rules.end());
         return perfwatch::run_check(check);
     }
     if (metrics_cmd->parsed()) return perfwatch::run_metrics();
-    if (formats_cmd->parsed()) return perfwatch::run_formats();
+    if (formats_cmd->parsed()) return perfwatch::run_formats(config.converters);
     return 2;
 }

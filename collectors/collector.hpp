@@ -3,7 +3,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "collectors/convert.hpp"
 #include "storage/error.hpp"
 #include "storage/model.hpp"
 
@@ -35,10 +37,17 @@ const Collector* detect(std::string_view content);
 // parses it and fills source and sha256.
 Result<RunBatch> collect_file(const std::string& path);
 
+// Like collect_file, but a file whose extension one of `converters` names is first converted by
+// that vendor tool (see convert.hpp); the run keeps the binary report's path and SHA-256.
+Result<RunBatch> collect_file(const std::string& path, const std::vector<Converter>& converters);
+
 // Same for content already in memory.
 Result<RunBatch> collect_content(const std::string& path, std::string_view content);
 
 // Lower-case hex SHA-256 of `data`.
 std::string sha256_hex(std::string_view data);
+
+// Lower-case hex SHA-256 of a file's bytes, read in chunks.
+Result<std::string> sha256_file(const std::string& path);
 
 }  // namespace perfwatch

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "collectors/clintercept.hpp"
@@ -60,14 +61,39 @@ const Collector* detect(std::string_view content) {
     return nullptr;
 }
 
-std::string sha256_hex(std::string_view data) {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+namespace {
+
+std::string hex(const unsigned char* digest, unsigned int len) {
     std::string out;
     out.reserve(len * 2);
     for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", digest[i]);
     return out;
+}
+
+}  // namespace
+
+std::string sha256_hex(std::string_view data) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+    return hex(digest, len);
+}
+
+Result<std::string> sha256_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return fail(path, 0, fmt::format("cannot open: {}", std::strerror(errno)));
+    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+    EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+    std::vector<char> buf(1 << 20);
+    while (in) {
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(in.gcount()));
+    }
+    if (in.bad()) return fail(path, 0, fmt::format("read error: {}", std::strerror(errno)));
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx.get(), digest, &len);
+    return hex(digest, len);
 }
 
 Result<RunBatch> collect_content(const std::string& path, std::string_view content) {
@@ -104,6 +130,30 @@ Result<RunBatch> collect_file(const std::string& path) {
     if (in.bad()) return fail(path, 0, fmt::format("read error: {}", std::strerror(errno)));
     const std::string content = std::move(buf).str();
     return collect_content(path, content);
+}
+
+Result<RunBatch> collect_file(const std::string& path, const std::vector<Converter>& converters) {
+    const Converter* converter = converter_for(converters, path);
+    if (converter == nullptr) return collect_file(path);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return fail(path, 0, "is a directory, expected a report file");
+    auto sha = sha256_file(path);
+    if (!sha) return std::unexpected(sha.error());
+    auto converted = convert_report(*converter, path);
+    if (!converted) return std::unexpected(converted.error());
+    auto batch = collect_file(converted->path());
+    if (!batch) {
+        Error e = batch.error();
+        e.message = fmt::format("{} (reading what `{}` produced from {})", e.message,
+                                describe_command(*converter, path), path);
+        e.file = path;
+        return std::unexpected(std::move(e));
+    }
+    batch->source = path;
+    batch->sha256 = *sha;
+    batch->notes.push_back(fmt::format("converted from {} by `{}`", converter->extension,
+                                       describe_command(*converter, path)));
+    return batch;
 }
 
 }  // namespace perfwatch

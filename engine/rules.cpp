@@ -17,18 +17,6 @@ constexpr std::array<std::string_view, 9> k_rule_keys{"id",      "title",       
                                                       "scope",   "when",         "message",
                                                       "estimated_speedup", "tool_finding", "min_share"};
 
-std::string line_of(std::string_view text, int line) {
-    int current = 1;
-    std::size_t pos = 0;
-    while (current < line && pos != std::string_view::npos) {
-        pos = text.find('\n', pos);
-        if (pos != std::string_view::npos) ++pos;
-        ++current;
-    }
-    if (pos == std::string_view::npos || pos > text.size()) return {};
-    const std::size_t end = text.find('\n', pos);
-    return std::string(text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos));
-}
 
 class Reader {
 public:
@@ -183,6 +171,19 @@ Diagnostic field_diag(const RuleSpec& r, const SourceText& s, const ExprError& e
 }
 
 }  // namespace
+
+std::string line_of(std::string_view text, int line) {
+    int current = 1;
+    std::size_t pos = 0;
+    while (current < line && pos != std::string_view::npos) {
+        pos = text.find('\n', pos);
+        if (pos != std::string_view::npos) ++pos;
+        ++current;
+    }
+    if (pos == std::string_view::npos || pos > text.size()) return {};
+    const std::size_t end = text.find('\n', pos);
+    return std::string(text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos));
+}
 
 std::string Diagnostic::to_string() const {
     std::string out;

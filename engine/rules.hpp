@@ -32,6 +32,9 @@ struct Diagnostic {
     std::string to_string() const;
 };
 
+// Line `line` (1-based) of `text` without its newline; empty past the end.
+std::string line_of(std::string_view text, int line);
+
 // A field of a rule whose text is an expression or template, with where it starts in the file.
 struct SourceText {
     std::string text;

@@ -14,6 +14,8 @@ struct Error {
     std::uint64_t offset = 0;
     bool has_offset = false;
     std::string message;
+    // The input was set aside on purpose (a converter tool is missing), not found malformed.
+    bool skipped = false;
 
     // "file:line: message", "file: offset N: message" or "file: message".
     std::string to_string() const;

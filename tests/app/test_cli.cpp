@@ -222,10 +222,56 @@ TEST(Cli, CheckOnProfileMonNamesItsDominantKernels) {
 TEST(Cli, FormatsListsEveryCollector) {
     const auto r = run_perfwatch({"formats"});
     EXPECT_EQ(r.exit_code, 0);
-    for (const char* id : {"ncu-csv", "ncu-raw-csv", "ncu-text", "fpga-profile-mon", "clintercept-report",
-                           "clintercept-trace", "chrome-trace"})
+    for (const char* id : {"ncu-csv", "ncu-raw-csv", "ncu-text", "nsys-sqlite", "nsys-stats", "kineto",
+                           "rocprof-stats", "rocprof-sqlite", "rocprof-json", "rocprof-trace-csv", "fpga-profile-mon",
+                           "clintercept-report", "clintercept-trace", "chrome-trace", ".ncu-rep", ".nsys-rep"})
         EXPECT_NE(r.out.find(id), std::string::npos) << id;
     EXPECT_NE(r.out.find("generic"), std::string::npos);
+}
+
+TEST(Cli, BinaryReportsAreConvertedByTheConfiguredTool) {
+    TempDir dir;
+    const std::string rep = dir.file("gemm.ncu-rep"), db = dir.file("p.db"), cfg = dir.file("perfwatch.yaml");
+    write(rep, read_file(fixture("ncu/details_2020_thousands.csv")));
+    // `cat` stands in for `ncu --import`: both print the details CSV on stdout.
+    write(cfg, "converters:\n  - extension: .ncu-rep\n    command: [cat, \"{input}\"]\n");
+    const auto r = run_perfwatch({"--config", cfg, "ingest", "--db", db, rep});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("(ncu-csv,"), std::string::npos) << r.out;
+    SQLite::Database raw(db);
+    EXPECT_EQ(raw.execAndGet("SELECT source FROM runs").getString(), rep);
+    // The same binary report again is the same run, whatever the conversion produces.
+    const auto again = run_perfwatch({"ingest", "--config", cfg, "--db", db, rep});
+    EXPECT_NE(again.out.find("already stored"), std::string::npos) << again.out;
+}
+
+TEST(Cli, BinaryReportWithoutItsToolIsSkippedByIngestAndFailsCheck) {
+    TempDir dir;
+    const std::string rep = dir.file("timeline.nsys-rep"), db = dir.file("p.db"), cfg = dir.file("perfwatch.yaml");
+    write(rep, std::string("\x01\x02binary\0report", 16));
+    write(cfg, "converters:\n  - extension: .nsys-rep\n    command: [perfwatch-no-such-nsys, export, \"{input}\"]\n");
+    const auto r = run_perfwatch({"--config", cfg, "ingest", "--db", db, rep});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("perfwatch: skipped: " + rep), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("`perfwatch-no-such-nsys` is not on PATH"), std::string::npos) << r.err;
+    EXPECT_EQ(count_runs(db), 0);
+    // A gate cannot pass a report it could not read.
+    EXPECT_EQ(run_perfwatch({"--config", cfg, "check", rep}).exit_code, 2);
+}
+
+TEST(Cli, ConfigCheck) {
+    TempDir dir;
+    const std::string good = dir.file("good.yaml"), bad = dir.file("bad.yaml");
+    write(good, "database: perfwatch.db\nrules: [team.yaml]\n");
+    write(bad, "database: x.db\nwatch: /builds\n");
+    const auto ok = run_perfwatch({"config", "check", good});
+    EXPECT_EQ(ok.exit_code, 0) << ok.err;
+    EXPECT_NE(ok.out.find(": ok (1 rule file(s)"), std::string::npos) << ok.out;
+    const auto ko = run_perfwatch({"config", "check", bad});
+    EXPECT_EQ(ko.exit_code, 1);
+    EXPECT_NE(ko.err.find(bad + ":2:1: error: unknown setting 'watch'"), std::string::npos) << ko.err;
+    // Any command refuses to start on a broken configuration.
+    EXPECT_EQ(run_perfwatch({"--config", bad, "formats"}).exit_code, 2);
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
