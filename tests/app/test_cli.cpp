@@ -100,7 +100,8 @@ TEST(Cli, BadInputsExitTwoNameTheFileAndStoreNothing) {
     write(truncated, text.substr(0, text.size() / 2));
     write(binary, std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16));
     write(empty, "");
-    for (const std::string& file : {truncated, binary, empty}) {
+    const std::string stats = fixture("nsys/bad_instances.txt");  // "many" where Instances belong
+    for (const std::string& file : {truncated, binary, empty, stats}) {
         const auto r = run_perfwatch({"check", "--db", db, file});
         EXPECT_EQ(r.exit_code, 2) << file << "\n" << r.out << r.err;
         EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
@@ -109,6 +110,9 @@ TEST(Cli, BadInputsExitTwoNameTheFileAndStoreNothing) {
     const auto t = run_perfwatch({"ingest", "--db", db, truncated});
     EXPECT_EQ(t.exit_code, 2);
     EXPECT_NE(t.err.find(truncated + ":"), std::string::npos) << "names the line: " << t.err;
+    const auto st = run_perfwatch({"ingest", "--db", db, stats});
+    EXPECT_NE(st.err.find(stats + ":5: expected a number in column \"Instances\", found \"many\""), std::string::npos)
+        << st.err;
     const auto b = run_perfwatch({"ingest", "--db", db, binary});
     EXPECT_NE(b.err.find("offset 8"), std::string::npos) << b.err;
     EXPECT_EQ(count_runs(db), 0);
