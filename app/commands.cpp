@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/config.hpp"
+#include "app/rule_tests.hpp"
 #include "collectors/collector.hpp"
 #include "engine/evaluate.hpp"
 #include "engine/rules.hpp"
@@ -167,10 +168,7 @@ int run_show(const ShowOptions& options) {
 }
 
 int run_check(const CheckOptions& options) {
-    std::vector<RuleFile> files;
-    for (const auto& [name, text] : shipped_rule_packs()) files.push_back(parse_rule_text(name, text));
-    for (const std::string& path : options.rule_paths) files.push_back(parse_rule_file(path));
-    const RuleSet rules = compile_rules(files);
+    const RuleSet rules = compile_rules(load_rule_files(options.rule_paths));
     for (const Diagnostic& d : rules.diagnostics) fmt::print(stderr, "{}\n", d.to_string());
     if (rules.has_errors()) return 2;
 
@@ -219,6 +217,58 @@ int run_metrics() {
     for (const MetricDef& d : metric_vocabulary())
         fmt::print("{:<36} {:<8} {:<22} {}\n", d.name, d.unit, d.kinds, d.description);
     return 0;
+}
+
+int run_rules_lint(const std::vector<std::string>& paths) {
+    const std::vector<RuleFile> files = load_rule_files(paths);
+    const RuleSet rules = compile_rules(files);
+    std::size_t warnings = 0;
+    for (const Diagnostic& d : rules.diagnostics) {
+        fmt::print(stderr, "{}\n", d.to_string());
+        if (d.level == Diagnostic::Level::warning) ++warnings;
+    }
+    std::size_t own = 0;
+    for (const RuleFile& f : files)
+        if (std::find(paths.begin(), paths.end(), f.file) != paths.end()) own += f.rules.size();
+    fmt::print("{} rule file(s), {} rule entr{} linted: {} error(s), {} warning(s); {} rules in effect\n", paths.size(),
+               own, own == 1 ? "y" : "ies", rules.error_count(), warnings, rules.rules.size());
+    return rules.has_errors() ? 1 : 0;
+}
+
+namespace {
+
+std::string loc_text(const SourceLoc& l) { return fmt::format("{}:{}:{}", l.file, l.line, l.col); }
+
+}  // namespace
+
+int run_rules_list(const std::vector<std::string>& paths, bool verbose) {
+    const RuleSet rules = compile_rules(load_rule_files(paths));
+    for (const Diagnostic& d : rules.diagnostics)
+        if (d.level == Diagnostic::Level::error) fmt::print(stderr, "{}\n", d.to_string());
+    if (rules.has_errors()) return 2;
+    auto print = [&](const RuleSpec& r, bool enabled) {
+        fmt::print("{:<34} {:<8} {:<10} {}{}\n", r.id, enabled ? to_string(r.severity) : "disabled",
+                   to_string(r.scope), loc_text(r.loc), r.overridden_at.empty() ? "" : " (overridden)");
+        if (!verbose) return;
+        for (const SourceLoc& o : r.overridden_at) fmt::print("    overridden at {}\n", loc_text(o));
+        for (const auto& [name, text] : r.lets) fmt::print("    let {} = {}\n", name, text.text);
+        fmt::print("    when: {}\n", r.when.text);
+        for (const SourceText& a : r.appends) fmt::print("      and: {}    ({})\n", a.text, loc_text(a.loc));
+        if (r.estimated_speedup) fmt::print("    estimated_speedup: {}\n", r.estimated_speedup->text);
+        if (r.min_share) fmt::print("    min_share: {}\n", r.min_share->text);
+        if (r.tool_finding) fmt::print("    tool_finding: {}\n", r.tool_finding->text);
+    };
+    for (const CompiledRule& r : rules.rules) print(r.spec, true);
+    for (const RuleSpec& r : rules.disabled) print(r, false);
+    return 0;
+}
+
+int run_rules_test(const std::vector<std::string>& paths) {
+    const RuleTestSummary s = run_rule_tests(paths);
+    for (const std::string& m : s.messages) fmt::print(stderr, "{}\n", m);
+    fmt::print("{} test(s): {} passed, {} failed, {} skipped{}\n", s.tests, s.tests - s.failed - s.skipped, s.failed,
+               s.skipped, s.broken ? " (a test file or its rules did not load)" : "");
+    return s.failed > 0 || s.broken ? 1 : 0;
 }
 
 int run_config_check(const std::string& path) {

@@ -38,6 +38,12 @@ int run_show(const ShowOptions& options);
 // 0: nothing at or above fail_on; 1: findings at or above it; 2: bad usage or unreadable input.
 int run_check(const CheckOptions& options);
 int run_metrics();
+// Lints rule files with the shipped packs: every diagnostic; 1 on errors, else 0.
+int run_rules_lint(const std::vector<std::string>& paths);
+// Prints the effective rule set (shipped packs, then `paths`, after overrides); 2 on errors.
+int run_rules_list(const std::vector<std::string>& paths, bool verbose);
+// Runs YAML rule tests; 0 when all pass (skips allowed), 1 otherwise.
+int run_rules_test(const std::vector<std::string>& paths);
 // Validates a configuration file: prints every diagnostic; 0 when valid, 1 otherwise.
 int run_config_check(const std::string& path);
 // The report formats, then the binary reports the converters turn into one of them.

@@ -66,6 +66,18 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"info", "warning", "error"}));
     check_cmd->add_option("files", check.files, "Report files")->required();
 
+    std::vector<std::string> rule_args;
+    bool list_verbose = false;
+    auto* rules_cmd = app.add_subcommand("rules", "Rule authoring tools: lint, list, test");
+    rules_cmd->require_subcommand(1);
+    auto* lint_cmd = rules_cmd->add_subcommand("lint", "Report every error and warning in rule files; exit 1 on errors");
+    lint_cmd->add_option("files", rule_args, "Rule files (checked with the shipped packs)")->required();
+    auto* list_cmd = rules_cmd->add_subcommand("list", "Print the effective rule set after overrides");
+    list_cmd->add_option("files", rule_args, "Extra rule files, loaded after the shipped packs");
+    list_cmd->add_flag("-v,--verbose", list_verbose, "Show conditions, lets, appended conditions and overrides");
+    auto* test_cmd = rules_cmd->add_subcommand("test", "Run YAML rule tests; exit 1 on a failure");
+    test_cmd->add_option("files", rule_args, "Rule test files")->required();
+
     std::string config_check_path;
     auto* config_cmd = app.add_subcommand("config", "Configuration tools");
     config_cmd->require_subcommand(1);
@@ -89,6 +101,8 @@ int main(int argc, char** argv) {
     }
 
     if (config_check_cmd->parsed()) return perfwatch::run_config_check(config_check_path);
+    if (lint_cmd->parsed()) return perfwatch::run_rules_lint(rule_args);
+    if (test_cmd->parsed()) return perfwatch::run_rules_test(rule_args);
 
     if (config_path.empty())
         if (const char* env = std::getenv("PERFWATCH_CONFIG"); env != nullptr) config_path = env;
@@ -115,6 +129,11 @@ int main(int argc, char** argv) {
         check.converters = config.converters;
         check.rule_paths.insert(check.rule_paths.begin(), config.rules.begin(), config.rules.end());
         return perfwatch::run_check(check);
+    }
+    if (list_cmd->parsed()) {
+        std::vector<std::string> files = config.rules;
+        files.insert(files.end(), rule_args.begin(), rule_args.end());
+        return perfwatch::run_rules_list(files, list_verbose);
     }
     if (metrics_cmd->parsed()) return perfwatch::run_metrics();
     if (formats_cmd->parsed()) return perfwatch::run_formats(config.converters);

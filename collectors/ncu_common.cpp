@@ -136,6 +136,8 @@ constexpr std::array k_ncu_names = std::to_array<NcuName>({
     {"Local Memory Spilling Request Overhead", "", "local_spill_overhead"},
     {"derived__memory_l2_theoretical_sectors_global_excessive", "", "global_sectors_excessive"},
     {"memory_l2_theoretical_sectors_global_excessive", "", "global_sectors_excessive"},
+    {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "", "shared_bank_conflicts"},
+    {"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "", "shared_wavefronts"},
     {"memory_l2_theoretical_sectors_global_ideal", "", "global_sectors_ideal"},
     {"memory_l1_tag_requests_global", "", "global_sectors_requested"},
 });
@@ -205,6 +207,31 @@ void derive_sectors_from_rule_text(NcuLaunch& launch) {
     }
 }
 
+// Likewise the shared-memory bank conflicts, from the MemoryWorkloadAnalysis tables rule: "...
+// This results in 262144 bank conflicts, which represent 49.98% of the overall 524502 wavefronts
+// for shared loads." Loads and stores add up.
+void derive_bank_conflicts_from_rule_text(NcuLaunch& launch) {
+    static const std::regex k_pattern(
+        R"(results in ([0-9,]+) bank conflicts,\s+which\s+represent\s+[0-9.]+%\s+of\s+the\s+overall\s+([0-9,]+)\s+wavefronts\s+for\s+shared\s+(loads|stores))");
+    for (const Metric& m : launch.metrics)
+        if (m.name == "shared_bank_conflicts") return;  // raw metrics win
+    double conflicts = 0, wavefronts = 0;
+    bool any = false;
+    for (const ToolFinding& f : launch.findings) {
+        for (std::sregex_iterator it(f.text.begin(), f.text.end(), k_pattern), end; it != end; ++it) {
+            const auto c = parse_report_number((*it)[1].str());
+            const auto w = parse_report_number((*it)[2].str());
+            if (!c || !w) continue;
+            conflicts += *c;
+            wavefronts += *w;
+            any = true;
+        }
+    }
+    if (!any) return;
+    set_metric(launch.metrics, Metric{"shared_bank_conflicts", conflicts, "count", "shared memory bank conflict rule", ""});
+    set_metric(launch.metrics, Metric{"shared_wavefronts", wavefronts, "count", "shared memory bank conflict rule", ""});
+}
+
 }  // namespace
 
 std::optional<std::string> ncu_time_to_iso(std::string_view t) {
@@ -250,6 +277,7 @@ void derive_ncu_attributes(NcuLaunch& launch) {
     if (std::string limiter = limiter_text(launch); !limiter.empty())
         launch.attributes["occupancy_limiter"] = std::move(limiter);
     derive_sectors_from_rule_text(launch);
+    derive_bank_conflicts_from_rule_text(launch);
 }
 
 void build_ncu_entities(RunBatch& batch, std::vector<NcuLaunch> launches) {

@@ -7,9 +7,12 @@ namespace perfwatch {
 
 namespace {
 
+using Memo = std::map<const void*, std::vector<double>>;
+
 class EntityScope final : public EvalScope {
 public:
-    EntityScope(const Entity& entity, const Entity* run) : m_entity(entity), m_run(run) {}
+    EntityScope(const Entity& entity, const Entity* run, const RunBatch* batch = nullptr, Memo* memo = nullptr)
+        : m_entity(entity), m_run(run), m_batch(batch), m_memo(memo) {}
 
     std::optional<double> metric(std::string_view name) const override { return m_entity.value(name); }
 
@@ -26,9 +29,21 @@ public:
         return it->second;
     }
 
+    void for_each_entity(std::string_view kind, const std::function<void(const EvalScope&)>& fn) const override {
+        if (m_batch == nullptr) return;
+        const auto k = entity_kind_from_string(kind);
+        if (!k) return;
+        for (const Entity& e : m_batch->entities)
+            if (e.kind == *k) fn(EntityScope(e, m_run, m_batch, m_memo));
+    }
+
+    Memo* memo() const override { return m_memo; }
+
 private:
     const Entity& m_entity;
     const Entity* m_run;
+    const RunBatch* m_batch;
+    Memo* m_memo;
 };
 
 // Speedup the profiler itself estimated for the rule's concern on this entity: for a kernel,
@@ -86,11 +101,12 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run) {
             launches_of[static_cast<std::size_t>(e.parent)].push_back(i);
     }
 
+    Memo memo;  // aggregates over this run, computed once
     for (const CompiledRule& rule : rules.rules) {
         for (std::size_t i = 0; i < batch.entities.size(); ++i) {
             const Entity& entity = batch.entities[i];
             if (entity.kind != rule.spec.scope) continue;
-            const EntityScope scope(entity, run_entity);
+            const EntityScope scope(entity, run_entity, &batch, &memo);
             const Value cond = rule.when.evaluate(scope);
             const bool* fired = std::get_if<bool>(&cond);
             if (fired == nullptr) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -14,9 +15,10 @@ namespace perfwatch {
 
 namespace {
 
-constexpr std::array<std::string_view, 11> k_attributes{"name",   "kind",   "occupancy_limiter", "grid",
-                                                        "block",  "cc",     "device",            "stream",
-                                                        "context", "process", "time"};
+constexpr auto k_attributes = std::to_array<std::string_view>({
+    "name", "kind", "occupancy_limiter", "grid", "block", "cc", "device", "stream", "context", "process", "time",
+    "gpu", "direction", "host_memory", "synchronizing", "domain", "style", "kernel_type", "short_name",
+});
 
 struct LiteralUnit {
     std::string_view suffix;
@@ -42,7 +44,10 @@ struct Token {
 
 }  // namespace
 
-enum class NodeKind { number, string, boolean, metric, run_metric, attribute, neg, not_, binary, match, call, present };
+enum class NodeKind {
+    number, string, boolean, metric, run_metric, attribute, neg, not_, binary, match, call, present, in_list,
+    aggregate, rank
+};
 
 struct Node {
     NodeKind kind = NodeKind::number;
@@ -52,6 +57,8 @@ struct Node {
     std::string text;  // identifier, string literal, operator or function name
     std::vector<std::shared_ptr<Node>> args;
     std::shared_ptr<std::regex> regex;
+    std::shared_ptr<const std::vector<std::string>> list;  // in_list
+    std::string entity_kind;                               // aggregate: the entities it runs over
     bool negate_match = false;
     bool poisoned = false;  // an error was reported inside: no further type errors about it
     std::size_t offset = 0;
@@ -111,7 +118,8 @@ public:
                     continue;
                 }
             }
-            if (t.kind == Tok::ident && (t.text == "and" || t.text == "or" || t.text == "not")) t.kind = Tok::op;
+            if (t.kind == Tok::ident && (t.text == "and" || t.text == "or" || t.text == "not" || t.text == "in"))
+                t.kind = Tok::op;
             out.push_back(std::move(t));
         }
     }
@@ -184,7 +192,8 @@ int binary_precedence(const Token& t) {
     const std::string& o = t.text;
     if (o == "or") return 1;
     if (o == "and") return 2;
-    if (o == "<" || o == "<=" || o == ">" || o == ">=" || o == "==" || o == "!=" || o == "~" || o == "!~") return 4;
+    if (o == "<" || o == "<=" || o == ">" || o == ">=" || o == "==" || o == "!=" || o == "~" || o == "!~" || o == "in")
+        return 4;
     if (o == "+" || o == "-") return 5;
     if (o == "*" || o == "/") return 6;
     return -1;
@@ -199,13 +208,17 @@ struct FunctionDef {
 constexpr std::array k_functions = std::to_array<FunctionDef>({
     {"min", 1, -1},   {"max", 1, -1},   {"abs", 1, 1},  {"sqrt", 1, 1},   {"log", 1, 1},
     {"floor", 1, 1},  {"ceil", 1, 1},   {"round", 1, 1}, {"clamp", 3, 3}, {"metric", 1, 1},
-    {"attr", 1, 1},   {"present", 1, 1},
+    {"attr", 1, 1},   {"present", 1, 1}, {"count", 1, 2}, {"sum", 2, 3}, {"rank", 1, 1}, {"top", 3, 3},
 });
+
+constexpr std::array<std::string_view, 7> k_entity_kinds{"run",       "device",   "kernel", "launch",
+                                                         "nvtx_range", "api_call", "memcpy"};
 
 class Parser {
 public:
-    Parser(std::vector<Token> tokens, std::vector<ExprError>& errors, std::set<std::string>& metrics)
-        : m_toks(std::move(tokens)), m_errors(errors), m_metrics(metrics) {}
+    Parser(std::vector<Token> tokens, std::vector<ExprError>& errors, std::set<std::string>& metrics,
+           const Definitions* defs)
+        : m_toks(std::move(tokens)), m_errors(errors), m_metrics(&metrics), m_defs(defs) {}
 
     std::shared_ptr<Node> parse() {
         auto n = expression(0);
@@ -224,6 +237,10 @@ private:
             const int prec = binary_precedence(peek());
             if (prec < 0 || prec < min_prec) return left;
             Token op = take();
+            if (op.text == "in") {
+                left = in_list(std::move(op), std::move(left));
+                continue;
+            }
             auto right = expression(prec + 1);
             left = binary(std::move(op), std::move(left), std::move(right));
         }
@@ -295,6 +312,17 @@ private:
             n->boolean = t.text == "true";
             return n;
         }
+        if (m_defs != nullptr) {
+            if (const Definitions::Named* d = m_defs->expression(t.text)) {
+                m_metrics->insert(d->metrics.begin(), d->metrics.end());
+                return d->root;
+            }
+            if (m_defs->list(t.text)) {
+                error(t.offset, fmt::format("'{}' is a list: use it as `name in {}`", t.text, t.text));
+                n->poisoned = true;
+                return n;
+            }
+        }
         if (t.text.starts_with("run.")) {
             const std::string m = t.text.substr(4);
             n->kind = NodeKind::run_metric;
@@ -303,7 +331,7 @@ private:
                 error(t.offset, fmt::format("unknown run metric '{}'", m));
                 n->poisoned = true;
             }
-            m_metrics.insert(t.text);
+            m_metrics->insert(t.text);
             return n;
         }
         for (std::string_view a : k_attributes) {
@@ -320,11 +348,88 @@ private:
                                         t.text));
             n->poisoned = true;
         }
-        m_metrics.insert(t.text);
+        m_metrics->insert(t.text);
+        return n;
+    }
+
+    // count(KIND[, FILTER]) and sum(KIND, VALUE[, FILTER]): over the run's entities of KIND,
+    // each read in its own scope (so their metrics are not the current entity's).
+    std::shared_ptr<Node> aggregate(const Token& name) {
+        auto n = std::make_shared<Node>();
+        n->kind = NodeKind::aggregate;
+        n->offset = name.offset;
+        n->text = name.text;
+        n->type = ValueType::number;
+        const Token& kind = peek();
+        if (kind.kind != Tok::ident ||
+            std::find(k_entity_kinds.begin(), k_entity_kinds.end(), kind.text) == k_entity_kinds.end()) {
+            error(kind.offset, fmt::format("{}() takes an entity kind first (kernel, launch, memcpy, api_call, "
+                                           "nvtx_range, device)",
+                                           name.text));
+            n->poisoned = true;
+        } else {
+            n->entity_kind = kind.text;
+        }
+        take();
+        std::set<std::string> inner;
+        std::set<std::string>* outer = m_metrics;
+        m_metrics = &inner;
+        while (peek().kind == Tok::comma) {
+            take();
+            n->args.push_back(expression(0));
+        }
+        m_metrics = outer;
+        for (const std::string& m : inner)
+            if (m.starts_with("run.")) m_metrics->insert(m);
+        if (peek().kind != Tok::rparen)
+            error(peek().offset, fmt::format("expected ')' to close the call of {}()", name.text));
+        else
+            take();
+        if (name.text == "top") {
+            // top(KIND, VALUE, K): the sum of the K largest values; K a constant.
+            if (n->args.size() != 2 || n->args[1]->kind != NodeKind::number || n->args[1]->number < 1) {
+                error(name.offset, "top() takes a kind, a value and a constant count: top(kernel, duration_total, 3)");
+                n->poisoned = true;
+            } else if (!expect_type(*n->args[0], ValueType::number, "the value of top()")) {
+                n->poisoned = true;
+            }
+            return n;
+        }
+        const std::size_t want_value = name.text == "sum" ? 1 : 0;
+        if (n->args.size() < want_value || n->args.size() > want_value + 1) {
+            error(name.offset, name.text == "sum" ? "sum() takes a kind, a value and an optional filter"
+                                                  : "count() takes a kind and an optional filter");
+            n->poisoned = true;
+            return n;
+        }
+        if (want_value == 1 && !expect_type(*n->args[0], ValueType::number, "the value of sum()")) n->poisoned = true;
+        if (n->args.size() > want_value &&
+            !expect_type(*n->args[want_value], ValueType::boolean, fmt::format("the filter of {}()", name.text)))
+            n->poisoned = true;
+        return n;
+    }
+
+    std::shared_ptr<Node> in_list(Token op, std::shared_ptr<Node> left) {
+        auto n = std::make_shared<Node>();
+        n->kind = NodeKind::in_list;
+        n->type = ValueType::boolean;
+        n->offset = op.offset;
+        n->poisoned = !expect_type(*left, ValueType::string, "left of 'in'");
+        n->args.push_back(std::move(left));
+        const Token list = take();
+        if (list.kind == Tok::ident && m_defs != nullptr) n->list = m_defs->list(list.text);
+        if (!n->list) {
+            error(list.offset, "right of 'in' must name a list defined under 'lists:'");
+            n->poisoned = true;
+        }
         return n;
     }
 
     std::shared_ptr<Node> call(const Token& name) {
+        if (name.text == "count" || name.text == "sum" || name.text == "top") {
+            take();  // (
+            return aggregate(name);
+        }
         auto n = std::make_shared<Node>();
         n->kind = NodeKind::call;
         n->offset = name.offset;
@@ -369,7 +474,13 @@ private:
             n->type = name.text == "metric" ? ValueType::number : ValueType::string;
             n->text = n->args[0]->text;
             n->args.clear();
-            if (n->kind == NodeKind::metric) m_metrics.insert(n->text);
+            if (n->kind == NodeKind::metric) m_metrics->insert(n->text);
+            return n;
+        }
+        if (name.text == "rank") {
+            n->kind = NodeKind::rank;
+            n->type = ValueType::number;
+            n->poisoned = !expect_type(*n->args[0], ValueType::number, "rank()");
             return n;
         }
         if (name.text == "present") {
@@ -448,8 +559,24 @@ private:
     std::vector<Token> m_toks;
     std::size_t m_i = 0;
     std::vector<ExprError>& m_errors;
-    std::set<std::string>& m_metrics;
+    std::set<std::string>* m_metrics;
+    const Definitions* m_defs;
 };
+
+Value eval(const Node& n, const EvalScope& s);
+
+// An aggregate's result for this run: computed once per run when the scope keeps a memo.
+const std::vector<double>& memoized(const Node& n, const EvalScope& s, std::vector<double>& local,
+                                    const std::function<std::vector<double>()>& compute) {
+    auto* memo = s.memo();
+    if (memo == nullptr) {
+        local = compute();
+        return local;
+    }
+    auto it = memo->find(&n);
+    if (it == memo->end()) it = memo->emplace(&n, compute()).first;
+    return it->second;
+}
 
 Value eval(const Node& n, const EvalScope& s) {
     switch (n.kind) {
@@ -471,6 +598,66 @@ Value eval(const Node& n, const EvalScope& s) {
         case NodeKind::present: {
             const Value v = eval(*n.args[0], s);
             return !std::holds_alternative<std::monostate>(v);
+        }
+        case NodeKind::in_list: {
+            const Value v = eval(*n.args[0], s);
+            const std::string* str = std::get_if<std::string>(&v);
+            if (str == nullptr || !n.list) return std::monostate{};
+            return std::find(n.list->begin(), n.list->end(), *str) != n.list->end();
+        }
+        case NodeKind::aggregate: {
+            std::vector<double> local;
+            const auto& r = memoized(n, s, local, [&] {
+                double total = 0;
+                if (n.text == "top") {
+                    std::vector<double> values;
+                    s.for_each_entity(n.entity_kind, [&](const EvalScope& other) {
+                        const Value v = eval(*n.args[0], other);
+                        if (const double* d = std::get_if<double>(&v)) values.push_back(*d);
+                    });
+                    const auto k = std::min(values.size(), static_cast<std::size_t>(n.args[1]->number));
+                    std::partial_sort(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end(),
+                                      std::greater<>());
+                    for (std::size_t i = 0; i < k; ++i) total += values[i];
+                    return std::vector<double>{total};
+                }
+                const bool is_sum = n.text == "sum";
+                const Node* filter = n.args.size() > (is_sum ? 1u : 0u) ? n.args.back().get() : nullptr;
+                s.for_each_entity(n.entity_kind, [&](const EvalScope& other) {
+                    if (filter != nullptr) {
+                        const Value f = eval(*filter, other);
+                        if (const bool* b = std::get_if<bool>(&f); b == nullptr || !*b) return;
+                    }
+                    if (!is_sum) {
+                        total += 1;
+                        return;
+                    }
+                    const Value v = eval(*n.args[0], other);
+                    if (const double* d = std::get_if<double>(&v)) total += *d;
+                });
+                return std::vector<double>{total};
+            });
+            return r.at(0);
+        }
+        case NodeKind::rank: {
+            const Value v = eval(*n.args[0], s);
+            const double* mine = std::get_if<double>(&v);
+            if (mine == nullptr) return std::monostate{};
+            const auto kind = s.attribute("kind");
+            if (!kind) return std::monostate{};
+            std::vector<double> local;
+            const auto& sorted = memoized(n, s, local, [&] {
+                std::vector<double> values;
+                s.for_each_entity(*kind, [&](const EvalScope& other) {
+                    const Value o = eval(*n.args[0], other);
+                    if (const double* d = std::get_if<double>(&o)) values.push_back(*d);
+                });
+                std::sort(values.begin(), values.end(), std::greater<>());
+                return values;
+            });
+            // 1 + the number of entities with a strictly larger value.
+            const auto above = std::lower_bound(sorted.begin(), sorted.end(), *mine, std::greater<>());
+            return 1.0 + static_cast<double>(above - sorted.begin());
         }
         case NodeKind::neg: {
             const Value v = eval(*n.args[0], s);
@@ -559,16 +746,73 @@ std::string_view to_string(ValueType type) {
     return "value";
 }
 
-std::optional<Expression> Expression::compile(std::string_view source, std::vector<ExprError>& errors) {
+std::optional<Expression> Expression::compile(std::string_view source, std::vector<ExprError>& errors,
+                                              const Definitions* definitions) {
     const std::size_t before = errors.size();
     Lexer lexer(source, errors);
     std::vector<Token> tokens = lexer.run();
     Expression e;
     e.m_source = std::string(source);
-    Parser parser(std::move(tokens), errors, e.m_metrics);
+    Parser parser(std::move(tokens), errors, e.m_metrics, definitions);
     e.m_root = parser.parse();
     if (errors.size() != before) return std::nullopt;
     return e;
+}
+
+Expression Expression::all_of(const std::vector<Expression>& parts) {
+    Expression out = parts.at(0);
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+        auto n = std::make_shared<Node>();
+        n->kind = NodeKind::binary;
+        n->type = ValueType::boolean;
+        n->text = "and";
+        n->args = {std::const_pointer_cast<Node>(out.m_root), std::const_pointer_cast<Node>(parts[i].m_root)};
+        out.m_root = n;
+        out.m_source = fmt::format("({}) and ({})", out.m_source, parts[i].m_source);
+        out.m_metrics.insert(parts[i].m_metrics.begin(), parts[i].m_metrics.end());
+    }
+    return out;
+}
+
+bool Definitions::define(const std::string& name, std::string_view source, std::vector<ExprError>& errors) {
+    auto e = Expression::compile(source, errors, this);
+    if (!e) return false;
+    m_exprs[name] = Named{std::const_pointer_cast<Node>(e->m_root), e->m_metrics};
+    m_lists.erase(name);
+    return true;
+}
+
+void Definitions::define_list(const std::string& name, std::vector<std::string> items) {
+    m_lists[name] = std::make_shared<const std::vector<std::string>>(std::move(items));
+    m_exprs.erase(name);
+}
+
+const Definitions::Named* Definitions::expression(const std::string& name) const {
+    auto it = m_exprs.find(name);
+    if (it == m_exprs.end()) return nullptr;
+    m_used.insert(name);
+    return &it->second;
+}
+
+std::shared_ptr<const std::vector<std::string>> Definitions::list(const std::string& name) const {
+    auto it = m_lists.find(name);
+    if (it == m_lists.end()) return nullptr;
+    m_used.insert(name);
+    return it->second;
+}
+
+void Definitions::merge_used(const Definitions& other) const {
+    for (const std::string& name : other.m_used)
+        if (has(name)) m_used.insert(name);
+}
+
+std::vector<std::string> Definitions::unused() const {
+    std::vector<std::string> out;
+    for (const auto& [name, e] : m_exprs)
+        if (!m_used.contains(name)) out.push_back(name);
+    for (const auto& [name, l] : m_lists)
+        if (!m_used.contains(name)) out.push_back(name);
+    return out;
 }
 
 Value Expression::evaluate(const EvalScope& scope) const { return eval(*m_root, scope); }
@@ -618,7 +862,8 @@ std::string format_value(const Value& v, const std::string& spec) {
     }
 }
 
-std::optional<Template> Template::compile(std::string_view source, std::vector<ExprError>& errors) {
+std::optional<Template> Template::compile(std::string_view source, std::vector<ExprError>& errors,
+                                          const Definitions* definitions) {
     Template t;
     const std::size_t before = errors.size();
     std::string text;
@@ -688,7 +933,7 @@ std::optional<Template> Template::compile(std::string_view source, std::vector<E
         }
         const std::size_t expr_end = colon == std::string_view::npos ? j : colon;
         std::vector<ExprError> sub;
-        auto e = Expression::compile(source.substr(start, expr_end - start), sub);
+        auto e = Expression::compile(source.substr(start, expr_end - start), sub, definitions);
         for (auto& err : sub) errors.push_back({err.offset + start, err.message});
         flush();
         Part p;
@@ -733,6 +978,13 @@ std::string Template::render(const EvalScope& scope) const {
         out += p.text;
         if (p.expr) out += format_value(values[i], p.spec);
     }
+    return out;
+}
+
+std::set<std::string> Template::required_metrics() const {
+    std::set<std::string> out;
+    for (const Part& p : m_parts)
+        if (p.expr && p.group < 0) out.insert(p.expr->metrics_read().begin(), p.expr->metrics_read().end());
     return out;
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -26,6 +28,15 @@ public:
     virtual std::optional<double> metric(std::string_view name) const = 0;
     virtual std::optional<double> run_metric(std::string_view name) const = 0;
     virtual std::optional<std::string> attribute(std::string_view name) const = 0;
+    // Calls `fn` with a scope for each entity of `kind` ("kernel", "memcpy", ...) in the same run,
+    // for aggregates; a scope outside a run has none.
+    virtual void for_each_entity(std::string_view kind, const std::function<void(const EvalScope&)>& fn) const {
+        (void)kind;
+        (void)fn;
+    }
+    // Per-run memo for aggregate values (the same for every entity of a run), keyed by the
+    // aggregate; nullptr: recompute each time.
+    virtual std::map<const void*, std::vector<double>>* memo() const { return nullptr; }
 };
 
 // A compile error at a byte offset of the expression text.
@@ -35,13 +46,46 @@ struct ExprError {
 };
 
 struct Node;
+class Expression;
+
+// Names an expression may use besides metrics and attributes: named expressions (`let`
+// bindings and macros, inlined where used) and lists of strings (for `name in LIST`).
+class Definitions {
+public:
+    // Compiles `source` with the definitions so far and adds it as `name` (replacing one of the
+    // same name). Returns false, with `errors`, when it does not compile.
+    bool define(const std::string& name, std::string_view source, std::vector<ExprError>& errors);
+    void define_list(const std::string& name, std::vector<std::string> items);
+    bool has(const std::string& name) const { return m_exprs.contains(name) || m_lists.contains(name); }
+    // Names defined but never read by an expression compiled with these definitions since.
+    std::vector<std::string> unused() const;
+    // Marks as used here the names `other` (a copy extended with lets) has used.
+    void merge_used(const Definitions& other) const;
+
+    struct Named {
+        std::shared_ptr<Node> root;
+        std::set<std::string> metrics;
+    };
+    // Lookups for the compiler; a name found is marked used.
+    const Named* expression(const std::string& name) const;
+    std::shared_ptr<const std::vector<std::string>> list(const std::string& name) const;
+
+private:
+    std::map<std::string, Named> m_exprs;
+    std::map<std::string, std::shared_ptr<const std::vector<std::string>>> m_lists;
+    mutable std::set<std::string> m_used;
+};
 
 // A parsed, type-checked expression. Immutable; safe to evaluate from many threads.
 class Expression {
 public:
     // Parses and type-checks `source`. Identifiers must be canonical metrics, known attributes
-    // (name, kind, occupancy_limiter, grid, block, cc, device, stream) or run.METRIC.
-    static std::optional<Expression> compile(std::string_view source, std::vector<ExprError>& errors);
+    // (name, kind, occupancy_limiter, grid, block, cc, device, stream), run.METRIC, or names in
+    // `definitions`.
+    static std::optional<Expression> compile(std::string_view source, std::vector<ExprError>& errors,
+                                             const Definitions* definitions = nullptr);
+    // `a and b and ...` of boolean expressions (a rule's condition with appended conditions).
+    static Expression all_of(const std::vector<Expression>& parts);
 
     Value evaluate(const EvalScope& scope) const;
     ValueType type() const;
@@ -50,6 +94,7 @@ public:
     const std::set<std::string>& metrics_read() const { return m_metrics; }
 
 private:
+    friend class Definitions;
     std::shared_ptr<const Node> m_root;
     std::string m_source;
     std::set<std::string> m_metrics;
@@ -61,9 +106,12 @@ private:
 // segment "[[ ... ]]", which is left out whole when any value in it is missing.
 class Template {
 public:
-    static std::optional<Template> compile(std::string_view source, std::vector<ExprError>& errors);
+    static std::optional<Template> compile(std::string_view source, std::vector<ExprError>& errors,
+                                           const Definitions* definitions = nullptr);
     std::string render(const EvalScope& scope) const;
     std::set<std::string> metrics_read() const;
+    // Metrics read outside optional segments: printed as "n/a" when missing.
+    std::set<std::string> required_metrics() const;
 
 private:
     struct Part {

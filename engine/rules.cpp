@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "storage/vocabulary.hpp"
 
 namespace perfwatch {
 
@@ -16,6 +19,9 @@ namespace {
 constexpr std::array<std::string_view, 9> k_rule_keys{"id",      "title",        "severity",
                                                       "scope",   "when",         "message",
                                                       "estimated_speedup", "tool_finding", "min_share"};
+constexpr std::string_view k_all_keys =
+    "id, title, severity, scope, when, message, estimated_speedup, tool_finding, min_share, labels, let, append, "
+    "enabled, override";
 
 
 class Reader {
@@ -23,6 +29,7 @@ public:
     Reader(const std::string& file, std::string_view text) : m_file(file), m_text(text) {}
 
     RuleFile run() {
+        m_out.file = m_file;
         m_out.text = std::string(m_text);
         YAML::Node root;
         try {
@@ -36,9 +43,14 @@ public:
         if (root.IsMap()) {
             for (const auto& kv : root) {
                 const std::string key = kv.first.as<std::string>();
-                if (key != "rules") diag(kv.first.Mark(), "", fmt::format("unknown top-level key '{}' (expected 'rules')", key));
+                if (key == "macros") macros(kv.second);
+                else if (key == "lists") lists(kv.second);
+                else if (key != "rules")
+                    diag(kv.first.Mark(), "",
+                         fmt::format("unknown top-level key '{}' (expected rules, macros or lists)", key));
             }
             list = root["rules"];
+            if (!list) return std::move(m_out);  // a file of macros and lists only
         } else if (root.IsSequence()) {
             list = root;
         }
@@ -85,6 +97,47 @@ private:
         return s;
     }
 
+    void macros(const YAML::Node& n) {
+        if (!n.IsMap()) {
+            diag(n.Mark(), "", "'macros' must map names to expressions");
+            return;
+        }
+        for (const auto& kv : n) {
+            const std::string name = kv.first.Scalar();
+            if (!valid_name(kv.first, name, "macro")) continue;
+            if (auto text = scalar(kv.second, "", "macro " + name))
+                m_out.macros.push_back(MacroSpec{name, source_text(kv.second, *text)});
+        }
+    }
+
+    void lists(const YAML::Node& n) {
+        if (!n.IsMap()) {
+            diag(n.Mark(), "", "'lists' must map names to lists of strings");
+            return;
+        }
+        for (const auto& kv : n) {
+            const std::string name = kv.first.Scalar();
+            if (!valid_name(kv.first, name, "list")) continue;
+            if (!kv.second.IsSequence()) {
+                diag(kv.second.Mark(), "", fmt::format("list '{}' must be a sequence of strings", name));
+                continue;
+            }
+            ListSpec l{name, {}, loc(kv.first.Mark())};
+            for (const auto& item : kv.second)
+                if (auto v = scalar(item, "", "list " + name)) l.items.push_back(*v);
+            m_out.lists.push_back(std::move(l));
+        }
+    }
+
+    bool valid_name(const YAML::Node& key, const std::string& name, std::string_view what) {
+        const bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                        std::all_of(name.begin(), name.end(), [](char c) {
+                            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                        });
+        if (!ok) diag(key.Mark(), "", fmt::format("{} name '{}' must be an identifier ([A-Za-z_][A-Za-z0-9_]*)", what, name));
+        return ok;
+    }
+
     void rule(const YAML::Node& item) {
         if (!item.IsMap()) {
             diag(item.Mark(), "", "each rule must be a mapping with id, severity, scope, when and message");
@@ -98,6 +151,33 @@ private:
         for (const auto& kv : item) {
             const std::string key = kv.first.Scalar();
             const YAML::Node& v = kv.second;
+            r.keys.insert(key);
+            if (key == "let") {
+                if (!v.IsMap()) {
+                    diag(v.Mark(), r.id, "'let' must map names to expressions");
+                    continue;
+                }
+                for (const auto& l : v) {
+                    const std::string name = l.first.Scalar();
+                    if (!valid_name(l.first, name, "let")) continue;
+                    if (auto t = scalar(l.second, r.id, "let " + name)) r.lets.emplace_back(name, source_text(l.second, *t));
+                }
+                continue;
+            }
+            if (key == "append") {
+                if (auto t = scalar(v, r.id, key)) r.appends.push_back(source_text(v, *t));
+                continue;
+            }
+            if (key == "enabled" || key == "override") {
+                bool flag = false;
+                if (!v.IsScalar() || !YAML::convert<bool>::decode(v, flag)) {
+                    diag(v.Mark(), r.id, fmt::format("'{}' must be true or false", key));
+                    continue;
+                }
+                if (key == "enabled") r.enabled = flag;
+                else r.patch = flag;
+                continue;
+            }
             if (key == "labels") {
                 if (!v.IsMap()) {
                     diag(v.Mark(), r.id, "'labels' must be a mapping of names to values");
@@ -107,10 +187,7 @@ private:
                 continue;
             }
             if (std::find(k_rule_keys.begin(), k_rule_keys.end(), key) == k_rule_keys.end()) {
-                diag(kv.first.Mark(), r.id,
-                     fmt::format("unknown key '{}' (expected one of: id, title, severity, scope, when, message, "
-                                 "estimated_speedup, tool_finding, min_share, labels)",
-                                 key));
+                diag(kv.first.Mark(), r.id, fmt::format("unknown key '{}' (expected one of: {})", key, k_all_keys));
                 continue;
             }
             auto text = scalar(v, r.id, key);
@@ -143,12 +220,15 @@ private:
                 r.min_share = source_text(v, *text);
             }
         }
-        if (!r.id.empty()) {
+        if (r.keys.contains("append") || (r.keys.contains("enabled") && !r.keys.contains("when"))) r.patch = true;
+        if (!r.id.empty() && !r.patch) {
             if (r.when.text.empty()) diag(item.Mark(), r.id, "rule has no 'when' condition");
             if (r.message.text.empty()) diag(item.Mark(), r.id, "rule has no 'message'");
+        }
+        if (!r.id.empty()) {
             if (!m_ids.insert(r.id).second) diag(item.Mark(), r.id, "duplicate rule id in this file");
         }
-        if (r.title.empty()) r.title = r.id;
+        if (r.title.empty() && !r.patch) r.title = r.id;
         m_out.rules.push_back(std::move(r));
     }
 
@@ -226,72 +306,229 @@ bool RuleSet::has_errors() const {
                        [](const Diagnostic& d) { return d.level == Diagnostic::Level::error; });
 }
 
+std::size_t RuleSet::error_count() const {
+    return static_cast<std::size_t>(std::count_if(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) {
+        return d.level == Diagnostic::Level::error;
+    }));
+}
+
+namespace {
+
+struct NoScope final : EvalScope {
+    std::optional<double> metric(std::string_view) const override { return {}; }
+    std::optional<double> run_metric(std::string_view) const override { return {}; }
+    std::optional<std::string> attribute(std::string_view) const override { return {}; }
+};
+
+Diagnostic at(const SourceLoc& loc, const std::string& rule_id, std::string message, const std::string& file_text,
+              Diagnostic::Level level = Diagnostic::Level::error) {
+    Diagnostic d;
+    d.level = level;
+    d.loc = loc;
+    d.rule_id = rule_id;
+    d.message = std::move(message);
+    d.source_line = loc.line > 0 ? line_of(file_text, loc.line) : std::string();
+    return d;
+}
+
+// Applies a patch entry to the rule it names: the keys it gives replace, lets merge by name.
+void apply_patch(RuleSpec& base, const RuleSpec& patch) {
+    const auto& k = patch.keys;
+    if (k.contains("title")) base.title = patch.title;
+    if (k.contains("severity")) base.severity = patch.severity;
+    if (k.contains("scope")) base.scope = patch.scope;
+    if (k.contains("when")) base.when = patch.when;
+    if (k.contains("message")) base.message = patch.message;
+    if (k.contains("estimated_speedup")) base.estimated_speedup = patch.estimated_speedup;
+    if (k.contains("tool_finding")) base.tool_finding = patch.tool_finding;
+    if (k.contains("min_share")) base.min_share = patch.min_share;
+    if (k.contains("labels"))
+        for (const auto& [key, value] : patch.labels) base.labels[key] = value;
+    if (k.contains("enabled")) base.enabled = patch.enabled;
+    for (const auto& [name, text] : patch.lets) {
+        auto it = std::find_if(base.lets.begin(), base.lets.end(), [&](const auto& l) { return l.first == name; });
+        if (it != base.lets.end()) it->second = text;
+        else base.lets.emplace_back(name, text);
+    }
+    for (const SourceText& a : patch.appends) base.appends.push_back(a);
+    base.overridden_at.push_back(patch.loc);
+}
+
+bool is_reserved_name(const std::string& name) {
+    static const std::set<std::string> k_words{"and", "or", "not", "in", "true", "false", "run"};
+    return k_words.contains(name) || find_metric_def(name) != nullptr;
+}
+
+}  // namespace
+
 RuleSet compile_rules(const std::vector<RuleFile>& files) {
     RuleSet set;
+    std::map<std::string, const std::string*> texts;
+    for (const RuleFile& file : files) texts[file.file] = &file.text;
+    auto text_of = [&](const SourceLoc& loc) -> const std::string& {
+        static const std::string k_none;
+        auto it = texts.find(loc.file);
+        return it == texts.end() ? k_none : *it->second;
+    };
+
+    // Lists and macros of every file, in file order; a later definition replaces an earlier one.
+    Definitions defs;
+    std::vector<std::pair<std::string, SourceLoc>> macro_locs;
     for (const RuleFile& file : files) {
         for (const Diagnostic& d : file.diagnostics) set.diagnostics.push_back(d);
-        for (const RuleSpec& spec : file.rules) {
-            if (spec.id.empty() || spec.when.text.empty() || spec.message.text.empty()) continue;
-            const std::string& text = file.text;
-            bool ok = true;
-            auto report = [&](const SourceText& s, const std::vector<ExprError>& errs, std::string_view field) {
-                for (const ExprError& e : errs) set.diagnostics.push_back(field_diag(spec, s, e, text, field));
-                ok = ok && errs.empty();
-            };
+        for (const ListSpec& l : file.lists) {
+            defs.define_list(l.name, l.items);
+            macro_locs.emplace_back(l.name, l.loc);
+        }
+        for (const MacroSpec& m : file.macros) {
+            if (is_reserved_name(m.name)) {
+                set.diagnostics.push_back(at(m.text.loc, "", fmt::format("macro '{}' would hide the metric or keyword "
+                                                                         "of that name",
+                                                                         m.name),
+                                             file.text));
+                continue;
+            }
             std::vector<ExprError> errs;
-            auto when = Expression::compile(spec.when.text, errs);
-            if (when && when->type() != ValueType::boolean)
-                errs.push_back({0, fmt::format("condition must be true or false, this is a {}", to_string(when->type()))});
-            report(spec.when, errs, "when");
-            errs.clear();
-            auto message = Template::compile(spec.message.text, errs);
-            report(spec.message, errs, "message");
-            std::optional<Expression> speedup;
-            if (spec.estimated_speedup) {
-                errs.clear();
-                speedup = Expression::compile(spec.estimated_speedup->text, errs);
-                if (speedup && speedup->type() != ValueType::number)
-                    errs.push_back({0, "estimated_speedup must be a number (percent)"});
-                report(*spec.estimated_speedup, errs, "estimated_speedup");
+            if (!defs.define(m.name, m.text.text, errs)) {
+                RuleSpec none;
+                for (const ExprError& e : errs) set.diagnostics.push_back(field_diag(none, m.text, e, file.text, "macro " + m.name));
             }
-            std::optional<std::regex> tool_re;
-            if (spec.tool_finding) {
-                try {
-                    tool_re.emplace(spec.tool_finding->text, std::regex::ECMAScript | std::regex::icase);
-                } catch (const std::regex_error& e) {
-                    report(*spec.tool_finding, {{0, fmt::format("invalid regular expression: {}", e.what())}},
-                           "tool_finding");
-                }
-            }
-            std::optional<double> min_share;
-            if (spec.min_share) {
-                errs.clear();
-                auto e = Expression::compile(spec.min_share->text, errs);
-                if (e && (e->type() != ValueType::number || !e->metrics_read().empty()))
-                    errs.push_back({0, "min_share must be a constant percentage such as 1%"});
-                if (e && errs.empty()) {
-                    struct NoScope final : EvalScope {
-                        std::optional<double> metric(std::string_view) const override { return {}; }
-                        std::optional<double> run_metric(std::string_view) const override { return {}; }
-                        std::optional<std::string> attribute(std::string_view) const override { return {}; }
-                    };
-                    const Value v = e->evaluate(NoScope{});
-                    if (const double* d = std::get_if<double>(&v)) min_share = *d;
-                }
-                report(*spec.min_share, errs, "min_share");
-            }
-            if (!ok || !when || !message) continue;
-            CompiledRule rule{spec, std::move(*when), std::move(*message), std::move(speedup), std::move(tool_re),
-                              min_share};
-            auto it = std::find_if(set.rules.begin(), set.rules.end(),
-                                   [&](const CompiledRule& c) { return c.spec.id == spec.id; });
-            if (it != set.rules.end())
-                *it = std::move(rule);
-            else
-                set.rules.push_back(std::move(rule));
+            macro_locs.emplace_back(m.name, m.text.loc);
         }
     }
+
+    // The effective specs: later files replace rules by id or patch them.
+    std::vector<RuleSpec> effective;
+    for (const RuleFile& file : files) {
+        for (const RuleSpec& spec : file.rules) {
+            if (spec.id.empty()) continue;
+            auto it = std::find_if(effective.begin(), effective.end(), [&](const RuleSpec& r) { return r.id == spec.id; });
+            if (spec.patch) {
+                if (it == effective.end()) {
+                    set.diagnostics.push_back(at(spec.loc, spec.id,
+                                                 "no rule of this id in an earlier file to override (override, append "
+                                                 "and enabled change a rule loaded before this file)",
+                                                 file.text));
+                    continue;
+                }
+                apply_patch(*it, spec);
+            } else if (it != effective.end()) {
+                std::vector<SourceLoc> history = it->overridden_at;
+                history.push_back(spec.loc);
+                *it = spec;
+                it->overridden_at = std::move(history);
+            } else {
+                effective.push_back(spec);
+            }
+        }
+    }
+
+    for (const RuleSpec& spec : effective) {
+        if (!spec.enabled) {
+            set.disabled.push_back(spec);
+            continue;
+        }
+        if (spec.when.text.empty() || spec.message.text.empty()) continue;
+        bool ok = true;
+        auto report = [&](const SourceText& s, const std::vector<ExprError>& errs, std::string_view field) {
+            for (const ExprError& e : errs) set.diagnostics.push_back(field_diag(spec, s, e, text_of(s.loc), field));
+            ok = ok && errs.empty();
+        };
+        Definitions local = defs;
+        for (const auto& [name, text] : spec.lets) {
+            if (is_reserved_name(name)) {
+                set.diagnostics.push_back(
+                    at(text.loc, spec.id, fmt::format("let '{}' would hide the metric or keyword of that name", name),
+                       text_of(text.loc)));
+                ok = false;
+                continue;
+            }
+            std::vector<ExprError> errs;
+            local.define(name, text.text, errs);
+            report(text, errs, "let " + name);
+        }
+        std::vector<ExprError> errs;
+        auto when = Expression::compile(spec.when.text, errs, &local);
+        if (when && when->type() != ValueType::boolean)
+            errs.push_back({0, fmt::format("condition must be true or false, this is a {}", to_string(when->type()))});
+        report(spec.when, errs, "when");
+        std::vector<Expression> conditions;
+        if (when) conditions.push_back(std::move(*when));
+        for (const SourceText& a : spec.appends) {
+            errs.clear();
+            auto extra = Expression::compile(a.text, errs, &local);
+            if (extra && extra->type() != ValueType::boolean) errs.push_back({0, "an appended condition must be true or false"});
+            report(a, errs, "append");
+            if (extra) conditions.push_back(std::move(*extra));
+        }
+        errs.clear();
+        auto message = Template::compile(spec.message.text, errs, &local);
+        report(spec.message, errs, "message");
+        std::optional<Expression> speedup;
+        if (spec.estimated_speedup) {
+            errs.clear();
+            speedup = Expression::compile(spec.estimated_speedup->text, errs, &local);
+            if (speedup && speedup->type() != ValueType::number)
+                errs.push_back({0, "estimated_speedup must be a number (percent)"});
+            report(*spec.estimated_speedup, errs, "estimated_speedup");
+        }
+        std::optional<std::regex> tool_re;
+        if (spec.tool_finding) {
+            try {
+                tool_re.emplace(spec.tool_finding->text, std::regex::ECMAScript | std::regex::icase);
+            } catch (const std::regex_error& e) {
+                report(*spec.tool_finding, {{0, fmt::format("invalid regular expression: {}", e.what())}}, "tool_finding");
+            }
+        }
+        std::optional<double> min_share;
+        if (spec.min_share) {
+            errs.clear();
+            auto e = Expression::compile(spec.min_share->text, errs, &local);
+            if (e && (e->type() != ValueType::number || !e->metrics_read().empty()))
+                errs.push_back({0, "min_share must be a constant percentage such as 1%"});
+            if (e && errs.empty()) {
+                const Value v = e->evaluate(NoScope{});
+                if (const double* d = std::get_if<double>(&v)) min_share = *d;
+            }
+            report(*spec.min_share, errs, "min_share");
+        }
+        defs.merge_used(local);
+        if (!ok || conditions.size() != 1 + spec.appends.size() || !message) continue;
+
+        for (const std::string& name : local.unused()) {
+            auto let = std::find_if(spec.lets.begin(), spec.lets.end(), [&](const auto& l) { return l.first == name; });
+            if (let != spec.lets.end())
+                set.diagnostics.push_back(at(let->second.loc, spec.id, fmt::format("let '{}' is never used", name),
+                                             text_of(let->second.loc), Diagnostic::Level::warning));
+        }
+        Expression condition = Expression::all_of(conditions);
+        for (const std::string& m : message->required_metrics()) {
+            if (m.starts_with("run.") || condition.metrics_read().contains(m)) continue;
+            set.diagnostics.push_back(at(spec.message.loc, spec.id,
+                                         fmt::format("message prints '{}', which the condition does not read: it shows "
+                                                     "\"n/a\" when a report lacks it (test it in `when` or wrap it in "
+                                                     "[[ ]])",
+                                                     m),
+                                         text_of(spec.message.loc), Diagnostic::Level::warning));
+        }
+        set.rules.push_back(CompiledRule{spec, std::move(condition), std::move(*message), std::move(speedup),
+                                         std::move(tool_re), min_share});
+    }
+    // Macros and lists no rule reads.
+    for (const std::string& name : defs.unused()) {
+        auto it = std::find_if(macro_locs.rbegin(), macro_locs.rend(), [&](const auto& m) { return m.first == name; });
+        if (it != macro_locs.rend())
+            set.diagnostics.push_back(at(it->second, "", fmt::format("'{}' is defined but no rule uses it", name),
+                                         text_of(it->second), Diagnostic::Level::warning));
+    }
     return set;
+}
+
+std::vector<RuleFile> load_rule_files(const std::vector<std::string>& paths) {
+    std::vector<RuleFile> files;
+    for (const auto& [name, text] : shipped_rule_packs()) files.push_back(parse_rule_text(name, text));
+    for (const std::string& path : paths) files.push_back(parse_rule_file(path));
+    return files;
 }
 
 }  // namespace perfwatch

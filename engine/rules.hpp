@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,12 +56,37 @@ struct RuleSpec {
     std::optional<SourceText> tool_finding;       // regex over the profiler's own rule results
     std::optional<SourceText> min_share;          // skip entities below this share of run GPU time
     std::map<std::string, std::string> labels;
+    // `let` bindings in order (a later one may use an earlier one); usable in every field.
+    std::vector<std::pair<std::string, SourceText>> lets;
+    std::vector<SourceText> appends;  // `append:` conditions, joined to `when` with `and`
+    bool enabled = true;
+    // An entry with `override: true`, `append:` or `enabled:` patches the rule of the same id
+    // from an earlier file: the keys it gives replace those, its lets replace lets by name.
+    bool patch = false;
+    std::set<std::string> keys;        // the keys the entry gives
+    SourceLoc loc;
+    std::vector<SourceLoc> overridden_at;  // later entries that replaced or patched this rule
+};
+
+// A named expression shared by the rules of every file loaded after it (and its own).
+struct MacroSpec {
+    std::string name;
+    SourceText text;
+};
+
+// A named list of strings, for `name in LIST`.
+struct ListSpec {
+    std::string name;
+    std::vector<std::string> items;
     SourceLoc loc;
 };
 
 struct RuleFile {
+    std::string file;
     std::string text;  // the YAML as read, for quoting offending lines
     std::vector<RuleSpec> rules;
+    std::vector<MacroSpec> macros;
+    std::vector<ListSpec> lists;
     std::vector<Diagnostic> diagnostics;
 };
 
@@ -82,12 +108,19 @@ struct CompiledRule {
 
 struct RuleSet {
     std::vector<CompiledRule> rules;
+    std::vector<RuleSpec> disabled;  // effective specs switched off with `enabled: false`
     std::vector<Diagnostic> diagnostics;
     bool has_errors() const;
+    std::size_t error_count() const;
 };
 
-// Compiles rule files in order; a rule whose id repeats one of an earlier file replaces it
-// (users override shipped rules by id). Type errors and unknown metrics are reported here.
+// Compiles rule files in order; a rule whose id repeats one of an earlier file replaces it, or
+// patches it (override/append/enabled). Macros and lists of every file are visible to all rules.
+// Type errors, unknown metrics and keys are errors; unused lets and macros, and messages that
+// print a metric the condition does not need, are warnings.
 RuleSet compile_rules(const std::vector<RuleFile>& files);
+
+// The shipped packs, then `paths` in order.
+std::vector<RuleFile> load_rule_files(const std::vector<std::string>& paths);
 
 }  // namespace perfwatch

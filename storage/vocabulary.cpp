@@ -130,6 +130,8 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"global_sectors_excessive", "count", k_k, "L2 sectors of global accesses beyond the ideal (uncoalesced)"},
     {"global_sectors_ideal", "count", k_k, "L2 sectors global accesses would need if coalesced"},
     {"global_sectors_requested", "count", k_k, "L1 tag requests of global accesses, in sectors"},
+    {"shared_bank_conflicts", "count", k_k, "shared-memory bank conflicts (extra wavefronts), loads and stores"},
+    {"shared_wavefronts", "count", k_k, "shared-memory wavefronts, loads and stores (conflicts included)"},
 });
 
 }  // namespace

@@ -44,7 +44,7 @@ StoredRun two_kernel_run() {
 
 RuleSet rules(const std::string& yaml) {
     RuleSet set = compile_rules({parse_rule_text("t.yaml", yaml)});
-    EXPECT_TRUE(set.diagnostics.empty()) << (set.diagnostics.empty() ? "" : set.diagnostics[0].to_string());
+    EXPECT_FALSE(set.has_errors()) << (set.diagnostics.empty() ? "" : set.diagnostics[0].to_string());
     return set;
 }
 
