@@ -207,20 +207,20 @@ TEST(Cli, CheckOnProfileMonNamesItsDominantKernels) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const auto doc = parse_json(r);
     EXPECT_EQ(doc["runs"][0]["format"], "fpga-profile-mon");
-    const auto* spmv = find_finding(doc, "timeline-dominant-kernel", "spmv_kernel");
+    const auto* spmv = find_finding(doc, "hotspot-top-kernel", "spmv_kernel");
     ASSERT_NE(spmv, nullptr) << r.out;
     EXPECT_NE((*spmv)["message"].get<std::string>().find("30 executions"), std::string::npos) << (*spmv)["message"];
-    EXPECT_NE(find_finding(doc, "timeline-dominant-kernel", "merge_kernel"), nullptr);
+    EXPECT_NE(find_finding(doc, "hotspot-top-kernel", "merge_kernel"), nullptr);
     // spmv_kernel ranks first: it has the larger share of kernel time.
     std::vector<std::string> order;
     for (const auto& f : doc["findings"])
-        if (f["rule"] == "timeline-dominant-kernel") order.push_back(f["entity"]["name"]);
+        if (f["rule"] == "hotspot-top-kernel") order.push_back(f["entity"]["name"]);
     ASSERT_EQ(order.size(), 2u);
     EXPECT_EQ(order[0], "spmv_kernel");
-    EXPECT_NE(find_finding(doc, "timeline-device-idle", "device 0"), nullptr);
+    EXPECT_NE(find_finding(doc, "launch-gpu-idle", "device 0"), nullptr);
 
     const auto text = run_perfwatch({"check", path});
-    EXPECT_NE(text.out.find("spmv_kernel takes 60.0% of the run's kernel time"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("spmv_kernel is #1 by kernel time: 60.0% of the run's 1.99 ms"), std::string::npos) << text.out;
 }
 
 TEST(Cli, FormatsListsEveryCollector) {
