@@ -782,6 +782,13 @@ bool Definitions::define(const std::string& name, std::string_view source, std::
     return true;
 }
 
+void Definitions::define_broken(const std::string& name) {
+    auto n = std::make_shared<Node>();
+    n->poisoned = true;
+    m_exprs[name] = Named{std::move(n), {}};
+    m_lists.erase(name);
+}
+
 void Definitions::define_list(const std::string& name, std::vector<std::string> items) {
     m_lists[name] = std::make_shared<const std::vector<std::string>>(std::move(items));
     m_exprs.erase(name);

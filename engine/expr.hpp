@@ -56,6 +56,8 @@ public:
     // same name). Returns false, with `errors`, when it does not compile.
     bool define(const std::string& name, std::string_view source, std::vector<ExprError>& errors);
     void define_list(const std::string& name, std::vector<std::string> items);
+    // Defines `name` as a value already diagnosed: uses of it report nothing more.
+    void define_broken(const std::string& name);
     bool has(const std::string& name) const { return m_exprs.contains(name) || m_lists.contains(name); }
     // Names defined but never read by an expression compiled with these definitions since.
     std::vector<std::string> unused() const;

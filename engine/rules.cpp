@@ -390,6 +390,7 @@ RuleSet compile_rules(const std::vector<RuleFile>& files) {
             }
             std::vector<ExprError> errs;
             if (!defs.define(m.name, m.text.text, errs)) {
+                defs.define_broken(m.name);
                 RuleSpec none;
                 for (const ExprError& e : errs) set.diagnostics.push_back(field_diag(none, m.text, e, file.text, "macro " + m.name));
             }
@@ -444,7 +445,7 @@ RuleSet compile_rules(const std::vector<RuleFile>& files) {
                 continue;
             }
             std::vector<ExprError> errs;
-            local.define(name, text.text, errs);
+            if (!local.define(name, text.text, errs)) local.define_broken(name);
             report(text, errs, "let " + name);
         }
         std::vector<ExprError> errs;

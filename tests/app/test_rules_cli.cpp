@@ -1,0 +1,124 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "app/rule_tests.hpp"
+#include "engine/rules.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+void write(const std::string& path, const std::string& content) {
+    std::ofstream out(path, std::ios::binary);
+    out << content;
+}
+
+std::vector<std::string> shipped_tests() {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(std::string(PERFWATCH_SOURCE_DIR) + "/rules/tests"))
+        if (e.path().extension() == ".yaml") out.push_back(e.path().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace
+
+// Every shipped rule has tests that pass; with the corpus present, each one fires in a test.
+TEST(RulePacks, ShippedRuleTestsPassAndCoverEveryRule) {
+    const auto corpus = corpus_dir();
+    if (corpus) setenv("PERFWATCH_CORPUS", corpus->c_str(), 1);
+    const RuleTestSummary s = run_rule_tests(shipped_tests());
+    std::string messages;
+    for (const std::string& m : s.messages) messages += m + "\n";
+    EXPECT_FALSE(s.broken) << messages;
+    EXPECT_EQ(s.failed, 0) << messages;
+    EXPECT_GE(s.tests, 10);
+
+    const RuleSet shipped = compile_rules(load_rule_files({}));
+    std::string all_tests;
+    for (const std::string& f : shipped_tests()) all_tests += read_file(f);
+    for (const CompiledRule& r : shipped.rules) {
+        const std::regex named("rule: " + r.spec.id + "\\b");
+        EXPECT_TRUE(std::regex_search(all_tests, named)) << r.spec.id << " has no test expecting it";
+        if (corpus) {
+            EXPECT_TRUE(std::find(s.fired.begin(), s.fired.end(), r.spec.id) != s.fired.end())
+                << r.spec.id << " fired in no passing test";
+        }
+    }
+    if (!corpus) GTEST_SKIP() << "corpus not found: rules covered only by corpus reports were not run";
+}
+
+TEST(RulesCli, TestCommandReportsFailuresAndExitsOne) {
+    TempDir dir;
+    const std::string t = dir.file("t.yaml");
+    write(t, R"(tests:
+  - name: wrong message
+    entities:
+      - {kind: run, metrics: {gpu_time: 1ms}}
+      - {kind: kernel, name: reduce_final, metrics: {duration_total: 1ms, grid_size: 8, sm_count: 108}}
+    expect:
+      - {rule: ncu-small-grid, message_contains: "9 blocks"}
+  - name: right
+    entities:
+      - {kind: kernel, name: k, metrics: {grid_size: 8, sm_count: 108}}
+    expect: [ncu-small-grid]
+)");
+    const auto r = run_perfwatch({"rules", "test", t});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("2 test(s): 1 passed, 1 failed, 0 skipped"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find(t + ":2:5: test 'wrong message': FAILED"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("got 'ncu-small-grid' on kernel 'reduce_final': small grid: 8 blocks for 108 SMs"),
+              std::string::npos)
+        << r.err;
+    const auto shipped = run_perfwatch({"rules", "test", std::string(PERFWATCH_SOURCE_DIR) + "/rules/tests/hotspots_test.yaml"});
+    EXPECT_EQ(shipped.exit_code, 0) << shipped.err;
+}
+
+TEST(RulesCli, LintReportsEveryErrorWithLineAndColumn) {
+    TempDir dir;
+    const std::string a = dir.file("a.yaml"), b = dir.file("b.yaml"), good = dir.file("good.yaml");
+    write(a, "rules:\n  - id: x\n    when: occupancy_achieved < 50 and nme ~ \"gemm\"\n    message: m\n    sevrity: error\n");
+    write(b, "rules:\n  - id: ncu-tail-effect\n    override: true\n    let: {min_tail_pct: '30%%'}\n");
+    write(good, "rules:\n  - id: ncu-tail-effect\n    override: true\n    let: {min_tail_pct: 30}\n");
+    const auto r = run_perfwatch({"rules", "lint", a, b});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find(a + ":5:5: error: rule 'x': unknown key 'sevrity'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(a + ":3:39: error: rule 'x': when: unknown metric 'nme'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(b + ":4:29: error: rule 'ncu-tail-effect': let min_tail_pct:"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("3 error(s)"), std::string::npos) << r.out;
+    const auto ok = run_perfwatch({"rules", "lint", good});
+    EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+TEST(RulesCli, ListShowsTheEffectiveRules) {
+    TempDir dir;
+    const std::string team = dir.file("team.yaml");
+    write(team, R"(rules:
+  - id: ncu-small-grid
+    enabled: false
+  - id: ncu-tail-effect
+    override: true
+    severity: error
+    append: 'name !~ "warmup"'
+)");
+    const auto r = run_perfwatch({"rules", "list", "-v", team});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(ncu-tail-effect +error +kernel +rules/ncu.yaml:\d+:5 \(overridden\))")))
+        << r.out;
+    EXPECT_NE(r.out.find("    overridden at " + team + ":4:5"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("      and: name !~ \"warmup\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("    let min_tail_pct = 20"), std::string::npos) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(ncu-small-grid +disabled)"))) << r.out;
+    // The configuration's rule files are part of the effective set too.
+    const std::string cfg = dir.file("perfwatch.yaml");
+    write(cfg, "rules: [team.yaml]\n");
+    const auto c = run_perfwatch({"--config", cfg, "rules", "list"});
+    EXPECT_TRUE(std::regex_search(c.out, std::regex(R"(ncu-small-grid +disabled)"))) << c.out << c.err;
+}
+
+}  // namespace perfwatch::test
