@@ -252,7 +252,7 @@ TEST(Cli, BinaryReportsAreConvertedByTheConfiguredTool) {
 TEST(Cli, BinaryReportWithoutItsToolIsSkippedByIngestAndFailsCheck) {
     TempDir dir;
     const std::string rep = dir.file("timeline.nsys-rep"), db = dir.file("p.db"), cfg = dir.file("perfwatch.yaml");
-    write(rep, std::string("\x01\x02binary\0report", 16));
+    write(rep, std::string("\x01\x02" "binary" "\0" "report", 15));
     write(cfg, "converters:\n  - extension: .nsys-rep\n    command: [perfwatch-no-such-nsys, export, \"{input}\"]\n");
     const auto r = run_perfwatch({"--config", cfg, "ingest", "--db", db, rep});
     EXPECT_EQ(r.exit_code, 0) << r.err;
