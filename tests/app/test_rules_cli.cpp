@@ -53,6 +53,24 @@ TEST(RulePacks, ShippedRuleTestsPassAndCoverEveryRule) {
     if (!corpus) GTEST_SKIP() << "corpus not found: rules covered only by corpus reports were not run";
 }
 
+// The README's rule test example must stay valid (its rule_files line names a file of the reader's).
+TEST(RulesCli, ReadmeTestExamplePasses) {
+    const std::string readme = read_file(std::string(PERFWATCH_SOURCE_DIR) + "/README.md");
+    const std::size_t start = readme.find("rule_files: [team.yaml]");
+    ASSERT_NE(start, std::string::npos);
+    const std::size_t body = readme.find('\n', start) + 1;
+    const std::size_t end = readme.find("```", body);
+    TempDir dir;
+    const std::string t = dir.file("readme_test.yaml");
+    write(t, readme.substr(body, end - body));
+    const auto corpus = corpus_dir();
+    if (corpus) setenv("PERFWATCH_CORPUS", corpus->c_str(), 1);
+    const RuleTestSummary s = run_rule_tests({t});
+    EXPECT_EQ(s.tests, 2);
+    EXPECT_EQ(s.failed, 0) << (s.messages.empty() ? "" : s.messages[0]);
+    EXPECT_FALSE(s.broken);
+}
+
 TEST(RulesCli, TestCommandReportsFailuresAndExitsOne) {
     TempDir dir;
     const std::string t = dir.file("t.yaml");
