@@ -18,12 +18,6 @@ namespace perfwatch {
 
 namespace {
 
-struct NoScope final : EvalScope {
-    std::optional<double> metric(std::string_view) const override { return {}; }
-    std::optional<double> run_metric(std::string_view) const override { return {}; }
-    std::optional<std::string> attribute(std::string_view) const override { return {}; }
-};
-
 struct Expectation {
     std::string rule, entity, message, message_contains;
     std::optional<Severity> severity;
@@ -92,14 +86,9 @@ private:
         }
         std::vector<ExprError> errs;
         auto e = Expression::compile(n.Scalar(), errs);
-        if (!e || e->type() != ValueType::number || !e->metrics_read().empty()) {
-            error = fmt::format("'{}' is not a number with an optional unit", n.Scalar());
-            return std::nullopt;
-        }
-        const Value v = e->evaluate(NoScope{});
-        if (const double* d = std::get_if<double>(&v)) return *d;
-        error = fmt::format("'{}' is not a number", n.Scalar());
-        return std::nullopt;
+        const std::optional<double> v = e ? constant_number(*e) : std::nullopt;
+        if (!v) error = fmt::format("'{}' is not a number with an optional unit", n.Scalar());
+        return v;
     }
 
     // The run a test evaluates: a report collected from disk, or entities written in the test.

@@ -851,6 +851,18 @@ std::optional<std::string> format_human(double d, const std::string& spec) {
 
 }  // namespace
 
+std::optional<double> constant_number(const Expression& e) {
+    struct NoScope final : EvalScope {
+        std::optional<double> metric(std::string_view) const override { return {}; }
+        std::optional<double> run_metric(std::string_view) const override { return {}; }
+        std::optional<std::string> attribute(std::string_view) const override { return {}; }
+    };
+    if (e.type() != ValueType::number || !e.metrics_read().empty()) return std::nullopt;
+    const Value v = e.evaluate(NoScope{});
+    if (const double* d = std::get_if<double>(&v)) return *d;
+    return std::nullopt;
+}
+
 std::string format_value(const Value& v, const std::string& spec) {
     if (std::holds_alternative<std::monostate>(v)) return "n/a";
     try {

@@ -126,6 +126,9 @@ private:
     std::vector<Part> m_parts;
 };
 
+// The value of an expression that reads nothing (a literal such as "5ms"); nullopt otherwise.
+std::optional<double> constant_number(const Expression& e);
+
 // Formats a value the way messages show it (numbers without trailing zeros).
 std::string format_value(const Value& v, const std::string& spec = {});
 

@@ -314,12 +314,6 @@ std::size_t RuleSet::error_count() const {
 
 namespace {
 
-struct NoScope final : EvalScope {
-    std::optional<double> metric(std::string_view) const override { return {}; }
-    std::optional<double> run_metric(std::string_view) const override { return {}; }
-    std::optional<std::string> attribute(std::string_view) const override { return {}; }
-};
-
 Diagnostic at(const SourceLoc& loc, const std::string& rule_id, std::string message, const std::string& file_text,
               Diagnostic::Level level = Diagnostic::Level::error) {
     Diagnostic d;
@@ -487,10 +481,7 @@ RuleSet compile_rules(const std::vector<RuleFile>& files) {
             auto e = Expression::compile(spec.min_share->text, errs, &local);
             if (e && (e->type() != ValueType::number || !e->metrics_read().empty()))
                 errs.push_back({0, "min_share must be a constant percentage such as 1%"});
-            if (e && errs.empty()) {
-                const Value v = e->evaluate(NoScope{});
-                if (const double* d = std::get_if<double>(&v)) min_share = *d;
-            }
+            if (e && errs.empty()) min_share = constant_number(*e);
             report(*spec.min_share, errs, "min_share");
         }
         defs.merge_used(local);

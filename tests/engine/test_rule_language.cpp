@@ -2,16 +2,11 @@
 
 #include "engine/evaluate.hpp"
 #include "engine/rules.hpp"
+#include "tests/engine/diagnostics_text.hpp"
 
 namespace perfwatch {
 
 namespace {
-
-std::string all(const std::vector<Diagnostic>& ds) {
-    std::string out;
-    for (const Diagnostic& d : ds) out += d.to_string() + "\n";
-    return out;
-}
 
 // A run of kernels with the given total durations (ns) and a gpu_time that is their sum.
 StoredRun kernels(const std::vector<std::pair<std::string, double>>& ks) {

@@ -1,19 +1,10 @@
 #include <gtest/gtest.h>
 
 #include "engine/rules.hpp"
+#include "tests/engine/diagnostics_text.hpp"
 #include "tests/support.hpp"
 
 namespace perfwatch {
-
-namespace {
-
-std::string all(const std::vector<Diagnostic>& ds) {
-    std::string out;
-    for (const Diagnostic& d : ds) out += d.to_string() + "\n";
-    return out;
-}
-
-}  // namespace
 
 TEST(Rules, ShippedPacksCompileCleanly) {
     std::vector<RuleFile> files;
