@@ -273,7 +273,32 @@ bool add_ncu_value(NcuLaunch& launch, std::string_view tool_name, std::string_vi
     return true;
 }
 
+// Block and grid sizes from the launch's "128x1x1" dimensions (the CSV's Block Size and Grid Size
+// columns, the text output's kernel line) when no section printed them as metrics.
+void derive_sizes_from_dimensions(NcuLaunch& launch) {
+    for (const auto& [attribute, metric] : {std::pair<std::string, std::string>{"block", "block_size"},
+                                            std::pair<std::string, std::string>{"grid", "grid_size"}}) {
+        const auto it = launch.attributes.find(attribute);
+        if (it == launch.attributes.end()) continue;
+        if (std::any_of(launch.metrics.begin(), launch.metrics.end(), [&](const Metric& m) { return m.name == metric; }))
+            continue;
+        double product = 1;
+        std::size_t start = 0;
+        bool ok = true;
+        while (ok && start <= it->second.size()) {
+            std::size_t x = it->second.find('x', start);
+            if (x == std::string::npos) x = it->second.size();
+            const auto v = parse_report_number(std::string_view(it->second).substr(start, x - start));
+            ok = v && *v >= 1;
+            if (ok) product *= *v;
+            start = x + 1;
+        }
+        if (ok) set_metric(launch.metrics, Metric{metric, product, "count", attribute + " dimensions", ""});
+    }
+}
+
 void derive_ncu_attributes(NcuLaunch& launch) {
+    derive_sizes_from_dimensions(launch);
     if (std::string limiter = limiter_text(launch); !limiter.empty())
         launch.attributes["occupancy_limiter"] = std::move(limiter);
     derive_sectors_from_rule_text(launch);
