@@ -108,10 +108,6 @@ double overlap_length(std::vector<Span> a, std::vector<Span> b) {
     return total;
 }
 
-Metric plain(std::string name, double value, std::string unit, std::string tool = {}, std::string tool_unit = {}) {
-    return Metric{std::move(name), value, std::move(unit), std::move(tool), std::move(tool_unit)};
-}
-
 class KinetoReader {
 public:
     explicit KinetoReader(const std::string& path) : m_path(path) {}

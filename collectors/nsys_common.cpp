@@ -54,4 +54,10 @@ std::string memory_operation_direction(std::string_view name) {
     return prefix + std::string(dir);
 }
 
+std::string memory_operation_name(std::string_view name) {
+    const std::string dir = memory_operation_direction(name);
+    if (dir.empty()) return std::string(name);
+    return dir == "memset" ? "[CUDA memset]" : "[CUDA memcpy " + dir + "]";
+}
+
 }  // namespace perfwatch

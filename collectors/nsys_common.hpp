@@ -20,4 +20,8 @@ std::string_view copy_kind_name(long long kind);
 // empty when the name is not a CUDA memory operation.
 std::string memory_operation_direction(std::string_view name);
 
+// The name perfwatch stores for a memory operation, the same whichever spelling the report used:
+// "[CUDA memcpy Host-to-Device]" -> "[CUDA memcpy HtoD]"; "[CUDA memset]"; other names unchanged.
+std::string memory_operation_name(std::string_view name);
+
 }  // namespace perfwatch

@@ -53,10 +53,6 @@ private:
     std::set<std::string> m_tables;
 };
 
-Metric plain(std::string name, double value, std::string unit, std::string tool = {}, std::string tool_unit = {}) {
-    return Metric{std::move(name), value, std::move(unit), std::move(tool), std::move(tool_unit)};
-}
-
 class NsysSqliteCollector final : public Collector {
 public:
     std::string_view id() const override { return "nsys-sqlite"; }

@@ -412,10 +412,6 @@ private:
     const Row& m_row;
 };
 
-Metric plain(std::string name, double value, std::string unit, std::string tool = {}, std::string tool_unit = {}) {
-    return Metric{std::move(name), value, std::move(unit), std::move(tool), std::move(tool_unit)};
-}
-
 // Per-name statistics from one or more summary rows (2022.4+ splits a kernel's rows by grid and block).
 struct Summary {
     double count = 0, total = 0, min = 0, max = 0, sum_sq = 0;  // sum_sq: sum of n * (std^2 + mean^2)
@@ -427,7 +423,8 @@ struct Summary {
     int order = 0;
 };
 
-Result<std::map<std::string, Summary>> summarize(const std::string& path, const Table& table, bool normalize_memory) {
+Result<std::map<std::string, Summary>> summarize(const std::string& path, const Table& table) {
+    const bool memory = table.title.report == Report::memory_time || table.title.report == Report::memory_size;
     std::map<std::string, Summary> out;
     int order = 0;
     // 2020 prints "Average" with no unit: the time columns share the total's unit.
@@ -446,11 +443,7 @@ Result<std::map<std::string, Summary>> summarize(const std::string& path, const 
             if (!*v) return std::unexpected(v->error());
         std::string name = r.text(Field::name);
         if (name.empty()) return fail(path, row.line, "expected a name in the last column");
-        if (normalize_memory) {
-            const std::string dir = memory_operation_direction(name);
-            if (dir == "memset") name = "[CUDA memset]";
-            else if (!dir.empty()) name = fmt::format("[CUDA memcpy {}]", dir);
-        }
+        if (memory) name = memory_operation_name(name);
         Summary& s = out[name];
         const std::optional<double> mean_value = *mean;
         const double m = mean_value ? *mean_value : (*count > 0 ? *total / *count : 0);
@@ -521,7 +514,7 @@ std::vector<std::pair<std::string, Summary>> in_report_order(std::map<std::strin
 }
 
 // Feeds the GPU trace's kernels and memory operations to a timeline.
-Result<void> read_trace(const std::string& path, const Table& table, TimelineBuilder& timeline) {
+Result<void> feed_gpu_trace(const std::string& path, const Table& table, TimelineBuilder& timeline) {
     const int start_idx = table.index(Field::start);
     const std::string time_unit = table.columns[static_cast<std::size_t>(start_idx)].unit;
     for (const Row& row : table.rows) {
@@ -531,11 +524,9 @@ Result<void> read_trace(const std::string& path, const Table& table, TimelineBui
         auto dur = r.required(Field::duration, time_unit);
         if (!dur) return std::unexpected(dur.error());
         TimelineEvent ev;
-        ev.name = r.text(Field::name);
-        const std::string dir = memory_operation_direction(ev.name);
-        ev.kind = dir.empty() ? TimelineEvent::Kind::kernel : TimelineEvent::Kind::memory;
-        if (dir == "memset") ev.name = "[CUDA memset]";
-        else if (!dir.empty()) ev.name = fmt::format("[CUDA memcpy {}]", dir);
+        ev.kind = memory_operation_direction(r.text(Field::name)).empty() ? TimelineEvent::Kind::kernel
+                                                                           : TimelineEvent::Kind::memory;
+        ev.name = memory_operation_name(r.text(Field::name));
         ev.device = r.text(Field::device);
         ev.queue = r.text(Field::stream);
         ev.start_ns = *start;
@@ -627,12 +618,11 @@ public:
                 continue;
             }
             if (report == Report::gpu_trace) {
-                if (auto ok = read_trace(path, table, timeline); !ok) return std::unexpected(ok.error());
+                if (auto ok = feed_gpu_trace(path, table, timeline); !ok) return std::unexpected(ok.error());
                 continue;
             }
             if (has_trace && (report == Report::kernels || report == Report::memory_time)) continue;
-            const bool memory = report == Report::memory_time || report == Report::memory_size;
-            auto rows = summarize(path, table, memory);
+            auto rows = summarize(path, table);
             if (!rows) return std::unexpected(rows.error());
             for (auto& [name, s] : in_report_order(std::move(*rows))) {
                 if (report == Report::memory_size) {

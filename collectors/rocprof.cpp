@@ -20,10 +20,6 @@ namespace {
 constexpr std::string_view k_stats_header = "\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\",\"Percentage\"";
 constexpr std::string_view k_sqlite_magic{"SQLite format 3\0", 16};
 
-Metric plain(std::string name, double value, std::string unit, std::string tool = {}, std::string tool_unit = {}) {
-    return Metric{std::move(name), value, std::move(unit), std::move(tool), std::move(tool_unit)};
-}
-
 // What one stats file counts, told from its names: HIP/HSA API calls, copies or kernels.
 EntityKind stats_kind(const std::vector<std::string>& names) {
     std::size_t api = 0, copies = 0;

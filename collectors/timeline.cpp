@@ -27,11 +27,11 @@ double merged_length(std::vector<SpanT>& spans, std::vector<double>* gaps) {
     return total + (cur_end - cur_start);
 }
 
-Metric plain(std::string name, double value, std::string unit) {
-    return Metric{std::move(name), value, std::move(unit), "", ""};
-}
-
 }  // namespace
+
+Metric plain(std::string name, double value, std::string unit, std::string tool, std::string tool_unit) {
+    return Metric{std::move(name), value, std::move(unit), std::move(tool), std::move(tool_unit)};
+}
 
 DurationStats duration_stats(std::vector<double> d) {
     DurationStats s;

@@ -30,6 +30,9 @@ struct TimelineOptions {
     bool keep_durations = true;  // keep each duration for medians (8 bytes per event)
 };
 
+// A metric in a base unit, with the tool's own name and unit when they differ from perfwatch's.
+Metric plain(std::string name, double value, std::string unit, std::string tool = {}, std::string tool_unit = {});
+
 // Duration statistics: count, total, mean, min, max, population standard deviation, median.
 struct DurationStats {
     double count = 0, total = 0, mean = 0, min = 0, max = 0, std = 0, median = 0;
