@@ -5,12 +5,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "storage/file.hpp"
 
 namespace perfwatch {
 
@@ -150,27 +148,19 @@ private:
 
 }  // namespace
 
-bool ConfigLoad::ok() const {
-    return std::none_of(diagnostics.begin(), diagnostics.end(),
-                        [](const Diagnostic& d) { return d.level == Diagnostic::Level::error; });
-}
+bool ConfigLoad::ok() const { return !has_errors(diagnostics); }
 
 ConfigLoad parse_config_text(const std::string& file, std::string_view text) { return ConfigReader(file, text).run(); }
 
 ConfigLoad load_config(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        ConfigLoad out;
-        Diagnostic d;
-        d.loc.file = path;
-        d.message = fmt::format("cannot open the configuration: {}", std::strerror(errno));
-        out.diagnostics.push_back(std::move(d));
-        return out;
-    }
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    const std::string text = buf.str();
-    return parse_config_text(path, text);
+    auto text = read_whole_file(path);
+    if (text) return parse_config_text(path, *text);
+    ConfigLoad out;
+    Diagnostic d;
+    d.loc.file = path;
+    d.message = "cannot read the configuration: " + text.error().message;
+    out.diagnostics.push_back(std::move(d));
+    return out;
 }
 
 }  // namespace perfwatch

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "collectors/clintercept.hpp"
 #include "collectors/collector.hpp"
@@ -20,6 +19,7 @@
 #include "collectors/nsys_sqlite.hpp"
 #include "collectors/nsys_stats.hpp"
 #include "collectors/rocprof.hpp"
+#include "storage/file.hpp"
 
 namespace perfwatch {
 
@@ -121,22 +121,16 @@ Result<RunBatch> collect_content(const std::string& path, std::string_view conte
 }
 
 Result<RunBatch> collect_file(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return fail(path, 0, "is a directory, expected a report file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return fail(path, 0, fmt::format("cannot open: {}", std::strerror(errno)));
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    if (in.bad()) return fail(path, 0, fmt::format("read error: {}", std::strerror(errno)));
-    const std::string content = std::move(buf).str();
-    return collect_content(path, content);
+    auto content = read_whole_file(path);
+    if (!content) return std::unexpected(content.error());
+    return collect_content(path, *content);
 }
 
 Result<RunBatch> collect_file(const std::string& path, const std::vector<Converter>& converters) {
     const Converter* converter = converter_for(converters, path);
     if (converter == nullptr) return collect_file(path);
     std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return fail(path, 0, "is a directory, expected a report file");
+    if (std::filesystem::is_directory(path, ec)) return fail(path, 0, "is a directory, expected a file");
     auto sha = sha256_file(path);
     if (!sha) return std::unexpected(sha.error());
     auto converted = convert_report(*converter, path);

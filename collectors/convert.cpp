@@ -13,9 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
+
+#include "storage/file.hpp"
 
 extern char** environ;
 
@@ -40,10 +40,7 @@ bool names_output(const Converter& c) {
 
 // The last lines of a tool's standard error, for an error message.
 std::string stderr_tail(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    std::string text = buf.str();
+    std::string text = read_whole_file(path).value_or("");
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
     constexpr std::size_t k_max = 600;
     if (text.size() > k_max) text = "..." + text.substr(text.size() - k_max);

@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "storage/file.hpp"
 #include "storage/vocabulary.hpp"
 
 namespace perfwatch {
@@ -287,24 +286,23 @@ std::string Diagnostic::to_string() const {
 RuleFile parse_rule_text(const std::string& file, std::string_view text) { return Reader(file, text).run(); }
 
 RuleFile parse_rule_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        RuleFile f;
-        Diagnostic d;
-        d.loc.file = path;
-        d.message = "cannot read rule file";
-        f.diagnostics.push_back(std::move(d));
-        return f;
-    }
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    return parse_rule_text(path, buf.str());
+    auto text = read_whole_file(path);
+    if (text) return parse_rule_text(path, *text);
+    RuleFile f;
+    f.file = path;
+    Diagnostic d;
+    d.loc.file = path;
+    d.message = "cannot read the rule file: " + text.error().message;
+    f.diagnostics.push_back(std::move(d));
+    return f;
 }
 
-bool RuleSet::has_errors() const {
+bool has_errors(const std::vector<Diagnostic>& diagnostics) {
     return std::any_of(diagnostics.begin(), diagnostics.end(),
                        [](const Diagnostic& d) { return d.level == Diagnostic::Level::error; });
 }
+
+bool RuleSet::has_errors() const { return perfwatch::has_errors(diagnostics); }
 
 std::size_t RuleSet::error_count() const {
     return static_cast<std::size_t>(std::count_if(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& d) {

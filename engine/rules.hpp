@@ -33,6 +33,9 @@ struct Diagnostic {
     std::string to_string() const;
 };
 
+// True when one of `diagnostics` is an error (warnings alone do not count).
+bool has_errors(const std::vector<Diagnostic>& diagnostics);
+
 // Line `line` (1-based) of `text` without its newline; empty past the end.
 std::string line_of(std::string_view text, int line);
 
