@@ -102,16 +102,6 @@ ConvertedReport::ConvertedReport(ConvertedReport&& other) noexcept
     other.m_dir.clear();
 }
 
-ConvertedReport& ConvertedReport::operator=(ConvertedReport&& other) noexcept {
-    if (this != &other) {
-        ConvertedReport old(std::move(*this));
-        m_dir = std::move(other.m_dir);
-        m_path = std::move(other.m_path);
-        other.m_dir.clear();
-    }
-    return *this;
-}
-
 ConvertedReport::~ConvertedReport() {
     if (m_dir.empty()) return;
     std::error_code ec;

@@ -32,7 +32,7 @@ public:
     ConvertedReport() = default;
     ConvertedReport(std::string dir, std::string path) : m_dir(std::move(dir)), m_path(std::move(path)) {}
     ConvertedReport(ConvertedReport&& other) noexcept;
-    ConvertedReport& operator=(ConvertedReport&& other) noexcept;
+    ConvertedReport& operator=(ConvertedReport&&) = delete;
     ConvertedReport(const ConvertedReport&) = delete;
     ConvertedReport& operator=(const ConvertedReport&) = delete;
     ~ConvertedReport();

@@ -851,6 +851,10 @@ std::optional<std::string> format_human(double d, const std::string& spec) {
 
 }  // namespace
 
+bool is_attribute_name(std::string_view name) {
+    return std::find(k_attributes.begin(), k_attributes.end(), name) != k_attributes.end();
+}
+
 std::optional<double> constant_number(const Expression& e) {
     struct NoScope final : EvalScope {
         std::optional<double> metric(std::string_view) const override { return {}; }

@@ -126,6 +126,9 @@ private:
     std::vector<Part> m_parts;
 };
 
+// True for the attribute names expressions read directly (name, kind, device, ...).
+bool is_attribute_name(std::string_view name);
+
 // The value of an expression that reads nothing (a literal such as "5ms"); nullopt otherwise.
 std::optional<double> constant_number(const Expression& e);
 

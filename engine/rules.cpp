@@ -346,9 +346,12 @@ void apply_patch(RuleSpec& base, const RuleSpec& patch) {
     base.overridden_at.push_back(patch.loc);
 }
 
-bool is_reserved_name(const std::string& name) {
+// What a let or macro of this name would hide: "metric or keyword", "attribute", or nothing.
+std::string_view hidden_by(const std::string& name) {
     static const std::set<std::string> k_words{"and", "or", "not", "in", "true", "false", "run"};
-    return k_words.contains(name) || find_metric_def(name) != nullptr;
+    if (k_words.contains(name) || find_metric_def(name) != nullptr) return "metric or keyword";
+    if (is_attribute_name(name)) return "attribute";
+    return {};
 }
 
 }  // namespace
@@ -373,10 +376,9 @@ RuleSet compile_rules(const std::vector<RuleFile>& files) {
             macro_locs.emplace_back(l.name, l.loc);
         }
         for (const MacroSpec& m : file.macros) {
-            if (is_reserved_name(m.name)) {
-                set.diagnostics.push_back(at(m.text.loc, "", fmt::format("macro '{}' would hide the metric or keyword "
-                                                                         "of that name",
-                                                                         m.name),
+            if (const std::string_view hidden = hidden_by(m.name); !hidden.empty()) {
+                set.diagnostics.push_back(at(m.text.loc, "",
+                                             fmt::format("macro '{}' would hide the {} of that name", m.name, hidden),
                                              file.text));
                 continue;
             }
@@ -429,9 +431,9 @@ RuleSet compile_rules(const std::vector<RuleFile>& files) {
         };
         Definitions local = defs;
         for (const auto& [name, text] : spec.lets) {
-            if (is_reserved_name(name)) {
+            if (const std::string_view hidden = hidden_by(name); !hidden.empty()) {
                 set.diagnostics.push_back(
-                    at(text.loc, spec.id, fmt::format("let '{}' would hide the metric or keyword of that name", name),
+                    at(text.loc, spec.id, fmt::format("let '{}' would hide the {} of that name", name, hidden),
                        text_of(text.loc)));
                 ok = false;
                 continue;

@@ -147,6 +147,18 @@ TEST(RuleLanguage, MistakesAreDiagnosedWithTheirPlace) {
     EXPECT_EQ(got, expected) << all(set.diagnostics);
 }
 
+TEST(RuleLanguage, LetsCannotHideAttributes) {
+    const RuleSet set = compile_rules({parse_rule_text("h.yaml", R"(rules:
+  - id: h
+    let: {device: '"GPU 0"'}
+    when: device == "GPU 1"
+    message: m
+)")});
+    ASSERT_TRUE(set.has_errors());
+    EXPECT_EQ(set.diagnostics[0].to_string().substr(0, 73),
+              "h.yaml:3:19: error: rule 'h': let 'device' would hide the attribute of th");
+}
+
 TEST(RuleLanguage, UnusedLetAndUnguardedMessageMetricsWarn) {
     const RuleSet set = compile_rules({parse_rule_text("w.yaml", R"(rules:
   - id: w
