@@ -3,6 +3,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "tests/support.hpp"
@@ -276,6 +277,24 @@ TEST(Cli, ConfigCheck) {
     EXPECT_NE(ko.err.find(bad + ":2:1: error: unknown setting 'watch'"), std::string::npos) << ko.err;
     // Any command refuses to start on a broken configuration.
     EXPECT_EQ(run_perfwatch({"--config", bad, "formats"}).exit_code, 2);
+}
+
+// The README's vocabulary table lists every canonical metric with its unit.
+TEST(Cli, ReadmeListsEveryMetric) {
+    const std::string readme = read_file(std::string(PERFWATCH_SOURCE_DIR) + "/README.md");
+    const auto r = run_perfwatch({"metrics"});
+    ASSERT_EQ(r.exit_code, 0);
+    std::istringstream lines(r.out);
+    std::string line, name, unit;
+    std::getline(lines, line);  // header
+    int count = 0;
+    while (std::getline(lines, line)) {
+        std::istringstream fields(line);
+        fields >> name >> unit;
+        EXPECT_NE(readme.find("| `" + name + "` | " + unit + " |"), std::string::npos) << name;
+        ++count;
+    }
+    EXPECT_GT(count, 100);
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
