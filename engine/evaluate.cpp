@@ -7,7 +7,7 @@ namespace perfwatch {
 
 namespace {
 
-using Memo = std::map<const void*, std::vector<double>>;
+using Memo = AggregateMemo;
 
 class EntityScope final : public EvalScope {
 public:

@@ -566,15 +566,16 @@ private:
 Value eval(const Node& n, const EvalScope& s);
 
 // An aggregate's result for this run: computed once per run when the scope keeps a memo.
-const std::vector<double>& memoized(const Node& n, const EvalScope& s, std::vector<double>& local,
-                                    const std::function<std::vector<double>()>& compute) {
+const std::vector<double>& memoized(const Node& n, const std::string& kind, const EvalScope& s,
+                                    std::vector<double>& local, const std::function<std::vector<double>()>& compute) {
     auto* memo = s.memo();
     if (memo == nullptr) {
         local = compute();
         return local;
     }
-    auto it = memo->find(&n);
-    if (it == memo->end()) it = memo->emplace(&n, compute()).first;
+    const auto key = std::make_pair(static_cast<const void*>(&n), kind);
+    auto it = memo->find(key);
+    if (it == memo->end()) it = memo->emplace(key, compute()).first;
     return it->second;
 }
 
@@ -607,7 +608,7 @@ Value eval(const Node& n, const EvalScope& s) {
         }
         case NodeKind::aggregate: {
             std::vector<double> local;
-            const auto& r = memoized(n, s, local, [&] {
+            const auto& r = memoized(n, n.entity_kind, s, local, [&] {
                 double total = 0;
                 if (n.text == "top") {
                     std::vector<double> values;
@@ -646,7 +647,7 @@ Value eval(const Node& n, const EvalScope& s) {
             const auto kind = s.attribute("kind");
             if (!kind) return std::monostate{};
             std::vector<double> local;
-            const auto& sorted = memoized(n, s, local, [&] {
+            const auto& sorted = memoized(n, *kind, s, local, [&] {
                 std::vector<double> values;
                 s.for_each_entity(*kind, [&](const EvalScope& other) {
                     const Value o = eval(*n.args[0], other);

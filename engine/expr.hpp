@@ -13,6 +13,10 @@
 
 namespace perfwatch {
 
+// Aggregate values computed once per run, keyed by the aggregate and the entity kind it runs over
+// (rank() runs over the current entity's kind, which differs between rules sharing a macro).
+using AggregateMemo = std::map<std::pair<const void*, std::string>, std::vector<double>>;
+
 // A value during evaluation. monostate means "missing": the report lacks a metric the
 // expression reads; it propagates, and a rule whose condition is missing is not applicable.
 using Value = std::variant<std::monostate, double, bool, std::string>;
@@ -34,9 +38,8 @@ public:
         (void)kind;
         (void)fn;
     }
-    // Per-run memo for aggregate values (the same for every entity of a run), keyed by the
-    // aggregate; nullptr: recompute each time.
-    virtual std::map<const void*, std::vector<double>>* memo() const { return nullptr; }
+    // Per-run memo for aggregate values (the same for every entity of a run); nullptr: recompute.
+    virtual AggregateMemo* memo() const { return nullptr; }
 };
 
 // A compile error at a byte offset of the expression text.

@@ -147,6 +147,28 @@ TEST(RuleLanguage, MistakesAreDiagnosedWithTheirPlace) {
     EXPECT_EQ(got, expected) << all(set.diagnostics);
 }
 
+// rank() ranks among entities of the current entity's kind, even in a macro shared by rules of
+// different scopes.
+TEST(RuleLanguage, RankInASharedMacroRanksWithinEachScope) {
+    const RuleSet set = compile_rules({parse_rule_text("r.yaml", R"(macros:
+  first: rank(duration_total) == 1
+rules:
+  - {id: top-kernel, scope: kernel, when: first, message: "{name}"}
+  - {id: top-copy, scope: memcpy, when: first, message: "{name}"}
+)")});
+    ASSERT_FALSE(set.has_errors()) << all(set.diagnostics);
+    StoredRun run = kernels({{"gemm", 100}, {"relu", 50}});
+    for (const auto& [name, t] : {std::pair<std::string, double>{"[CUDA memcpy HtoD]", 10}, {"[CUDA memcpy DtoH]", 5}}) {
+        Entity e;
+        e.kind = EntityKind::memcpy;
+        e.name = name;
+        e.set({"duration_total", t, "ns", "", ""});
+        run.batch.entities.push_back(e);
+    }
+    EXPECT_EQ(fired(set, run), (std::vector<std::string>{"top-copy:[CUDA memcpy HtoD]:[CUDA memcpy HtoD]",
+                                                          "top-kernel:gemm:gemm"}));
+}
+
 TEST(RuleLanguage, LetsCannotHideAttributes) {
     const RuleSet set = compile_rules({parse_rule_text("h.yaml", R"(rules:
   - id: h
