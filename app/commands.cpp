@@ -2,17 +2,24 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "app/config.hpp"
 #include "app/rule_tests.hpp"
 #include "collectors/collector.hpp"
+#include "engine/diff.hpp"
 #include "engine/evaluate.hpp"
+#include "engine/pipeline.hpp"
 #include "engine/rules.hpp"
 #include "notify/format.hpp"
 #include "storage/db.hpp"
 #include "storage/vocabulary.hpp"
+
+#include <fmt/ranges.h>
+#include <set>
 
 namespace perfwatch {
 
@@ -31,19 +38,31 @@ std::int64_t count_kind(const RunBatch& b, EntityKind kind) {
     return std::count_if(b.entities.begin(), b.entities.end(), [&](const Entity& e) { return e.kind == kind; });
 }
 
-// Collects and stores one report. Prints nothing; the caller reports.
-Result<StoreOutcome> ingest_one(Db& db, const std::string& file, const std::map<std::string, std::string>& labels,
-                                const std::vector<Converter>& converters, RunBatch* out_batch = nullptr) {
+// Collects one report and gives it its labels (see LabelSources).
+Result<RunBatch> collect_labelled(const std::string& file, const LabelSources& labels,
+                                  const std::vector<Converter>& converters) {
     auto batch = collect_file(file, converters);
     if (!batch) return std::unexpected(batch.error());
-    for (const auto& [k, v] : labels) batch->labels[k] = v;
+    for (const auto& [k, v] : path_labels(labels.path_templates, file)) batch->labels[k] = v;
+    auto sidecar = sidecar_labels(file);
+    if (!sidecar) return std::unexpected(sidecar.error());
+    for (const auto& [k, v] : *sidecar) batch->labels[k] = v;
+    for (const auto& [k, v] : labels.given) batch->labels[k] = v;
+    return batch;
+}
+
+// Collects and stores one report. Prints nothing; the caller reports.
+Result<StoreOutcome> ingest_one(Db& db, const std::string& file, const LabelSources& labels,
+                                const std::vector<Converter>& converters, RunBatch* out_batch = nullptr) {
+    auto batch = collect_labelled(file, labels, converters);
+    if (!batch) return std::unexpected(batch.error());
     auto stored = db.store(*batch);
     if (stored && out_batch) *out_batch = std::move(*batch);
     return stored;
 }
 
 RunRef run_ref(const StoredRun& run) {
-    return RunRef{run.id, run.batch.source, run.batch.format, run.batch.labels, run.batch.notes};
+    return RunRef{run.id, run.batch.source, run.batch.format, run.batch.labels, run.batch.notes, {}, {}};
 }
 
 std::string show_text(const StoredRun& run) {
@@ -167,6 +186,39 @@ int run_show(const ShowOptions& options) {
     return 0;
 }
 
+namespace {
+
+std::string regression_sentence(const RegressionEvent& e) {
+    const RegressionState& r = e.state;
+    if (e.kind == RegressionEvent::Kind::resolved)
+        return fmt::format("resolved: {} '{}' ({}): {}", to_string(r.entity_kind), r.entity_name, r.rule, r.resolution);
+    std::string out = fmt::format("opened: {} '{}' ({}): {} baseline {}", to_string(r.entity_kind), r.entity_name,
+                                  r.rule, r.metric, value_text(r.baseline));
+    if (r.first_bad_run) out += fmt::format(", shift began at run {}", *r.first_bad_run);
+    return out;
+}
+
+// The run id `text` names in `db`, or the run stored from the report file `text`.
+Result<std::int64_t> baseline_run_id(Db& db, const std::string& text, const CheckOptions& options) {
+    std::int64_t id = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    std::error_code fs_ec;
+    if (ec == std::errc() && ptr == text.data() + text.size() && !std::filesystem::exists(text, fs_ec)) {
+        auto run = db.load(id);
+        if (!run) return std::unexpected(run.error());
+        if (!*run) return fail(options.db_path, 0, fmt::format("--baseline {}: no run {} in the database", text, id));
+        return id;
+    }
+    // A report file: labelled like the checked reports, less the labels naming one build.
+    LabelSources labels = options.labels;
+    std::erase_if(labels.given, [](const auto& kv) { return is_identity_label(kv.first); });
+    auto stored = ingest_one(db, text, labels, options.converters);
+    if (!stored) return std::unexpected(stored.error());
+    return stored->run_id;
+}
+
+}  // namespace
+
 int run_check(const CheckOptions& options) {
     const RuleSet rules = compile_rules(load_rule_files(options.rule_paths));
     for (const Diagnostic& d : rules.diagnostics) fmt::print(stderr, "{}\n", d.to_string());
@@ -176,6 +228,15 @@ int run_check(const CheckOptions& options) {
     if (!db) {
         print_error(db.error());
         return 2;
+    }
+    PipelineOptions pipeline;
+    if (!options.baseline.empty()) {
+        auto id = baseline_run_id(*db, options.baseline, options);
+        if (!id) {
+            print_error(id.error());
+            return 2;
+        }
+        pipeline.baseline_run = *id;
     }
     const Severity fail_on = severity_from_string(options.fail_on).value_or(Severity::error);
     CheckReport report;
@@ -194,15 +255,19 @@ int run_check(const CheckOptions& options) {
             status = 2;
             continue;
         }
-        Evaluation ev = evaluate_run(rules, **run);
-        if (auto r = db->store_findings(stored->run_id, ev.findings); !r) {
-            print_error(r.error());
+        auto outcome = process_run(*db, rules, **run, pipeline);
+        if (!outcome) {
+            print_error(outcome.error());
             status = 2;
+            continue;
         }
-        report.runs.push_back(run_ref(**run));
-        report.evaluated += ev.evaluated;
-        report.not_applicable += ev.not_applicable;
-        for (Finding& f : ev.findings) report.findings.push_back(std::move(f));
+        RunRef ref = run_ref(**run);
+        ref.baselines = outcome->baselines;
+        for (const RegressionEvent& e : outcome->events) ref.regressions.push_back(regression_sentence(e));
+        report.runs.push_back(std::move(ref));
+        report.evaluated += outcome->evaluation.evaluated;
+        report.not_applicable += outcome->evaluation.not_applicable;
+        for (Finding& f : outcome->evaluation.findings) report.findings.push_back(std::move(f));
     }
     rank_findings(report.findings);
     fmt::print("{}", options.format == "json" ? format_check_json(report) : format_check_text(report));
@@ -288,6 +353,281 @@ int run_formats(const std::vector<Converter>& converters) {
         fmt::print("{:<18} {} ({})\n", c.extension, describe_command(c, "{input}"),
                    program.empty() ? "not on PATH" : program);
     }
+    return 0;
+}
+
+namespace {
+
+std::string time_text(double ns) { return format_value(Value(ns), "time"); }
+
+std::optional<std::int64_t> as_run_id(const std::string& text) {
+    std::int64_t id = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+    return id;
+}
+
+// A run named on the command line: a report file, else a run id in the database.
+Result<StoredRun> load_side(const std::string& text, const std::string& db_path, const std::vector<Converter>& converters) {
+    std::error_code ec;
+    const auto id = as_run_id(text);
+    if (!id || std::filesystem::exists(text, ec)) {
+        auto batch = collect_labelled(text, {}, converters);
+        if (!batch) return std::unexpected(batch.error());
+        return StoredRun{0, "", std::move(*batch)};
+    }
+    auto db = Db::open(db_path);
+    if (!db) return std::unexpected(db.error());
+    auto run = db->load(*id);
+    if (!run) return std::unexpected(run.error());
+    if (!*run) return fail(db_path, 0, fmt::format("no run {} (and no file of that name)", *id));
+    return std::move(**run);
+}
+
+std::string side_name(const StoredRun& r) {
+    return r.id > 0 ? fmt::format("run {} ({})", r.id, r.batch.source) : r.batch.source;
+}
+
+}  // namespace
+
+int run_diff(const DiffCommand& options) {
+    auto a = load_side(options.before, options.db_path, options.converters);
+    if (!a) {
+        print_error(a.error());
+        return 2;
+    }
+    auto b = load_side(options.after, options.db_path, options.converters);
+    if (!b) {
+        print_error(b.error());
+        return 2;
+    }
+    DiffOptions d;
+    d.kind = entity_kind_from_string(options.kind).value_or(EntityKind::kernel);
+    d.min_change_pct = options.min_change_pct;
+    const RunDiff diff = diff_runs(a->batch, b->batch, d);
+    const std::string gpu_a = gpu_of(a->batch.labels), gpu_b = gpu_of(b->batch.labels);
+    if (options.format == "json") {
+        nlohmann::json doc = {{"before", side_name(*a)},
+                              {"after", side_name(*b)},
+                              {"kind", options.kind},
+                              {"summary",
+                               {{"added", diff.added},
+                                {"removed", diff.removed},
+                                {"slower", diff.slower},
+                                {"faster", diff.faster},
+                                {"unchanged", diff.unchanged},
+                                {"total_before_ns", diff.total_a},
+                                {"total_after_ns", diff.total_b}}}};
+        nlohmann::json entries = nlohmann::json::array();
+        for (const DiffEntry& e : diff.entries)
+            entries.push_back({{"name", e.name},
+                               {"status", std::string(to_string(e.status))},
+                               {"count_before", e.count_a},
+                               {"count_after", e.count_b},
+                               {"total_before_ns", e.total_a},
+                               {"total_after_ns", e.total_b},
+                               {"mean_before_ns", e.mean_a},
+                               {"mean_after_ns", e.mean_b},
+                               {"change_pct", e.change_pct},
+                               {"confidence", e.confidence ? nlohmann::json(*e.confidence) : nlohmann::json(nullptr)}});
+        doc["entries"] = std::move(entries);
+        fmt::print("{}\n", doc.dump(2));
+        return 0;
+    }
+    fmt::print("before: {}\nafter:  {}\n", side_name(*a), side_name(*b));
+    if (gpu_a != gpu_b)
+        fmt::print("note: the runs ran on different GPU models ({} / {}); timings are not comparable as a regression\n",
+                   gpu_a.empty() ? "unknown" : gpu_a, gpu_b.empty() ? "unknown" : gpu_b);
+    const double change = diff.total_a > 0 ? 100 * (diff.total_b - diff.total_a) / diff.total_a : 0;
+    fmt::print("{}s: {} added, {} removed, {} slower, {} faster, {} unchanged\n", options.kind, diff.added, diff.removed,
+               diff.slower, diff.faster, diff.unchanged);
+    fmt::print("total time: {} -> {} ({:+.1f}%)\n\n", time_text(diff.total_a), time_text(diff.total_b), change);
+    fmt::print("{:<10} {:>17} {:>23} {:>23} {:>8} {:>6}  {}\n", "status", "count", "total", "mean", "change", "conf",
+               "name");
+    for (const DiffEntry& e : diff.entries) {
+        const bool both = e.status != DiffEntry::Status::added && e.status != DiffEntry::Status::removed;
+        fmt::print("{:<10} {:>17} {:>23} {:>23} {:>8} {:>6}  {}\n", to_string(e.status),
+                   fmt::format("{} -> {}", value_text(e.count_a), value_text(e.count_b)),
+                   fmt::format("{} -> {}", time_text(e.total_a), time_text(e.total_b)),
+                   fmt::format("{} -> {}", time_text(e.mean_a), time_text(e.mean_b)),
+                   both ? fmt::format("{:+.1f}%", e.change_pct) : "",
+                   e.confidence ? fmt::format("{:.0f}%", 100 * *e.confidence) : "", e.name);
+    }
+    return 0;
+}
+
+int run_history(const HistoryCommand& options) {
+    auto db = Db::open(options.db_path);
+    if (!db) {
+        print_error(db.error());
+        return 2;
+    }
+    auto runs = db->find_runs(options.labels);
+    if (!runs) {
+        print_error(runs.error());
+        return 2;
+    }
+    std::reverse(runs->begin(), runs->end());
+    std::vector<std::int64_t> ids;
+    std::map<std::int64_t, const Labels*> labels_of;
+    for (const RunLabels& r : *runs) {
+        ids.push_back(r.id);
+        labels_of[r.id] = &r.labels;
+    }
+    const EntityKind kind = options.entity.empty() ? EntityKind::run
+                                                   : entity_kind_from_string(options.kind).value_or(EntityKind::kernel);
+    auto series = db->metric_series(kind, options.entity.empty() ? "run" : options.entity, options.metric, ids);
+    if (!series) {
+        print_error(series.error());
+        return 2;
+    }
+    std::set<std::string> gpus;
+    for (const SeriesPoint& p : *series) gpus.insert(gpu_of(*labels_of.at(p.run_id)));
+    std::vector<double> values;
+    for (const SeriesPoint& p : *series) values.push_back(p.value);
+    const std::vector<std::size_t> cps = change_points(values);
+    // Median of each segment, for the size of each shift.
+    std::vector<double> seg_median;
+    std::vector<std::size_t> bounds = cps;
+    bounds.insert(bounds.begin(), 0);
+    bounds.push_back(values.size());
+    for (std::size_t i = 0; i + 1 < bounds.size(); ++i)
+        seg_median.push_back(median(std::vector<double>(values.begin() + static_cast<std::ptrdiff_t>(bounds[i]),
+                                                        values.begin() + static_cast<std::ptrdiff_t>(bounds[i + 1]))));
+    const MetricDef* def = find_metric_def(options.metric);
+    const bool is_time = def != nullptr && def->unit == "ns";
+    auto show = [&](double v) { return is_time ? time_text(v) : value_text(v); };
+    if (options.format == "json") {
+        nlohmann::json points = nlohmann::json::array(), changes = nlohmann::json::array();
+        for (const SeriesPoint& p : *series)
+            points.push_back({{"run", p.run_id}, {"value", p.value}, {"labels", *labels_of.at(p.run_id)}});
+        for (std::size_t i = 0; i < cps.size(); ++i)
+            changes.push_back({{"run", (*series)[cps[i]].run_id},
+                               {"index", cps[i]},
+                               {"before_median", seg_median[i]},
+                               {"after_median", seg_median[i + 1]}});
+        fmt::print("{}\n", nlohmann::json{{"metric", options.metric},
+                                           {"entity", options.entity},
+                                           {"points", points},
+                                           {"change_points", changes}}
+                               .dump(2));
+        return 0;
+    }
+    fmt::print("{} of {} over {} run(s)\n", options.metric,
+               options.entity.empty() ? std::string("the run") : fmt::format("{} '{}'", to_string(kind), options.entity),
+               series->size());
+    if (gpus.size() > 1)
+        fmt::print("note: these runs ran on {} GPU models; narrow with --label gpu=...\n", gpus.size());
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < series->size(); ++i) {
+        const SeriesPoint& p = (*series)[i];
+        const Labels& l = *labels_of.at(p.run_id);
+        auto label = [&](const char* k) {
+            auto it = l.find(k);
+            return it == l.end() ? std::string("-") : it->second;
+        };
+        std::string mark;
+        if (next < cps.size() && cps[next] == i) {
+            const double before = seg_median[next], after = seg_median[next + 1];
+            mark = fmt::format("  <- change point: median {} -> {} ({:+.1f}%)", show(before), show(after),
+                               before != 0 ? 100 * (after - before) / std::fabs(before) : 0.0);
+            ++next;
+        }
+        fmt::print("run {:>5}  {:<12} {:<14} {:>14}{}\n", p.run_id, label("commit"), label("branch"), show(p.value), mark);
+    }
+    if (cps.empty()) fmt::print("no change point\n");
+    return 0;
+}
+
+int run_baseline_pin(const std::string& db_path, long long run_id, const std::string& comment) {
+    auto db = Db::open(db_path);
+    if (!db) {
+        print_error(db.error());
+        return 2;
+    }
+    auto pinned = db->pin_baseline(run_id, comment);
+    if (!pinned) {
+        print_error(pinned.error());
+        return 2;
+    }
+    if (!*pinned) {
+        fmt::print(stderr, "perfwatch: error: {}: no run {}\n", db_path, run_id);
+        return 2;
+    }
+    fmt::print("run {} pinned as the baseline of the runs comparable with it\n", run_id);
+    return 0;
+}
+
+int run_baseline_unpin(const std::string& db_path, long long run_id) {
+    auto db = Db::open(db_path);
+    if (!db) {
+        print_error(db.error());
+        return 2;
+    }
+    auto removed = db->unpin_baseline(run_id);
+    if (!removed) {
+        print_error(removed.error());
+        return 2;
+    }
+    if (!*removed) {
+        fmt::print(stderr, "perfwatch: error: run {} is not pinned\n", run_id);
+        return 2;
+    }
+    fmt::print("run {} unpinned\n", run_id);
+    return 0;
+}
+
+int run_baseline_show(const std::string& db_path, long long run_id, const std::vector<std::string>& rule_paths) {
+    auto db = Db::open(db_path);
+    if (!db) {
+        print_error(db.error());
+        return 2;
+    }
+    auto pins = db->baseline_pins();
+    if (!pins) {
+        print_error(pins.error());
+        return 2;
+    }
+    fmt::print("{} pinned run(s)\n", pins->size());
+    for (const BaselinePin& p : *pins)
+        fmt::print("  run {}  pinned {}{}\n", p.run_id, p.pinned_at, p.comment.empty() ? "" : "  " + p.comment);
+    if (run_id > 0) {
+        auto run = db->load(run_id);
+        if (!run || !*run) {
+            if (run) fmt::print(stderr, "perfwatch: error: {}: no run {}\n", db_path, run_id);
+            else print_error(run.error());
+            return 2;
+        }
+        const RuleSet rules = compile_rules(load_rule_files(rule_paths));
+        std::map<BaselineSpec, std::vector<std::string>> specs;
+        for (const CompiledRule& r : rules.rules)
+            if (r.uses_history) specs[r.spec.baseline].push_back(r.spec.id);
+        for (const auto& [spec, ids] : specs) {
+            auto b = select_baseline(*db, **run, spec);
+            if (!b) {
+                print_error(b.error());
+                return 2;
+            }
+            std::string runs;
+            for (const StoredRun& r : b->runs) runs += fmt::format(" {}", r.id);
+            fmt::print("\nrun {}: {} (branch {}, up to {} runs{}){}\n  runs:{}\n  rules:", run_id, b->description,
+                       spec.branch, spec.runs, spec.match.empty() ? "" : ", matching " + fmt::format("{}", fmt::join(spec.match, ", ")),
+                       gpu_of((*run)->batch.labels).empty() ? "" : ", GPU " + gpu_of((*run)->batch.labels),
+                       runs.empty() ? " none" : runs);
+            for (const std::string& id : ids) fmt::print(" {}", id);
+            fmt::print("\n");
+        }
+    }
+    auto open = db->regressions(true);
+    if (!open) {
+        print_error(open.error());
+        return 2;
+    }
+    fmt::print("\n{} open regression(s)\n", open->size());
+    for (const RegressionState& r : *open)
+        fmt::print("  {} {} '{}': {} baseline {}, opened at run {}{}, {} run(s) back inside\n", r.rule,
+                   to_string(r.entity_kind), r.entity_name, r.metric, value_text(r.baseline), r.opened_run,
+                   r.first_bad_run ? fmt::format(" (shift began at run {})", *r.first_bad_run) : "", r.inside_runs);
     return 0;
 }
 

@@ -5,12 +5,20 @@
 #include <vector>
 
 #include "collectors/convert.hpp"
+#include "collectors/labels.hpp"
 
 namespace perfwatch {
 
+// Labels of a report, weakest first: the report's own, the first matching path template, the
+// directory's perfwatch-labels.yaml, the report's <report>.labels.yaml, then --label.
+struct LabelSources {
+    std::map<std::string, std::string> given;  // --label
+    std::vector<PathTemplate> path_templates;
+};
+
 struct IngestOptions {
     std::string db_path;
-    std::map<std::string, std::string> labels;
+    LabelSources labels;
     std::vector<std::string> files;
     std::vector<Converter> converters = default_converters();
 };
@@ -24,7 +32,8 @@ struct ShowOptions {
 struct CheckOptions {
     std::string db_path;  // empty: a temporary in-memory database
     std::vector<std::string> rule_paths;
-    std::map<std::string, std::string> labels;
+    LabelSources labels;
+    std::string baseline;  // a run id or a report file to compare with; empty: the history
     std::string format = "text";
     std::string fail_on = "error";
     std::vector<std::string> files;
@@ -48,5 +57,32 @@ int run_rules_test(const std::vector<std::string>& paths);
 int run_config_check(const std::string& path);
 // The report formats, then the binary reports the converters turn into one of them.
 int run_formats(const std::vector<Converter>& converters);
+
+struct DiffCommand {
+    std::string db_path;
+    std::string before, after;  // run ids or report files
+    std::string kind = "kernel";
+    double min_change_pct = 5;
+    std::string format = "text";
+    std::vector<Converter> converters = default_converters();
+};
+// Compares two runs entity by entity; 0, or 2 when a run cannot be read.
+int run_diff(const DiffCommand& options);
+
+struct HistoryCommand {
+    std::string db_path;
+    std::string metric;
+    std::string entity;  // empty: the run's own metric
+    std::string kind = "kernel";
+    std::map<std::string, std::string> labels;
+    std::string format = "text";
+};
+// Prints a metric over the runs matching the labels, oldest first, with change points.
+int run_history(const HistoryCommand& options);
+
+// baseline pin RUN / unpin RUN / show [RUN].
+int run_baseline_pin(const std::string& db_path, long long run_id, const std::string& comment);
+int run_baseline_unpin(const std::string& db_path, long long run_id);
+int run_baseline_show(const std::string& db_path, long long run_id, const std::vector<std::string>& rule_paths);
 
 }  // namespace perfwatch

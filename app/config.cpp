@@ -40,8 +40,12 @@ public:
                 rules(kv.second);
             } else if (key == "converters") {
                 converters(kv.second);
+            } else if (key == "path_templates") {
+                path_templates(kv.second);
             } else {
-                diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, rules or converters)", key));
+                diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, rules, converters or "
+                                                  "path_templates)",
+                                                  key));
             }
         }
         return std::move(m_out);
@@ -81,6 +85,22 @@ private:
         }
         for (const auto& item : n)
             if (auto v = scalar(item, "rules")) m_out.config.rules.push_back(resolve(*v));
+    }
+
+    void path_templates(const YAML::Node& n) {
+        if (!n.IsSequence()) {
+            diag(n.Mark(), "'path_templates' must be a list of templates such as /builds/{project}/{commit}/**");
+            return;
+        }
+        for (const auto& item : n) {
+            auto v = scalar(item, "path_templates");
+            if (!v) continue;
+            std::string error;
+            if (auto t = PathTemplate::compile(*v, error))
+                m_out.config.path_templates.push_back(std::move(*t));
+            else
+                diag(item.Mark(), fmt::format("path template '{}': {}", *v, error));
+        }
     }
 
     void converters(const YAML::Node& n) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectors/convert.hpp"
+#include "collectors/labels.hpp"
 #include "engine/rules.hpp"
 
 namespace perfwatch {
@@ -18,6 +19,8 @@ struct Config {
     // Binary report converters: the defaults, with entries of the file replacing those of the
     // same extension and adding others.
     std::vector<Converter> converters = default_converters();
+    // Labels from report paths: the first template that matches gives them.
+    std::vector<PathTemplate> path_templates;
 };
 
 struct ConfigLoad {

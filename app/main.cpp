@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
         ->allow_extra_args(false);
     check_cmd->add_option("--label", check_labels, "Label KEY=VALUE for the runs (repeatable)")
         ->allow_extra_args(false);
+    check_cmd->add_option("--baseline", check.baseline,
+                          "Compare with this run id or report file instead of the history (same GPU model only)");
     check_cmd->add_option("--format", check.format, "text or json")->check(CLI::IsMember({"text", "json"}));
     check_cmd->add_option("--fail-on", check.fail_on, "info, warning or error (default error)")
         ->check(CLI::IsMember({"info", "warning", "error"}));
@@ -83,6 +85,42 @@ int main(int argc, char** argv) {
     config_cmd->require_subcommand(1);
     auto* config_check_cmd = config_cmd->add_subcommand("check", "Validate a configuration file; exit 1 on errors");
     config_check_cmd->add_option("file", config_check_path, "Configuration file")->required();
+
+    perfwatch::DiffCommand diff;
+    auto* diff_cmd = app.add_subcommand("diff", "Compare two runs entity by entity: added, removed, slower, faster");
+    diff_cmd->add_option("before", diff.before, "Run id or report file")->required();
+    diff_cmd->add_option("after", diff.after, "Run id or report file")->required();
+    diff_cmd->add_option("--db", diff.db_path, "SQLite database for run ids (default $PERFWATCH_DB or perfwatch.db)");
+    diff_cmd->add_option("--kind", diff.kind, "Entities to compare (default kernel)")
+        ->check(CLI::IsMember({"kernel", "memcpy", "api_call", "nvtx_range"}));
+    diff_cmd->add_option("--min-change", diff.min_change_pct, "Smaller changes of the per-launch time are unchanged "
+                                                             "(percent, default 5)");
+    diff_cmd->add_option("--format", diff.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+
+    perfwatch::HistoryCommand history;
+    std::vector<std::string> history_labels;
+    auto* history_cmd = app.add_subcommand("history", "Print a metric over the stored runs with its change points");
+    history_cmd->add_option("--metric", history.metric, "Metric (see `perfwatch metrics`)")->required();
+    history_cmd->add_option("--entity", history.entity, "Entity name (default: the run's own metric)");
+    history_cmd->add_option("--kind", history.kind, "Kind of the entity (default kernel)")
+        ->check(CLI::IsMember({"kernel", "memcpy", "api_call", "nvtx_range", "device"}));
+    history_cmd->add_option("--label", history_labels, "Only runs with label KEY=VALUE (repeatable)")
+        ->allow_extra_args(false);
+    history_cmd->add_option("--db", history.db_path, "SQLite database (default $PERFWATCH_DB or perfwatch.db)");
+    history_cmd->add_option("--format", history.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+
+    std::string baseline_db, pin_comment;
+    long long baseline_run = 0;
+    auto* baseline_cmd = app.add_subcommand("baseline", "Pinned baselines: pin, unpin, show");
+    baseline_cmd->require_subcommand(1);
+    baseline_cmd->add_option("--db", baseline_db, "SQLite database (default $PERFWATCH_DB or perfwatch.db)");
+    auto* pin_cmd = baseline_cmd->add_subcommand("pin", "Make a run the baseline of the runs comparable with it");
+    pin_cmd->add_option("run", baseline_run, "Run id")->required();
+    pin_cmd->add_option("--comment", pin_comment, "Why (shown by baseline show)");
+    auto* unpin_cmd = baseline_cmd->add_subcommand("unpin", "Remove a pin");
+    unpin_cmd->add_option("run", baseline_run, "Run id")->required();
+    auto* baseline_show_cmd = baseline_cmd->add_subcommand("show", "Pins, open regressions, and a run's baselines");
+    baseline_show_cmd->add_option("run", baseline_run, "Run id: show the baseline each history rule uses for it");
 
     auto* metrics_cmd = app.add_subcommand("metrics", "List the canonical metric vocabulary rules are written in");
     auto* formats_cmd = app.add_subcommand("formats", "List the supported report formats");
@@ -117,7 +155,8 @@ int main(int argc, char** argv) {
     if (ingest_cmd->parsed()) {
         if (ingest.db_path.empty()) ingest.db_path = default_db(config);
         ingest.converters = config.converters;
-        if (!parse_labels(ingest_labels, ingest.labels)) return 2;
+        ingest.labels.path_templates = config.path_templates;
+        if (!parse_labels(ingest_labels, ingest.labels.given)) return 2;
         return perfwatch::run_ingest(ingest);
     }
     if (show_cmd->parsed()) {
@@ -125,7 +164,8 @@ int main(int argc, char** argv) {
         return perfwatch::run_show(show);
     }
     if (check_cmd->parsed()) {
-        if (!parse_labels(check_labels, check.labels)) return 2;
+        if (!parse_labels(check_labels, check.labels.given)) return 2;
+        check.labels.path_templates = config.path_templates;
         check.converters = config.converters;
         check.rule_paths.insert(check.rule_paths.begin(), config.rules.begin(), config.rules.end());
         return perfwatch::run_check(check);
@@ -134,6 +174,22 @@ int main(int argc, char** argv) {
         std::vector<std::string> files = config.rules;
         files.insert(files.end(), rule_args.begin(), rule_args.end());
         return perfwatch::run_rules_list(files, list_verbose);
+    }
+    if (diff_cmd->parsed()) {
+        if (diff.db_path.empty()) diff.db_path = default_db(config);
+        diff.converters = config.converters;
+        return perfwatch::run_diff(diff);
+    }
+    if (history_cmd->parsed()) {
+        if (history.db_path.empty()) history.db_path = default_db(config);
+        if (!parse_labels(history_labels, history.labels)) return 2;
+        return perfwatch::run_history(history);
+    }
+    if (baseline_cmd->parsed()) {
+        if (baseline_db.empty()) baseline_db = default_db(config);
+        if (pin_cmd->parsed()) return perfwatch::run_baseline_pin(baseline_db, baseline_run, pin_comment);
+        if (unpin_cmd->parsed()) return perfwatch::run_baseline_unpin(baseline_db, baseline_run);
+        return perfwatch::run_baseline_show(baseline_db, baseline_run, config.rules);
     }
     if (metrics_cmd->parsed()) return perfwatch::run_metrics();
     if (formats_cmd->parsed()) return perfwatch::run_formats(config.converters);

@@ -41,6 +41,10 @@ Result<RunBatch> collect_file(const std::string& path);
 // that vendor tool (see convert.hpp); the run keeps the binary report's path and SHA-256.
 Result<RunBatch> collect_file(const std::string& path, const std::vector<Converter>& converters);
 
+// Labels the report itself gives, where not set already: `gpu` (the devices' GPU models) and
+// `tool_version`. Collectors add their own (Kineto: rank, world_size).
+void add_report_labels(RunBatch& batch);
+
 // Same for content already in memory.
 Result<RunBatch> collect_content(const std::string& path, std::string_view content);
 

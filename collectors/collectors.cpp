@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <memory>
 
@@ -96,6 +97,17 @@ Result<std::string> sha256_file(const std::string& path) {
     return hex(digest, len);
 }
 
+void add_report_labels(RunBatch& batch) {
+    std::set<std::string> gpus;
+    for (const Entity& e : batch.entities)
+        if (e.kind == EntityKind::device)
+            if (auto it = e.attributes.find("gpu"); it != e.attributes.end() && !it->second.empty()) gpus.insert(it->second);
+    std::string gpu;
+    for (const std::string& g : gpus) gpu += (gpu.empty() ? "" : " + ") + g;
+    if (!gpu.empty()) batch.labels.emplace("gpu", gpu);
+    if (!batch.tool_version.empty()) batch.labels.emplace("tool_version", batch.tool_version);
+}
+
 Result<RunBatch> collect_content(const std::string& path, std::string_view content) {
     if (content.empty()) return fail(path, 0, "file is empty (expected a profiler report)");
     const Collector* c = detect(content);
@@ -117,6 +129,7 @@ Result<RunBatch> collect_content(const std::string& path, std::string_view conte
     if (!batch) return batch;
     batch->source = path;
     batch->sha256 = sha256_hex(content);
+    add_report_labels(*batch);
     return batch;
 }
 

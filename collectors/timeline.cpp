@@ -170,7 +170,9 @@ void TimelineBuilder::finish(RunBatch& batch) {
     std::size_t kernel_count = 0;
     for (Group& g : m_groups) {
         DurationStats s;
+        std::vector<double> samples;
         if (m_options.keep_durations) {
+            samples = evenly_spaced(g.durations);
             s = duration_stats(std::move(g.durations));
         } else if (g.timed > 0) {
             s.count = g.timed;
@@ -200,6 +202,7 @@ void TimelineBuilder::finish(RunBatch& batch) {
             memory_time += s.total;
         }
         ent.set(plain(kernel ? "launches" : "count", g.count, "count"));
+        if (samples.size() >= 2) ent.samples["duration"] = std::move(samples);
         if (g.timed < g.count)
             ent.attributes["untimed_executions"] = std::to_string(static_cast<long long>(g.count - g.timed));
         const std::size_t index = batch.entities.size();

@@ -11,8 +11,9 @@ using Memo = AggregateMemo;
 
 class EntityScope final : public EvalScope {
 public:
-    EntityScope(const Entity& entity, const Entity* run, const RunBatch* batch = nullptr, Memo* memo = nullptr)
-        : m_entity(entity), m_run(run), m_batch(batch), m_memo(memo) {}
+    EntityScope(const Entity& entity, const Entity* run, const RunBatch* batch = nullptr, Memo* memo = nullptr,
+                const RunHistory* history = nullptr, std::int64_t run_id = 0)
+        : m_entity(entity), m_run(run), m_batch(batch), m_memo(memo), m_history(history), m_run_id(run_id) {}
 
     std::optional<double> metric(std::string_view name) const override { return m_entity.value(name); }
 
@@ -34,16 +35,55 @@ public:
         const auto k = entity_kind_from_string(kind);
         if (!k) return;
         for (const Entity& e : m_batch->entities)
-            if (e.kind == *k) fn(EntityScope(e, m_run, m_batch, m_memo));
+            if (e.kind == *k) fn(EntityScope(e, m_run, m_batch, m_memo, m_history, m_run_id));
     }
 
     Memo* memo() const override { return m_memo; }
 
+    std::optional<Comparison> compare(std::string_view metric, bool run_level) const override {
+        const Entity* e = subject(run_level);
+        if (e == nullptr) return std::nullopt;
+        return m_history->compare(*e, metric);
+    }
+
+    std::optional<double> latest_baseline(std::string_view metric, bool run_level) const override {
+        const Entity* e = subject(run_level);
+        if (e == nullptr) return std::nullopt;
+        return m_history->latest(*e, metric);
+    }
+
+    std::optional<bool> is_new() const override {
+        if (m_history == nullptr) return std::nullopt;
+        return m_history->is_new(m_entity);
+    }
+
+    std::optional<std::vector<std::string>> vanished(std::string_view kind) const override {
+        const auto k = entity_kind_from_string(kind);
+        if (m_history == nullptr || !k) return std::nullopt;
+        return m_history->vanished(*k);
+    }
+
+    std::optional<std::string> first_bad(std::string_view metric, bool run_level) const override {
+        const Entity* e = subject(run_level);
+        if (e == nullptr || m_batch == nullptr) return std::nullopt;
+        const auto run = m_history->first_bad_run(*e, metric, m_run_id);
+        if (!run) return std::nullopt;
+        return m_history->describe_run(*run, m_batch->labels);
+    }
+
 private:
+    // The entity history functions read: this one, or the run for run.METRIC; nullptr without history.
+    const Entity* subject(bool run_level) const {
+        if (m_history == nullptr) return nullptr;
+        return run_level ? m_run : &m_entity;
+    }
+
     const Entity& m_entity;
     const Entity* m_run;
     const RunBatch* m_batch;
     Memo* m_memo;
+    const RunHistory* m_history;
+    std::int64_t m_run_id;
 };
 
 // Speedup the profiler itself estimated for the rule's concern on this entity: for a kernel,
@@ -86,7 +126,7 @@ void collect_values(const std::set<std::string>& names, const EntityScope& scope
 
 }  // namespace
 
-Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run) {
+Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::vector<const RunHistory*>& histories) {
     Evaluation result;
     const RunBatch& batch = run.batch;
     const Entity* run_entity = nullptr;
@@ -102,11 +142,13 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run) {
     }
 
     Memo memo;  // aggregates over this run, computed once
-    for (const CompiledRule& rule : rules.rules) {
+    for (std::size_t r = 0; r < rules.rules.size(); ++r) {
+        const CompiledRule& rule = rules.rules[r];
+        const RunHistory* history = r < histories.size() ? histories[r] : nullptr;
         for (std::size_t i = 0; i < batch.entities.size(); ++i) {
             const Entity& entity = batch.entities[i];
             if (entity.kind != rule.spec.scope) continue;
-            const EntityScope scope(entity, run_entity, &batch, &memo);
+            const EntityScope scope(entity, run_entity, &batch, &memo, history, run.id);
             const Value cond = rule.when.evaluate(scope);
             const bool* fired = std::get_if<bool>(&cond);
             if (fired == nullptr) {

@@ -18,8 +18,9 @@ struct Evaluation {
 
 // Evaluates every rule on the entities of its scope in `run`. A finding's estimated speedup
 // comes from the profiler's own rule result when the rule names one (tool_finding) and the
-// report has it, else from the rule's estimated_speedup expression.
-Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run);
+// report has it, else from the rule's estimated_speedup expression. `histories[i]` is the
+// baseline rule i's history functions read (missing or nullptr: none, so they are not applicable).
+Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::vector<const RunHistory*>& histories = {});
 
 // Orders findings: highest impact first, then severity, then share of GPU time, then rule id.
 void rank_findings(std::vector<Finding>& findings);

@@ -33,7 +33,7 @@ constexpr std::array k_literal_units = std::to_array<LiteralUnit>({
     {"MHz", 1e6},  {"GHz", 1e9},
 });
 
-enum class Tok { number, ident, string, op, lparen, rparen, comma, end };
+enum class Tok { number, ident, string, op, lparen, rparen, comma, colon, end };
 
 struct Token {
     Tok kind = Tok::end;
@@ -46,7 +46,7 @@ struct Token {
 
 enum class NodeKind {
     number, string, boolean, metric, run_metric, attribute, neg, not_, binary, match, call, present, in_list,
-    aggregate, rank
+    aggregate, rank, history
 };
 
 struct Node {
@@ -60,6 +60,7 @@ struct Node {
     std::shared_ptr<const std::vector<std::string>> list;  // in_list
     std::string entity_kind;                               // aggregate: the entities it runs over
     bool negate_match = false;
+    RegressionCheck check;  // history: the metric read and regressed()/improved() parameters
     bool poisoned = false;  // an error was reported inside: no further type errors about it
     std::size_t offset = 0;
 };
@@ -99,6 +100,8 @@ public:
                 t.kind = Tok::rparen, ++m_pos;
             } else if (c == ',') {
                 t.kind = Tok::comma, ++m_pos;
+            } else if (c == ':') {
+                t.kind = Tok::colon, ++m_pos;
             } else {
                 static constexpr std::array<std::string_view, 13> k_ops{"<=", ">=", "==", "!=", "!~", "<", ">",
                                                                         "+",  "-",  "*",  "/",  "~",  "!"};
@@ -209,6 +212,13 @@ constexpr std::array k_functions = std::to_array<FunctionDef>({
     {"min", 1, -1},   {"max", 1, -1},   {"abs", 1, 1},  {"sqrt", 1, 1},   {"log", 1, 1},
     {"floor", 1, 1},  {"ceil", 1, 1},   {"round", 1, 1}, {"clamp", 3, 3}, {"metric", 1, 1},
     {"attr", 1, 1},   {"present", 1, 1}, {"count", 1, 2}, {"sum", 2, 3}, {"rank", 1, 1}, {"top", 3, 3},
+});
+
+// Functions over history. The metric ones take a metric (or run.METRIC) first; regressed() and
+// improved() take named parameters min_change, confidence and worse.
+constexpr auto k_history_functions = std::to_array<std::string_view>({
+    "baseline", "change", "spread", "confidence", "regressed", "improved", "changed", "first_bad", "is_new",
+    "vanished", "vanished_names",
 });
 
 constexpr std::array<std::string_view, 7> k_entity_kinds{"run",       "device",   "kernel", "launch",
@@ -409,6 +419,93 @@ private:
         return n;
     }
 
+    // baseline(m), change(m), spread(m), confidence(m), changed(m), first_bad(m),
+    // regressed(m[, min_change: 5%][, confidence: 0.99][, worse: "higher"]), improved(...),
+    // is_new(), vanished(KIND), vanished_names(KIND).
+    std::shared_ptr<Node> history(const Token& name) {
+        auto n = std::make_shared<Node>();
+        n->kind = NodeKind::history;
+        n->offset = name.offset;
+        n->text = name.text;
+        const std::string& f = name.text;
+        n->type = f == "regressed" || f == "improved" || f == "changed" || f == "is_new" ? ValueType::boolean
+                  : f == "first_bad" || f == "vanished_names"                           ? ValueType::string
+                                                                                         : ValueType::number;
+        auto close = [&] {
+            if (peek().kind != Tok::rparen) {
+                error(peek().offset, fmt::format("expected ')' to close the call of {}()", f));
+                while (peek().kind != Tok::rparen && peek().kind != Tok::end) take();
+            }
+            take();
+        };
+        if (f == "is_new") {
+            if (peek().kind != Tok::rparen) error(peek().offset, "is_new() takes no arguments");
+            close();
+            return n;
+        }
+        if (f == "vanished" || f == "vanished_names") {
+            const Token kind = take();
+            if (kind.kind != Tok::ident ||
+                std::find(k_entity_kinds.begin(), k_entity_kinds.end(), kind.text) == k_entity_kinds.end() ||
+                kind.text == "run") {
+                error(kind.offset, fmt::format("{}() takes an entity kind (kernel, memcpy, api_call, nvtx_range, device)", f));
+                n->poisoned = true;
+            } else {
+                n->entity_kind = kind.text;
+            }
+            close();
+            return n;
+        }
+        const Token metric = take();
+        if (metric.kind != Tok::ident || is_attribute_name(metric.text) ||
+            (m_defs != nullptr && (m_defs->expression(metric.text) || m_defs->list(metric.text)))) {
+            error(metric.offset, fmt::format("{}() takes a metric name first, such as {}(duration_mean)", f, f));
+            n->poisoned = true;
+        } else {
+            auto m = identifier(metric);
+            n->poisoned = m->poisoned;
+            n->check.metric = m->text;
+            n->check.run_level = m->kind == NodeKind::run_metric;
+            const MetricDef* def = find_metric_def(m->text);
+            const std::string_view unit = def != nullptr ? def->unit : "";
+            n->check.higher_is_worse = !(unit == "percent" || unit == "byte/s" || unit == "hz");
+        }
+        while (peek().kind == Tok::comma) {
+            take();
+            const Token key = take();
+            if (key.kind != Tok::ident || peek().kind != Tok::colon || (f != "regressed" && f != "improved")) {
+                error(key.offset, f == "regressed" || f == "improved"
+                                      ? fmt::format("{}() takes named parameters: min_change: 5%, confidence: 0.99, "
+                                                    "worse: \"higher\" or \"lower\"",
+                                                    f)
+                                      : fmt::format("{}() takes one metric", f));
+                n->poisoned = true;
+                break;
+            }
+            take();  // :
+            const Token value = take();
+            if (key.text == "min_change" && value.kind == Tok::number && value.number >= 0) {
+                n->check.min_change_pct = value.number;
+            } else if (key.text == "confidence" && value.kind == Tok::number && value.number > 0 &&
+                       value.number < 100) {
+                n->check.confidence = value.number > 1 ? value.number / 100 : value.number;
+            } else if (key.text == "worse" && value.kind == Tok::string &&
+                       (value.text == "higher" || value.text == "lower")) {
+                n->check.higher_is_worse = value.text == "higher";
+            } else {
+                error(key.offset, key.text == "min_change"   ? "min_change must be a constant percentage such as 5%"
+                                  : key.text == "confidence" ? "confidence must be a constant between 0 and 1, such as 0.99"
+                                  : key.text == "worse"      ? "worse must be \"higher\" or \"lower\""
+                                                             : fmt::format("unknown parameter '{}' (min_change, "
+                                                                           "confidence, worse)",
+                                                                           key.text));
+                n->poisoned = true;
+            }
+        }
+        close();
+        return n;
+    }
+
     std::shared_ptr<Node> in_list(Token op, std::shared_ptr<Node> left) {
         auto n = std::make_shared<Node>();
         n->kind = NodeKind::in_list;
@@ -429,6 +526,10 @@ private:
         if (name.text == "count" || name.text == "sum" || name.text == "top") {
             take();  // (
             return aggregate(name);
+        }
+        if (std::find(k_history_functions.begin(), k_history_functions.end(), name.text) != k_history_functions.end()) {
+            take();  // (
+            return history(name);
         }
         auto n = std::make_shared<Node>();
         n->kind = NodeKind::call;
@@ -564,6 +665,7 @@ private:
 };
 
 Value eval(const Node& n, const EvalScope& s);
+Value eval_history(const Node& n, const EvalScope& s);
 
 // An aggregate's result for this run: computed once per run when the scope keeps a memo.
 const std::vector<double>& memoized(const Node& n, const std::string& kind, const EvalScope& s,
@@ -577,6 +679,53 @@ const std::vector<double>& memoized(const Node& n, const std::string& kind, cons
     auto it = memo->find(key);
     if (it == memo->end()) it = memo->emplace(key, compute()).first;
     return it->second;
+}
+
+Value eval_history(const Node& n, const EvalScope& s) {
+    const std::string& f = n.text;
+    if (f == "is_new") {
+        if (auto v = s.is_new()) return *v;
+        return std::monostate{};
+    }
+    if (f == "vanished" || f == "vanished_names") {
+        const auto names = s.vanished(n.entity_kind);
+        if (!names) return std::monostate{};
+        if (f == "vanished") return static_cast<double>(names->size());
+        std::string out;
+        for (std::size_t i = 0; i < names->size() && i < 10; ++i) out += (i ? ", " : "") + (*names)[i];
+        if (names->size() > 10) out += fmt::format(" and {} more", names->size() - 10);
+        return out;
+    }
+    const RegressionCheck& c = n.check;
+    if (f == "changed") {
+        const auto before = s.latest_baseline(c.metric, c.run_level);
+        const auto now = c.run_level ? s.run_metric(c.metric) : s.metric(c.metric);
+        if (!before || !now) return std::monostate{};
+        return std::fabs(*now - *before) > 1e-9 * std::max(std::fabs(*now), std::fabs(*before));
+    }
+    if (f == "first_bad") {
+        if (auto v = s.first_bad(c.metric, c.run_level)) return *v;
+        return std::monostate{};
+    }
+    const auto cmp = s.compare(c.metric, c.run_level);
+    if (!cmp) return std::monostate{};
+    if (f == "baseline") return cmp->baseline;
+    if (f == "change") return cmp->change_pct;
+    if (f == "spread") {
+        if (!cmp->window_test) return std::monostate{};
+        return cmp->spread;
+    }
+    const bool tested = cmp->window_test || cmp->rank_test;
+    if (f == "confidence") {
+        if (!tested) return std::monostate{};
+        return 100.0 * (cmp->change_pct >= 0 ? cmp->confidence_up : cmp->confidence_down);
+    }
+    // regressed / improved: the change in the worse (better) direction, large and confident enough.
+    if (!tested) return std::monostate{};
+    const bool up = (f == "regressed") == c.higher_is_worse;
+    const double change = up ? cmp->change_pct : -cmp->change_pct;
+    const double confidence = up ? cmp->confidence_up : cmp->confidence_down;
+    return change >= c.min_change_pct && confidence >= c.confidence;
 }
 
 Value eval(const Node& n, const EvalScope& s) {
@@ -660,6 +809,7 @@ Value eval(const Node& n, const EvalScope& s) {
             const auto above = std::lower_bound(sorted.begin(), sorted.end(), *mine, std::greater<>());
             return 1.0 + static_cast<double>(above - sorted.begin());
         }
+        case NodeKind::history: return eval_history(n, s);
         case NodeKind::neg: {
             const Value v = eval(*n.args[0], s);
             if (const double* d = std::get_if<double>(&v)) return -*d;
@@ -758,6 +908,30 @@ std::optional<Expression> Expression::compile(std::string_view source, std::vect
     e.m_root = parser.parse();
     if (errors.size() != before) return std::nullopt;
     return e;
+}
+
+namespace {
+
+void visit(const Node& n, const std::function<void(const Node&)>& fn) {
+    fn(n);
+    for (const auto& a : n.args) visit(*a, fn);
+}
+
+}  // namespace
+
+bool Expression::uses_history() const {
+    bool found = false;
+    if (m_root) visit(*m_root, [&](const Node& n) { found = found || n.kind == NodeKind::history; });
+    return found;
+}
+
+std::vector<RegressionCheck> Expression::regression_checks() const {
+    std::vector<RegressionCheck> out;
+    if (m_root)
+        visit(*m_root, [&](const Node& n) {
+            if (n.kind == NodeKind::history && n.text == "regressed") out.push_back(n.check);
+        });
+    return out;
 }
 
 Expression Expression::all_of(const std::vector<Expression>& parts) {
@@ -1010,6 +1184,10 @@ std::set<std::string> Template::required_metrics() const {
     for (const Part& p : m_parts)
         if (p.expr && p.group < 0) out.insert(p.expr->metrics_read().begin(), p.expr->metrics_read().end());
     return out;
+}
+
+bool Template::uses_history() const {
+    return std::any_of(m_parts.begin(), m_parts.end(), [](const Part& p) { return p.expr && p.expr->uses_history(); });
 }
 
 std::set<std::string> Template::metrics_read() const {

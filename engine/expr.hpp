@@ -11,6 +11,8 @@
 #include <variant>
 #include <vector>
 
+#include "engine/stats.hpp"
+
 namespace perfwatch {
 
 // Aggregate values computed once per run, keyed by the aggregate and the entity kind it runs over
@@ -40,6 +42,43 @@ public:
     }
     // Per-run memo for aggregate values (the same for every entity of a run); nullptr: recompute.
     virtual AggregateMemo* memo() const { return nullptr; }
+
+    // History, for baseline(), change(), regressed() and the like. Each returns nullopt when the
+    // run has no baseline (or the baseline or the entity lacks the metric). `run_level`: the
+    // run's metric rather than the entity's.
+    virtual std::optional<Comparison> compare(std::string_view metric, bool run_level) const {
+        (void)metric;
+        (void)run_level;
+        return std::nullopt;
+    }
+    // The metric's value in the newest baseline run (exact comparison of deterministic properties).
+    virtual std::optional<double> latest_baseline(std::string_view metric, bool run_level) const {
+        (void)metric;
+        (void)run_level;
+        return std::nullopt;
+    }
+    // True when no baseline run has this entity.
+    virtual std::optional<bool> is_new() const { return std::nullopt; }
+    // Entities of `kind` in the newest baseline run that this run lacks.
+    virtual std::optional<std::vector<std::string>> vanished(std::string_view kind) const {
+        (void)kind;
+        return std::nullopt;
+    }
+    // "commit abc1234 (run 7)": the run where the shift in the metric began.
+    virtual std::optional<std::string> first_bad(std::string_view metric, bool run_level) const {
+        (void)metric;
+        (void)run_level;
+        return std::nullopt;
+    }
+};
+
+// A regressed() call of a rule: what the run pipeline needs to follow the regression over runs.
+struct RegressionCheck {
+    std::string metric;
+    bool run_level = false;
+    double min_change_pct = 5;
+    double confidence = 0.99;
+    bool higher_is_worse = true;
 };
 
 // A compile error at a byte offset of the expression text.
@@ -97,6 +136,10 @@ public:
     const std::string& source() const { return m_source; }
     // Canonical metrics the expression reads ("run." prefixed for run metrics).
     const std::set<std::string>& metrics_read() const { return m_metrics; }
+    // True when the expression reads history (baseline(), change(), regressed(), ...).
+    bool uses_history() const;
+    // The regressed() calls in the expression, in source order.
+    std::vector<RegressionCheck> regression_checks() const;
 
 private:
     friend class Definitions;
@@ -115,6 +158,7 @@ public:
                                            const Definitions* definitions = nullptr);
     std::string render(const EvalScope& scope) const;
     std::set<std::string> metrics_read() const;
+    bool uses_history() const;
     // Metrics read outside optional segments: printed as "n/a" when missing.
     std::set<std::string> required_metrics() const;
 

@@ -20,7 +20,7 @@ constexpr std::array<std::string_view, 9> k_rule_keys{"id",      "title",       
                                                       "estimated_speedup", "tool_finding", "min_share"};
 constexpr std::string_view k_all_keys =
     "id, title, severity, scope, when, message, estimated_speedup, tool_finding, min_share, labels, let, append, "
-    "enabled, override";
+    "enabled, override, baseline, resolve_after";
 
 
 class Reader {
@@ -137,6 +137,38 @@ private:
         return ok;
     }
 
+    // baseline: {branch: main, runs: 10, match: [project, batch_size]}
+    void baseline(const YAML::Node& v, RuleSpec& r) {
+        if (!v.IsMap()) {
+            diag(v.Mark(), r.id, "'baseline' must be a mapping with branch, runs and match");
+            return;
+        }
+        BaselineSpec b;
+        for (const auto& kv : v) {
+            const std::string key = kv.first.Scalar();
+            const YAML::Node& x = kv.second;
+            if (key == "branch") {
+                if (auto t = scalar(x, r.id, "baseline branch"); t && !t->empty()) b.branch = *t;
+            } else if (key == "runs") {
+                int runs = 0;
+                if (!x.IsScalar() || !YAML::convert<int>::decode(x, runs) || runs < 1 || runs > 1000)
+                    diag(x.Mark(), r.id, "baseline 'runs' must be a number between 1 and 1000");
+                else
+                    b.runs = static_cast<std::size_t>(runs);
+            } else if (key == "match") {
+                if (!x.IsSequence()) {
+                    diag(x.Mark(), r.id, "baseline 'match' must be a list of label names");
+                    continue;
+                }
+                for (const auto& item : x)
+                    if (auto t = scalar(item, r.id, "baseline match")) b.match.push_back(*t);
+            } else {
+                diag(kv.first.Mark(), r.id, fmt::format("unknown baseline key '{}' (expected branch, runs, match)", key));
+            }
+        }
+        r.baseline = std::move(b);
+    }
+
     void rule(const YAML::Node& item) {
         if (!item.IsMap()) {
             diag(item.Mark(), "", "each rule must be a mapping with id, severity, scope, when and message");
@@ -175,6 +207,18 @@ private:
                 }
                 if (key == "enabled") r.enabled = flag;
                 else r.patch = flag;
+                continue;
+            }
+            if (key == "baseline") {
+                baseline(v, r);
+                continue;
+            }
+            if (key == "resolve_after") {
+                int runs = 0;
+                if (!v.IsScalar() || !YAML::convert<int>::decode(v, runs) || runs < 1 || runs > 1000)
+                    diag(v.Mark(), r.id, "'resolve_after' must be a number of runs between 1 and 1000");
+                else
+                    r.resolve_after = static_cast<std::size_t>(runs);
                 continue;
             }
             if (key == "labels") {
@@ -337,6 +381,8 @@ void apply_patch(RuleSpec& base, const RuleSpec& patch) {
     if (k.contains("labels"))
         for (const auto& [key, value] : patch.labels) base.labels[key] = value;
     if (k.contains("enabled")) base.enabled = patch.enabled;
+    if (k.contains("baseline")) base.baseline = patch.baseline;
+    if (k.contains("resolve_after")) base.resolve_after = patch.resolve_after;
     for (const auto& [name, text] : patch.lets) {
         auto it = std::find_if(base.lets.begin(), base.lets.end(), [&](const auto& l) { return l.first == name; });
         if (it != base.lets.end()) it->second = text;
@@ -503,8 +549,11 @@ RuleSet compile_rules(const std::vector<RuleFile>& files) {
                                                      m),
                                          text_of(spec.message.loc), Diagnostic::Level::warning));
         }
+        const bool history = condition.uses_history() || message->uses_history() ||
+                             (speedup && speedup->uses_history());
+        std::vector<RegressionCheck> checks = condition.regression_checks();
         set.rules.push_back(CompiledRule{spec, std::move(condition), std::move(*message), std::move(speedup),
-                                         std::move(tool_re), min_share});
+                                         std::move(tool_re), min_share, history, std::move(checks)});
     }
     // Macros and lists no rule reads.
     for (const std::string& name : defs.unused()) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/expr.hpp"
+#include "engine/history.hpp"
 #include "storage/model.hpp"
 
 namespace perfwatch {
@@ -62,6 +63,8 @@ struct RuleSpec {
     // `let` bindings in order (a later one may use an earlier one); usable in every field.
     std::vector<std::pair<std::string, SourceText>> lets;
     std::vector<SourceText> appends;  // `append:` conditions, joined to `when` with `and`
+    BaselineSpec baseline;            // the runs history functions compare with
+    std::size_t resolve_after = 3;    // runs back inside the band before a regression resolves
     bool enabled = true;
     // An entry with `override: true`, `append:` or `enabled:` patches the rule of the same id
     // from an earlier file: the keys it gives replace those, its lets replace lets by name.
@@ -107,6 +110,9 @@ struct CompiledRule {
     std::optional<Expression> estimated_speedup;
     std::optional<std::regex> tool_finding;
     std::optional<double> min_share_pct;
+    bool uses_history = false;  // some field reads baseline(), change(), regressed(), ...
+    // The condition's regressed() calls: a firing rule opens a regression followed over runs.
+    std::vector<RegressionCheck> regressions;
 };
 
 struct RuleSet {

@@ -28,6 +28,8 @@ std::string format_check_text(const CheckReport& report) {
         if (!r.labels.empty()) out += fmt::format(" [{}]", labels_text(r.labels));
         out += '\n';
         for (const std::string& n : r.notes) out += fmt::format("  note: {}\n", n);
+        for (const std::string& b : r.baselines) out += fmt::format("  baseline: {}\n", b);
+        for (const std::string& g : r.regressions) out += fmt::format("  regression {}\n", g);
     }
     std::map<Severity, int> counts;
     for (const Finding& f : report.findings) ++counts[f.severity];
@@ -56,7 +58,7 @@ std::string format_check_json(const CheckReport& report) {
     doc["runs"] = nlohmann::json::array();
     for (const RunRef& r : report.runs) {
         doc["runs"].push_back({{"id", r.id}, {"source", r.source}, {"format", r.format}, {"labels", r.labels},
-                               {"notes", r.notes}});
+                               {"notes", r.notes}, {"baselines", r.baselines}, {"regressions", r.regressions}});
     }
     doc["findings"] = nlohmann::json::array();
     for (const Finding& f : report.findings) {

@@ -16,6 +16,8 @@ struct RunRef {
     std::string format;
     std::map<std::string, std::string> labels;
     std::vector<std::string> notes;
+    std::vector<std::string> baselines;    // how the run's baselines were chosen
+    std::vector<std::string> regressions;  // regressions this run opened or resolved, as sentences
 };
 
 // What `check` found: the runs it looked at and the ranked findings over all of them.

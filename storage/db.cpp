@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstring>
 #include <unordered_map>
 
 namespace perfwatch {
@@ -99,6 +100,37 @@ CREATE TABLE finding_labels(
     value TEXT NOT NULL,
     PRIMARY KEY(finding_id, key)
 ) WITHOUT ROWID;
+)sql",
+    R"sql(
+CREATE TABLE entity_samples(
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    metric TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY(entity_id, metric)
+) WITHOUT ROWID;
+CREATE TABLE baseline_pins(
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    pinned_at TEXT NOT NULL,
+    comment TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE regressions(
+    id INTEGER PRIMARY KEY,
+    rule TEXT NOT NULL,
+    entity_kind TEXT NOT NULL,
+    entity_name TEXT NOT NULL,
+    series TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    higher_is_worse INTEGER NOT NULL,
+    baseline REAL NOT NULL,
+    band_limit REAL NOT NULL,
+    opened_run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    first_bad_run INTEGER,
+    last_run INTEGER NOT NULL,
+    inside_runs INTEGER NOT NULL DEFAULT 0,
+    resolved_run INTEGER,
+    resolution TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX regressions_series ON regressions(series, resolved_run);
 )sql",
 };
 
@@ -224,6 +256,7 @@ Result<StoreOutcome> Db::store(const RunBatch& batch) {
         SQLite::Statement metric_st(*m_db,
                                     "INSERT INTO metrics(entity_id, name, value, unit, tool_name, tool_unit) "
                                     "VALUES(?,?,?,?,?,?)");
+        SQLite::Statement sample_st(*m_db, "INSERT INTO entity_samples(entity_id, metric, data) VALUES(?,?,?)");
         SQLite::Statement tf_st(*m_db,
                                 "INSERT INTO tool_findings(entity_id, rule, type, section, text, speedup_type, "
                                 "speedup_pct) VALUES(?,?,?,?,?,?,?)");
@@ -258,6 +291,13 @@ Result<StoreOutcome> Db::store(const RunBatch& batch) {
                 metric_st.bind(6, m.tool_unit);
                 metric_st.exec();
                 metric_st.reset();
+            }
+            for (const auto& [name, values] : e.samples) {
+                sample_st.bind(1, eid);
+                sample_st.bind(2, name);
+                sample_st.bind(3, values.data(), static_cast<int>(values.size() * sizeof(double)));
+                sample_st.exec();
+                sample_st.reset();
             }
             for (const ToolFinding& f : e.tool_findings) {
                 tf_st.bind(1, eid);
@@ -335,6 +375,18 @@ Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
                      metric_st.getColumn(3).getString(), metric_st.getColumn(4).getString(),
                      metric_st.getColumn(5).getString()};
             b.entities[index_of.at(metric_st.getColumn(0).getInt64())].metrics.push_back(std::move(m));
+        }
+
+        SQLite::Statement sample_st(*m_db,
+                                    "SELECT s.entity_id, s.metric, s.data FROM entity_samples s "
+                                    "JOIN entities e ON e.id = s.entity_id WHERE e.run_id = ?");
+        sample_st.bind(1, run_id);
+        while (sample_st.executeStep()) {
+            const SQLite::Column data = sample_st.getColumn(2);
+            std::vector<double> values(static_cast<std::size_t>(data.getBytes()) / sizeof(double));
+            if (!values.empty()) std::memcpy(values.data(), data.getBlob(), values.size() * sizeof(double));
+            b.entities[index_of.at(sample_st.getColumn(0).getInt64())].samples[sample_st.getColumn(1).getString()] =
+                std::move(values);
         }
 
         SQLite::Statement tf_st(*m_db,
@@ -442,6 +494,192 @@ Result<std::vector<Finding>> Db::load_findings(std::int64_t run_id) const {
             out.push_back(std::move(f));
         }
         return out;
+    });
+}
+
+Result<std::vector<RunLabels>> Db::find_runs(const std::map<std::string, std::string>& must_match,
+                                             std::int64_t before_id, std::size_t limit) const {
+    return guarded(m_path, [&]() -> Result<std::vector<RunLabels>> {
+        std::string sql = "SELECT r.id FROM runs r WHERE (? = 0 OR r.id < ?)";
+        for (std::size_t i = 0; i < must_match.size(); ++i)
+            sql += " AND EXISTS(SELECT 1 FROM run_labels l WHERE l.run_id = r.id AND l.key = ? AND l.value = ?)";
+        sql += " ORDER BY r.id DESC";
+        if (limit > 0) sql += " LIMIT ?";
+        SQLite::Statement st(*m_db, sql);
+        int i = 1;
+        st.bind(i++, before_id);
+        st.bind(i++, before_id);
+        for (const auto& [k, v] : must_match) {
+            st.bind(i++, k);
+            st.bind(i++, v);
+        }
+        if (limit > 0) st.bind(i, static_cast<std::int64_t>(limit));
+        std::vector<RunLabels> out;
+        while (st.executeStep()) out.push_back({st.getColumn(0).getInt64(), {}});
+        SQLite::Statement lab(*m_db, "SELECT key, value FROM run_labels WHERE run_id = ?");
+        for (RunLabels& r : out) {
+            lab.bind(1, r.id);
+            while (lab.executeStep()) r.labels[lab.getColumn(0).getString()] = lab.getColumn(1).getString();
+            lab.reset();
+        }
+        return out;
+    });
+}
+
+Result<std::vector<SeriesPoint>> Db::metric_series(EntityKind kind, const std::string& name, const std::string& metric,
+                                                   const std::vector<std::int64_t>& runs) const {
+    return guarded(m_path, [&]() -> Result<std::vector<SeriesPoint>> {
+        SQLite::Statement st(*m_db,
+                             "SELECT m.value FROM entities e JOIN metrics m ON m.entity_id = e.id "
+                             "WHERE e.run_id = ? AND e.kind = ? AND e.name = ? AND m.name = ? LIMIT 1");
+        std::vector<SeriesPoint> out;
+        for (std::int64_t run : runs) {
+            st.bind(1, run);
+            st.bind(2, std::string(to_string(kind)));
+            st.bind(3, name);
+            st.bind(4, metric);
+            if (st.executeStep()) out.push_back({run, st.getColumn(0).getDouble()});
+            st.reset();
+        }
+        return out;
+    });
+}
+
+Result<bool> Db::pin_baseline(std::int64_t run_id, const std::string& comment) {
+    return guarded(m_path, [&]() -> Result<bool> {
+        SQLite::Statement exists(*m_db, "SELECT 1 FROM runs WHERE id = ?");
+        exists.bind(1, run_id);
+        if (!exists.executeStep()) return false;
+        SQLite::Statement st(*m_db, "INSERT OR REPLACE INTO baseline_pins(run_id, pinned_at, comment) VALUES(?,?,?)");
+        st.bind(1, run_id);
+        st.bind(2, now_utc());
+        st.bind(3, comment);
+        st.exec();
+        return true;
+    });
+}
+
+Result<bool> Db::unpin_baseline(std::int64_t run_id) {
+    return guarded(m_path, [&]() -> Result<bool> {
+        SQLite::Statement st(*m_db, "DELETE FROM baseline_pins WHERE run_id = ?");
+        st.bind(1, run_id);
+        return st.exec() > 0;
+    });
+}
+
+Result<std::vector<BaselinePin>> Db::baseline_pins() const {
+    return guarded(m_path, [&]() -> Result<std::vector<BaselinePin>> {
+        SQLite::Statement st(*m_db, "SELECT run_id, pinned_at, comment FROM baseline_pins ORDER BY pinned_at DESC, run_id DESC");
+        std::vector<BaselinePin> out;
+        while (st.executeStep())
+            out.push_back({st.getColumn(0).getInt64(), st.getColumn(1).getString(), st.getColumn(2).getString()});
+        return out;
+    });
+}
+
+namespace {
+
+constexpr const char* k_regression_columns =
+    "id, rule, entity_kind, entity_name, series, metric, higher_is_worse, baseline, band_limit, opened_run, "
+    "first_bad_run, last_run, inside_runs, resolved_run, resolution";
+
+std::optional<std::int64_t> nullable_int(const SQLite::Column& c) {
+    if (c.isNull()) return std::nullopt;
+    return c.getInt64();
+}
+
+RegressionState regression_from(SQLite::Statement& st) {
+    RegressionState r;
+    r.id = st.getColumn(0).getInt64();
+    r.rule = st.getColumn(1).getString();
+    r.entity_kind = entity_kind_from_string(st.getColumn(2).getString()).value_or(EntityKind::kernel);
+    r.entity_name = st.getColumn(3).getString();
+    r.series = st.getColumn(4).getString();
+    r.metric = st.getColumn(5).getString();
+    r.higher_is_worse = st.getColumn(6).getInt() != 0;
+    r.baseline = st.getColumn(7).getDouble();
+    r.band_limit = st.getColumn(8).getDouble();
+    r.opened_run = st.getColumn(9).getInt64();
+    r.first_bad_run = nullable_int(st.getColumn(10));
+    r.last_run = st.getColumn(11).getInt64();
+    r.inside_runs = st.getColumn(12).getInt64();
+    r.resolved_run = nullable_int(st.getColumn(13));
+    r.resolution = st.getColumn(14).getString();
+    return r;
+}
+
+void bind_optional_int(SQLite::Statement& st, int index, const std::optional<std::int64_t>& v) {
+    if (v)
+        st.bind(index, *v);
+    else
+        st.bind(index);
+}
+
+}  // namespace
+
+Result<std::vector<RegressionState>> Db::open_regressions(const std::string& series) const {
+    return guarded(m_path, [&]() -> Result<std::vector<RegressionState>> {
+        SQLite::Statement st(*m_db, fmt::format("SELECT {} FROM regressions WHERE series = ? AND resolved_run IS NULL "
+                                                "ORDER BY id",
+                                                k_regression_columns));
+        st.bind(1, series);
+        std::vector<RegressionState> out;
+        while (st.executeStep()) out.push_back(regression_from(st));
+        return out;
+    });
+}
+
+Result<std::vector<RegressionState>> Db::regressions(bool open_only) const {
+    return guarded(m_path, [&]() -> Result<std::vector<RegressionState>> {
+        SQLite::Statement st(*m_db, fmt::format("SELECT {} FROM regressions {} ORDER BY id DESC", k_regression_columns,
+                                                open_only ? "WHERE resolved_run IS NULL" : ""));
+        std::vector<RegressionState> out;
+        while (st.executeStep()) out.push_back(regression_from(st));
+        return out;
+    });
+}
+
+Result<void> Db::save_regressions(std::vector<RegressionState>& states) {
+    return guarded(m_path, [&]() -> Result<void> {
+        SQLite::Transaction tx(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
+        SQLite::Statement ins(*m_db,
+                              "INSERT INTO regressions(rule, entity_kind, entity_name, series, metric, higher_is_worse, "
+                              "baseline, band_limit, opened_run, first_bad_run, last_run, inside_runs, resolved_run, "
+                              "resolution) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        SQLite::Statement upd(*m_db,
+                              "UPDATE regressions SET last_run = ?, inside_runs = ?, resolved_run = ?, resolution = ? "
+                              "WHERE id = ?");
+        for (RegressionState& r : states) {
+            if (r.id != 0) {
+                upd.bind(1, r.last_run);
+                upd.bind(2, r.inside_runs);
+                bind_optional_int(upd, 3, r.resolved_run);
+                upd.bind(4, r.resolution);
+                upd.bind(5, r.id);
+                upd.exec();
+                upd.reset();
+                continue;
+            }
+            ins.bind(1, r.rule);
+            ins.bind(2, std::string(to_string(r.entity_kind)));
+            ins.bind(3, r.entity_name);
+            ins.bind(4, r.series);
+            ins.bind(5, r.metric);
+            ins.bind(6, r.higher_is_worse ? 1 : 0);
+            ins.bind(7, r.baseline);
+            ins.bind(8, r.band_limit);
+            ins.bind(9, r.opened_run);
+            bind_optional_int(ins, 10, r.first_bad_run);
+            ins.bind(11, r.last_run);
+            ins.bind(12, r.inside_runs);
+            bind_optional_int(ins, 13, r.resolved_run);
+            ins.bind(14, r.resolution);
+            ins.exec();
+            ins.reset();
+            r.id = m_db->getLastInsertRowid();
+        }
+        tx.commit();
+        return {};
     });
 }
 

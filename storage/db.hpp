@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,45 @@ struct RunSummary {
     std::int64_t kernels = 0;
 };
 
+// A run's id with its labels, for choosing comparable runs.
+struct RunLabels {
+    std::int64_t id = 0;
+    std::map<std::string, std::string> labels;
+};
+
+// A run pinned as the baseline of the runs comparable with it.
+struct BaselinePin {
+    std::int64_t run_id = 0;
+    std::string pinned_at;
+    std::string comment;
+};
+
+// One regression followed over history (hysteresis): opened when its rule fires, resolved only
+// after `resolve_after` comparable runs back inside the band (or accepted by a newer pin).
+struct RegressionState {
+    std::int64_t id = 0;  // 0: not stored yet
+    std::string rule;
+    EntityKind entity_kind = EntityKind::kernel;
+    std::string entity_name;
+    std::string series;  // comparable-run key plus branch
+    std::string metric;
+    bool higher_is_worse = true;
+    double baseline = 0;    // baseline median when it opened
+    double band_limit = 0;  // a value beyond this (in the worse direction) is still regressed
+    std::int64_t opened_run = 0;
+    std::optional<std::int64_t> first_bad_run;
+    std::int64_t last_run = 0;
+    std::int64_t inside_runs = 0;  // consecutive runs back inside the band
+    std::optional<std::int64_t> resolved_run;
+    std::string resolution;  // "back inside the band", "accepted by pin of run N"
+};
+
+// One point of a metric's history.
+struct SeriesPoint {
+    std::int64_t run_id = 0;
+    double value = 0;
+};
+
 // The embedded SQLite store. All SQL of the project lives behind this class.
 class Db {
 public:
@@ -57,6 +97,29 @@ public:
     // Replaces the stored findings of a run with `findings` (one transaction).
     Result<void> store_findings(std::int64_t run_id, const std::vector<Finding>& findings);
     Result<std::vector<Finding>> load_findings(std::int64_t run_id) const;
+
+    // Runs stored before `before_id` (all runs when 0) whose labels include every pair of
+    // `must_match`, newest first; at most `limit` (0: no limit).
+    Result<std::vector<RunLabels>> find_runs(const std::map<std::string, std::string>& must_match,
+                                             std::int64_t before_id = 0, std::size_t limit = 0) const;
+
+    // Values of `metric` on the entity of `kind` named `name` in each of `runs` that has it.
+    Result<std::vector<SeriesPoint>> metric_series(EntityKind kind, const std::string& name, const std::string& metric,
+                                                   const std::vector<std::int64_t>& runs) const;
+
+    // Pins a run (replacing an earlier pin of it); false when the run does not exist.
+    Result<bool> pin_baseline(std::int64_t run_id, const std::string& comment);
+    // False when the run was not pinned.
+    Result<bool> unpin_baseline(std::int64_t run_id);
+    // Newest first.
+    Result<std::vector<BaselinePin>> baseline_pins() const;
+
+    // Regressions of a series still open.
+    Result<std::vector<RegressionState>> open_regressions(const std::string& series) const;
+    // Every regression, newest first (open ones only when `open_only`).
+    Result<std::vector<RegressionState>> regressions(bool open_only) const;
+    // Inserts (id 0, then set) or updates regression states, in one transaction.
+    Result<void> save_regressions(std::vector<RegressionState>& states);
 
 private:
     explicit Db(std::unique_ptr<SQLite::Database> db, std::string path);

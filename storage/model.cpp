@@ -79,4 +79,13 @@ std::optional<Severity> severity_from_string(std::string_view text) {
     return std::nullopt;
 }
 
+std::vector<double> evenly_spaced(const std::vector<double>& values, std::size_t max) {
+    if (values.size() <= max || max == 0) return values;
+    std::vector<double> out;
+    out.reserve(max);
+    const double step = static_cast<double>(values.size()) / static_cast<double>(max);
+    for (std::size_t i = 0; i < max; ++i) out.push_back(values[static_cast<std::size_t>(static_cast<double>(i) * step)]);
+    return out;
+}
+
 }  // namespace perfwatch

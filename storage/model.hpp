@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -35,6 +36,12 @@ struct ToolFinding {
     std::optional<double> speedup_pct;
 };
 
+// Most per-instance samples kept per entity and metric.
+inline constexpr std::size_t k_max_samples = 512;
+
+// At most `max` of `values`, evenly spaced in their order (deterministic); all when fewer.
+std::vector<double> evenly_spaced(const std::vector<double>& values, std::size_t max = k_max_samples);
+
 // One kernel, launch, range, call or device. `parent` indexes RunBatch::entities (-1: none);
 // launches point at their kernel. Metric names are unique within an entity.
 struct Entity {
@@ -44,6 +51,9 @@ struct Entity {
     std::vector<Metric> metrics;
     std::map<std::string, std::string> attributes;
     std::vector<ToolFinding> tool_findings;
+    // Per-instance values behind a metric ("duration": each launch's duration, ns), at most
+    // k_max_samples evenly spaced; rank tests against a baseline use them.
+    std::map<std::string, std::vector<double>> samples;
 
     const Metric* metric(std::string_view metric_name) const;
     std::optional<double> value(std::string_view metric_name) const;

@@ -8,7 +8,7 @@ namespace perfwatch {
 
 TEST(Format, JsonHasTheDocumentedShape) {
     CheckReport report;
-    report.runs.push_back({3, "r.csv", "ncu-csv", {{"branch", "main"}}, {}});
+    report.runs.push_back({3, "r.csv", "ncu-csv", {{"branch", "main"}}, {}, {}, {}});
     Finding f;
     f.rule = "ncu-tail-effect";
     f.severity = Severity::warning;
@@ -35,7 +35,7 @@ TEST(Format, JsonHasTheDocumentedShape) {
 
 TEST(Format, TextNamesRunsAndCountsFindings) {
     CheckReport report;
-    report.runs.push_back({1, "a.txt", "ncu-text", {}, {"no GPU data"}});
+    report.runs.push_back({1, "a.txt", "ncu-text", {}, {"no GPU data"}, {}, {}});
     Finding f;
     f.rule = "r";
     f.title = "Title";

@@ -1,0 +1,114 @@
+#include "collectors/labels.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "storage/file.hpp"
+
+namespace perfwatch {
+
+bool is_label_sidecar(std::string_view path) {
+    const std::string name = std::filesystem::path(path).filename().string();
+    return name == k_directory_sidecar || name.ends_with(k_sidecar_suffix);
+}
+
+namespace {
+
+Result<void> read_sidecar(const std::string& path, std::map<std::string, std::string>& out) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return {};
+    auto text = read_whole_file(path);
+    if (!text) return std::unexpected(text.error());
+    try {
+        const YAML::Node root = YAML::Load(*text);
+        if (root.IsNull()) return {};
+        if (!root.IsMap())
+            return fail(path, root.Mark().line + 1, "a label sidecar must be a mapping of label names to values");
+        for (const auto& kv : root) {
+            if (!kv.second.IsScalar() || !kv.first.IsScalar())
+                return fail(path, kv.first.Mark().line + 1,
+                            fmt::format("label '{}' must have a single value", kv.first.Scalar()));
+            out[kv.first.Scalar()] = kv.second.Scalar();
+        }
+    } catch (const YAML::Exception& e) {
+        return fail(path, e.mark.line + 1, fmt::format("invalid YAML at column {}: {}", e.mark.column + 1, e.msg));
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::string>> sidecar_labels(const std::string& report_path) {
+    std::map<std::string, std::string> out;
+    const std::filesystem::path p(report_path);
+    if (auto r = read_sidecar((p.parent_path() / k_directory_sidecar).string(), out); !r)
+        return std::unexpected(r.error());
+    if (auto r = read_sidecar(report_path + std::string(k_sidecar_suffix), out); !r) return std::unexpected(r.error());
+    return out;
+}
+
+std::optional<PathTemplate> PathTemplate::compile(std::string_view text, std::string& error) {
+    PathTemplate t;
+    t.m_text = std::string(text);
+    std::string re = text.starts_with('/') ? "^" : "(?:^|/)";
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '{') {
+            const std::size_t end = text.find('}', i);
+            const std::string name(text.substr(i + 1, end == std::string_view::npos ? 0 : end - i - 1));
+            const bool ok = end != std::string_view::npos && !name.empty() &&
+                            std::all_of(name.begin(), name.end(), [](char x) {
+                                return std::isalnum(static_cast<unsigned char>(x)) || x == '_';
+                            });
+            if (!ok) {
+                error = fmt::format("column {}: '{{' must start a label name such as {{commit}}", i + 1);
+                return std::nullopt;
+            }
+            t.m_names.push_back(name);
+            re += "([^/]+?)";
+            i = end;
+        } else if (c == '*' && i + 1 < text.size() && text[i + 1] == '*') {
+            re += ".*";
+            ++i;
+        } else if (c == '*') {
+            re += "[^/]*";
+        } else if (std::string_view("\\^$.|?+()[]").find(c) != std::string_view::npos) {
+            re += '\\';
+            re += c;
+        } else {
+            re += c;
+        }
+    }
+    re += "$";
+    try {
+        t.m_regex = std::regex(re, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+        error = e.what();
+        return std::nullopt;
+    }
+    return t;
+}
+
+std::optional<std::map<std::string, std::string>> PathTemplate::match(const std::string& path) const {
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(path, ec);
+    if (ec) abs = path;
+    const std::string normal = abs.lexically_normal().generic_string();
+    std::smatch m;
+    if (!std::regex_search(normal, m, m_regex)) return std::nullopt;
+    std::map<std::string, std::string> out;
+    for (std::size_t i = 0; i < m_names.size(); ++i) out[m_names[i]] = m[i + 1].str();
+    return out;
+}
+
+std::map<std::string, std::string> path_labels(const std::vector<PathTemplate>& templates, const std::string& path) {
+    for (const PathTemplate& t : templates)
+        if (auto labels = t.match(path)) return *labels;
+    return {};
+}
+
+}  // namespace perfwatch

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/error.hpp"
+
+namespace perfwatch {
+
+// Sidecar file names: `<report>.labels.yaml` beside a report, or this one for a whole directory.
+inline constexpr std::string_view k_directory_sidecar = "perfwatch-labels.yaml";
+inline constexpr std::string_view k_sidecar_suffix = ".labels.yaml";
+
+// True for a file that is a label sidecar, not a report.
+bool is_label_sidecar(std::string_view path);
+
+// Labels from the sidecars of `report_path`: the directory's perfwatch-labels.yaml, then the
+// report's own <report>.labels.yaml (which wins). Each is a flat YAML mapping of names to
+// scalars; a malformed one is an error naming the file, line and column.
+Result<std::map<std::string, std::string>> sidecar_labels(const std::string& report_path);
+
+// A path template such as "/builds/{project}/{branch}/{commit}/**": `{name}` captures text
+// within one path segment, `*` matches within a segment, `**` any number of segments. A template
+// starting with '/' matches the whole absolute path; others match its trailing segments.
+class PathTemplate {
+public:
+    // nullopt with `error` set when the template is malformed.
+    static std::optional<PathTemplate> compile(std::string_view text, std::string& error);
+    // The captured labels when `path` (made absolute) matches.
+    std::optional<std::map<std::string, std::string>> match(const std::string& path) const;
+    const std::string& text() const { return m_text; }
+
+private:
+    std::string m_text;
+    std::regex m_regex;
+    std::vector<std::string> m_names;
+};
+
+// Labels of the first template in `templates` matching `path`; empty when none does.
+std::map<std::string, std::string> path_labels(const std::vector<PathTemplate>& templates, const std::string& path);
+
+}  // namespace perfwatch

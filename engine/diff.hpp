@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/model.hpp"
+
+namespace perfwatch {
+
+struct DiffOptions {
+    EntityKind kind = EntityKind::kernel;
+    double min_change_pct = 5;  // smaller per-launch changes are "unchanged"
+    double confidence = 0.99;   // needed where both sides have per-instance samples
+};
+
+// One entity of either run, matched by name.
+struct DiffEntry {
+    enum class Status { added, removed, slower, faster, unchanged };
+    std::string name;
+    Status status = Status::unchanged;
+    double count_a = 0, count_b = 0;  // launches (kernels) or operations
+    double total_a = 0, total_b = 0;  // summed duration, ns
+    double mean_a = 0, mean_b = 0;    // per launch or operation, ns
+    double change_pct = 0;            // of the per-launch time (Hodges-Lehmann shift with samples)
+    std::optional<double> confidence; // that the change is real, 0-1, where samples allow a rank test
+};
+
+struct RunDiff {
+    std::vector<DiffEntry> entries;  // largest change of total time first
+    std::size_t added = 0, removed = 0, slower = 0, faster = 0, unchanged = 0;
+    double total_a = 0, total_b = 0;
+};
+
+std::string_view to_string(DiffEntry::Status status);
+
+// Compares the entities of one kind of run `a` (before) and run `b` (after) by name, like a
+// trace diff: added, removed, slower, faster, unchanged, with counts and total time.
+RunDiff diff_runs(const RunBatch& a, const RunBatch& b, const DiffOptions& options = {});
+
+}  // namespace perfwatch

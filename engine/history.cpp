@@ -1,0 +1,262 @@
+#include "engine/history.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+namespace perfwatch {
+
+namespace {
+
+constexpr auto k_identity_labels = std::to_array<std::string_view>({
+    "commit", "branch", "build", "build_id", "pipeline", "job", "job_id", "time", "date", "timestamp",
+    "tool_version", "host", "hostname",
+});
+
+std::string branch_of(const Labels& labels, const std::string& default_branch) {
+    auto it = labels.find("branch");
+    return it == labels.end() ? default_branch : it->second;
+}
+
+std::string label_or(const Labels& labels, const std::string& key) {
+    auto it = labels.find(key);
+    return it == labels.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
+bool is_identity_label(std::string_view key) {
+    return std::find(k_identity_labels.begin(), k_identity_labels.end(), key) != k_identity_labels.end();
+}
+
+std::string gpu_of(const Labels& labels) { return label_or(labels, "gpu"); }
+
+bool comparable(const Labels& a, const Labels& b, const std::vector<std::string>& match) {
+    if (gpu_of(a) != gpu_of(b)) return false;
+    if (!match.empty()) {
+        for (const std::string& k : match)
+            if (label_or(a, k) != label_or(b, k)) return false;
+        return true;
+    }
+    auto config = [](const Labels& l) {
+        Labels out;
+        for (const auto& [k, v] : l)
+            if (!is_identity_label(k)) out.emplace(k, v);
+        return out;
+    };
+    return config(a) == config(b);
+}
+
+std::string series_key(const Labels& labels, const BaselineSpec& spec) {
+    std::string key;
+    for (const auto& [k, v] : labels) {
+        if (k == "gpu" || is_identity_label(k)) continue;
+        if (!spec.match.empty() && std::find(spec.match.begin(), spec.match.end(), k) == spec.match.end()) continue;
+        key += fmt::format("{}={};", k, v);
+    }
+    return key + fmt::format("gpu={};branch={}", gpu_of(labels), branch_of(labels, spec.branch));
+}
+
+namespace {
+
+// Comparable runs stored before `before`, newest first, at most `limit`, on `branch` when given.
+Result<std::vector<std::int64_t>> comparable_runs(const Db& db, const Labels& labels, const BaselineSpec& spec,
+                                                  std::int64_t before, const std::string* branch) {
+    Labels must;
+    if (const std::string gpu = gpu_of(labels); !gpu.empty()) must["gpu"] = gpu;
+    auto candidates = db.find_runs(must, before);
+    if (!candidates) return std::unexpected(candidates.error());
+    std::vector<std::int64_t> out;
+    for (const RunLabels& r : *candidates) {
+        if (out.size() >= spec.runs) break;
+        if (branch != nullptr && branch_of(r.labels, spec.branch) != *branch) continue;
+        if (comparable(labels, r.labels, spec.match)) out.push_back(r.id);
+    }
+    return out;
+}
+
+Result<void> load_runs(const Db& db, const std::vector<std::int64_t>& newest_first, Baseline& out) {
+    for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) {
+        auto run = db.load(*it);
+        if (!run) return std::unexpected(run.error());
+        if (*run) out.runs.push_back(std::move(**run));
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const BaselineSpec& spec) {
+    Baseline out;
+    const Labels& labels = current.batch.labels;
+    auto pins = db.baseline_pins();
+    if (!pins) return std::unexpected(pins.error());
+    for (const BaselinePin& pin : *pins) {
+        if (pin.run_id >= current.id) continue;
+        auto pinned = db.find_runs({}, pin.run_id + 1, 1);
+        if (!pinned) return std::unexpected(pinned.error());
+        if (pinned->empty() || pinned->front().id != pin.run_id) continue;
+        const Labels& pl = pinned->front().labels;
+        if (!comparable(labels, pl, spec.match)) continue;
+        const std::string branch = branch_of(pl, spec.branch);
+        BaselineSpec earlier = spec;
+        earlier.runs = spec.runs - 1;
+        auto ids = comparable_runs(db, pl, earlier, pin.run_id, &branch);
+        if (!ids) return std::unexpected(ids.error());
+        ids->insert(ids->begin(), pin.run_id);
+        if (auto r = load_runs(db, *ids, out); !r) return std::unexpected(r.error());
+        out.description = fmt::format("pinned run {} and {} earlier comparable run(s) on {}", pin.run_id,
+                                      ids->size() - 1, branch);
+        return out;
+    }
+    const std::string branch = spec.branch;
+    auto ids = comparable_runs(db, labels, spec, current.id, &branch);
+    if (!ids) return std::unexpected(ids.error());
+    if (auto r = load_runs(db, *ids, out); !r) return std::unexpected(r.error());
+    out.description = fmt::format("last {} comparable run(s) on {}", out.runs.size(), spec.branch);
+    return out;
+}
+
+Result<Baseline> explicit_baseline(const Db& db, const StoredRun& current, std::int64_t baseline_run) {
+    auto run = db.load(baseline_run);
+    if (!run) return std::unexpected(run.error());
+    if (!*run) return fail("", 0, fmt::format("no run {} to compare with", baseline_run));
+    const std::string a = gpu_of(current.batch.labels), b = gpu_of((*run)->batch.labels);
+    if (a != b)
+        return fail((*run)->batch.source, 0,
+                    fmt::format("baseline run {} ran on {}, run {} on {}: runs on different GPU models are not compared",
+                                baseline_run, b.empty() ? "an unknown GPU" : b, current.id,
+                                a.empty() ? "an unknown GPU" : a));
+    Baseline out;
+    out.runs.push_back(std::move(**run));
+    out.description = fmt::format("run {} (given)", baseline_run);
+    return out;
+}
+
+bool uses_duration_samples(std::string_view metric) {
+    return metric == "duration" || metric == "duration_mean" || metric == "duration_median";
+}
+
+RunHistory::RunHistory(Baseline baseline, const RunBatch& current) : m_baseline(std::move(baseline)), m_current(current) {
+    for (const StoredRun& run : m_baseline.runs) {
+        auto& index = m_index.emplace_back();
+        for (const Entity& e : run.batch.entities) {
+            if (e.kind == EntityKind::launch) continue;
+            index.emplace(std::make_pair(e.kind, e.kind == EntityKind::run ? std::string() : e.name), &e);
+        }
+        index_launches(run.batch);
+    }
+    index_launches(current);
+}
+
+void RunHistory::index_launches(const RunBatch& batch) {
+    for (const Entity& e : batch.entities)
+        if (e.kind == EntityKind::launch && e.parent >= 0 && static_cast<std::size_t>(e.parent) < batch.entities.size())
+            m_launches[&batch.entities[static_cast<std::size_t>(e.parent)]].push_back(&e);
+}
+
+const std::vector<const Entity*>& RunHistory::matches(const Entity& entity) const {
+    auto [it, fresh] = m_matches.try_emplace(&entity);
+    if (fresh) {
+        const auto key = std::make_pair(entity.kind, entity.kind == EntityKind::run ? std::string() : entity.name);
+        for (const auto& index : m_index) {
+            auto found = index.find(key);
+            it->second.push_back(found == index.end() ? nullptr : found->second);
+        }
+    }
+    return it->second;
+}
+
+std::vector<double> RunHistory::samples_of(const Entity& entity, std::string_view metric) const {
+    if (!uses_duration_samples(metric)) return {};
+    if (auto it = entity.samples.find("duration"); it != entity.samples.end()) return it->second;
+    std::vector<double> out;
+    if (auto it = m_launches.find(&entity); it != m_launches.end())
+        for (const Entity* l : it->second)
+            if (auto v = l->value("duration")) out.push_back(*v);
+    return evenly_spaced(out);
+}
+
+std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_view metric) const {
+    const auto key = std::make_pair(&entity, std::string(metric));
+    if (auto it = m_memo.find(key); it != m_memo.end()) return it->second;
+    std::optional<Comparison> result;
+    if (const auto current = entity.value(metric)) {
+        std::vector<double> values, pooled;
+        for (const Entity* e : matches(entity)) {
+            if (e == nullptr) continue;
+            const auto v = e->value(metric);
+            if (!v) continue;
+            values.push_back(*v);
+            const std::vector<double> s = samples_of(*e, metric);
+            pooled.insert(pooled.end(), s.begin(), s.end());
+        }
+        if (!values.empty()) result = compare_to_baseline(*current, samples_of(entity, metric), values, pooled);
+    }
+    m_memo.emplace(key, result);
+    return result;
+}
+
+std::optional<double> RunHistory::latest(const Entity& entity, std::string_view metric) const {
+    const auto& m = matches(entity);
+    for (auto it = m.rbegin(); it != m.rend(); ++it)
+        if (*it != nullptr)
+            if (auto v = (*it)->value(metric)) return v;
+    return std::nullopt;
+}
+
+std::optional<bool> RunHistory::is_new(const Entity& entity) const {
+    if (m_baseline.runs.empty()) return std::nullopt;
+    const auto& m = matches(entity);
+    return std::all_of(m.begin(), m.end(), [](const Entity* e) { return e == nullptr; });
+}
+
+std::optional<std::vector<std::string>> RunHistory::vanished(EntityKind kind) const {
+    if (m_baseline.runs.empty()) return std::nullopt;
+    std::set<std::string> present;
+    for (const Entity& e : m_current.entities)
+        if (e.kind == kind) present.insert(e.name);
+    std::vector<std::string> out;
+    for (const Entity& e : m_baseline.runs.back().batch.entities)
+        if (e.kind == kind && !present.contains(e.name)) out.push_back(e.name);
+    return out;
+}
+
+std::optional<std::int64_t> RunHistory::first_bad_run(const Entity& entity, std::string_view metric,
+                                                      std::int64_t current_run) const {
+    const auto current = entity.value(metric);
+    if (!current) return std::nullopt;
+    std::vector<double> series;
+    std::vector<std::int64_t> runs;
+    const auto& m = matches(entity);
+    for (std::size_t i = 0; i < m.size(); ++i) {
+        if (m[i] == nullptr) continue;
+        if (auto v = m[i]->value(metric)) {
+            series.push_back(*v);
+            runs.push_back(m_baseline.runs[i].id);
+        }
+    }
+    if (series.empty()) return std::nullopt;
+    series.push_back(*current);
+    runs.push_back(current_run);
+    ChangePointOptions o;
+    o.min_segment = 2;
+    o.min_last = 1;
+    o.significance = 0.05;
+    const Split s = best_split(series, o);
+    if (s.index == 0 || s.p_value > o.significance) return current_run;
+    return runs[s.index];
+}
+
+std::string RunHistory::describe_run(std::int64_t run_id, const Labels& current_labels) const {
+    const Labels* labels = nullptr;
+    for (const StoredRun& r : m_baseline.runs)
+        if (r.id == run_id) labels = &r.batch.labels;
+    if (labels == nullptr) labels = &current_labels;
+    const std::string commit = label_or(*labels, "commit");
+    return commit.empty() ? fmt::format("run {}", run_id) : fmt::format("commit {} (run {})", commit, run_id);
+}
+
+}  // namespace perfwatch

@@ -1,0 +1,94 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/stats.hpp"
+#include "storage/db.hpp"
+#include "storage/model.hpp"
+
+namespace perfwatch {
+
+using Labels = std::map<std::string, std::string>;
+
+// Labels naming one build rather than its configuration; comparable runs may differ in them.
+bool is_identity_label(std::string_view key);
+
+// How a rule chooses the runs it compares against.
+struct BaselineSpec {
+    std::string branch = "main";     // runs without a branch label count as on this branch
+    std::size_t runs = 10;           // the last N comparable runs
+    std::vector<std::string> match;  // labels that must match; empty: every non-identity label
+    auto operator<=>(const BaselineSpec&) const = default;
+};
+
+// The run's GPU model: its `gpu` label (from --label, a sidecar or the report); "" when unknown.
+std::string gpu_of(const Labels& labels);
+
+// Runs may be compared when they ran on the same GPU model (both unknown counts as the same)
+// and their configuration labels match: the labels of `match`, or every non-identity label.
+bool comparable(const Labels& a, const Labels& b, const std::vector<std::string>& match);
+
+// The key of the series a run belongs to for `spec`: its configuration labels, GPU and branch.
+std::string series_key(const Labels& labels, const BaselineSpec& spec);
+
+// The runs one run is compared with, oldest first.
+struct Baseline {
+    std::vector<StoredRun> runs;
+    std::string description;  // "last 10 comparable runs on main", "pinned run 7 ...", "run 3 (given)"
+};
+
+// Chooses the baseline of `current` for `spec`: a pinned comparable run (the newest pin stored
+// before it) with the comparable runs of its branch before it, else the last `spec.runs`
+// comparable runs on the baseline branch stored before `current`.
+Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const BaselineSpec& spec);
+
+// An explicit baseline (check --baseline): refused when it ran on another GPU model.
+Result<Baseline> explicit_baseline(const Db& db, const StoredRun& current, std::int64_t baseline_run);
+
+// The baseline as seen from the entities of one current run. Entities match by kind and name
+// (the run entity by kind). Results are memoized per entity and metric.
+class RunHistory {
+public:
+    RunHistory(Baseline baseline, const RunBatch& current);
+
+    const Baseline& baseline() const { return m_baseline; }
+    // Comparison of `metric` of `entity` (a current-run entity) with the baseline; nullopt when
+    // the entity or metric is missing on either side.
+    std::optional<Comparison> compare(const Entity& entity, std::string_view metric) const;
+    // The metric's value in the newest baseline run that has the entity.
+    std::optional<double> latest(const Entity& entity, std::string_view metric) const;
+    // True when no baseline run has the entity (nullopt: no baseline at all).
+    std::optional<bool> is_new(const Entity& entity) const;
+    // Entities of `kind` in the newest baseline run that the current run lacks.
+    std::optional<std::vector<std::string>> vanished(EntityKind kind) const;
+    // The first run of the shift in `metric`: E-Divisive over the baseline values and the current
+    // one finds where the last segment starts; the current run when no earlier start is significant.
+    std::optional<std::int64_t> first_bad_run(const Entity& entity, std::string_view metric,
+                                              std::int64_t current_run) const;
+    // "commit abc1234 (run 7)" or "run 7".
+    std::string describe_run(std::int64_t run_id, const Labels& current_labels) const;
+
+private:
+    // Baseline entities matching `entity`, one per baseline run (nullptr where absent).
+    const std::vector<const Entity*>& matches(const Entity& entity) const;
+    // Per-instance values behind `metric` of `entity`: its stored samples, else its launches' values.
+    std::vector<double> samples_of(const Entity& entity, std::string_view metric) const;
+    void index_launches(const RunBatch& batch);
+
+    Baseline m_baseline;
+    const RunBatch& m_current;
+    std::vector<std::map<std::pair<EntityKind, std::string>, const Entity*>> m_index;  // per baseline run
+    std::map<const Entity*, std::vector<const Entity*>> m_launches;                     // kernel -> its launches
+    mutable std::map<const Entity*, std::vector<const Entity*>> m_matches;
+    mutable std::map<std::pair<const Entity*, std::string>, std::optional<Comparison>> m_memo;
+};
+
+// True for metrics where per-instance durations stand behind the value (duration, its mean and median).
+bool uses_duration_samples(std::string_view metric);
+
+}  // namespace perfwatch

@@ -1,0 +1,78 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace perfwatch {
+
+// Median of `values`; NaN when empty.
+double median(std::vector<double> values);
+
+// Median absolute deviation times 1.4826: a robust estimate of the standard deviation (equal to
+// it under normal noise) that one outlier cannot inflate. 0 for fewer than two values.
+double mad_sigma(const std::vector<double>& values);
+
+// Mann-Whitney U test of `after` against `before` (normal approximation with tie and continuity
+// correction). p_greater: probability of a U at least this large if both came from one
+// distribution, i.e. small when `after` tends to be larger.
+struct RankTest {
+    double u = 0;  // U of `after`: pairs (b, a) with a > b, ties counting one half
+    double z = 0;
+    double p_greater = 1;
+    double p_less = 1;
+};
+RankTest mann_whitney(const std::vector<double>& before, const std::vector<double>& after);
+
+// Hodges-Lehmann shift: the median of all differences after_j - before_i. Pairs are taken from
+// at most `max_side` evenly spaced values of each side (sorted), so the cost stays bounded.
+double hodges_lehmann(const std::vector<double>& before, const std::vector<double>& after, std::size_t max_side = 256);
+
+// One metric of one entity compared with its baseline.
+struct Comparison {
+    double current = 0;
+    double baseline = 0;       // median of the baseline runs' values
+    double spread = 0;         // run-to-run robust standard deviation of the baseline (0: unknown)
+    double change_pct = 0;     // relative change (Hodges-Lehmann shift when both sides have samples)
+    double confidence_up = 0;  // confidence that the metric went up (0-1; 0 when it cannot be told)
+    double confidence_down = 0;
+    std::size_t baseline_runs = 0;
+    std::size_t current_samples = 0;
+    std::size_t baseline_samples = 0;
+    bool window_test = false;  // the run-to-run test was used (3 or more baseline runs)
+    bool rank_test = false;    // the Mann-Whitney test on per-instance samples was used
+};
+
+// Compares `current` (the run's value, with its per-instance samples, possibly none) with the
+// values of the baseline runs (oldest first) and their pooled samples. With 3 or more baseline
+// runs the value is tested against the run-to-run spread (median and MAD, Student t prediction
+// interval); with samples on both sides a Mann-Whitney test is applied too, and the confidence is
+// the lower of the two. The spread is floored at `min_cv` of the median, so identical baseline
+// values do not make any change certain.
+Comparison compare_to_baseline(double current, const std::vector<double>& current_samples,
+                               const std::vector<double>& baseline_values, const std::vector<double>& baseline_samples,
+                               double min_cv = 0.005);
+
+struct ChangePointOptions {
+    std::size_t min_segment = 2;  // shortest segment a split may leave (the last may be shorter, see below)
+    std::size_t min_last = 2;     // shortest last segment (1 lets the newest value alone start a shift)
+    double alpha = 1.0;           // distance exponent of the energy statistic, in (0, 2)
+    int permutations = 199;
+    double significance = 0.01;
+    std::uint64_t seed = 0x5eed;  // fixed: the same series always gives the same answer
+};
+
+// E-Divisive means (Matteson & James 2014): recursive binary segmentation by the energy
+// statistic, each split accepted when a permutation test finds it significant. Returns the
+// indices where a new segment starts, ascending.
+std::vector<std::size_t> change_points(const std::vector<double>& series, const ChangePointOptions& options = {});
+
+// The best single split of `series` by the energy statistic and its permutation p-value.
+struct Split {
+    std::size_t index = 0;  // first index of the second segment; 0 when none fits
+    double statistic = 0;
+    double p_value = 1;
+};
+Split best_split(const std::vector<double>& series, const ChangePointOptions& options = {});
+
+}  // namespace perfwatch
