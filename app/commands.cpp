@@ -429,7 +429,8 @@ int run_diff(const DiffCommand& options) {
                                {"mean_before_ns", e.mean_a},
                                {"mean_after_ns", e.mean_b},
                                {"change_pct", e.change_pct},
-                               {"confidence", e.confidence ? nlohmann::json(*e.confidence) : nlohmann::json(nullptr)}});
+                               {"confidence", e.confidence ? nlohmann::json(*e.confidence) : nlohmann::json(nullptr)},
+                               {"property_changes", e.property_changes}});
         doc["entries"] = std::move(entries);
         fmt::print("{}\n", doc.dump(2));
         return 0;
@@ -452,6 +453,7 @@ int run_diff(const DiffCommand& options) {
                    fmt::format("{} -> {}", time_text(e.mean_a), time_text(e.mean_b)),
                    both ? fmt::format("{:+.1f}%", e.change_pct) : "",
                    e.confidence ? fmt::format("{:.0f}%", 100 * *e.confidence) : "", e.name);
+        for (const std::string& p : e.property_changes) fmt::print("{:<10} {}\n", "", p);
     }
     return 0;
 }

@@ -11,6 +11,8 @@
 
 #include "collectors/collector.hpp"
 #include "engine/evaluate.hpp"
+#include "engine/pipeline.hpp"
+#include "storage/db.hpp"
 #include "engine/rules.hpp"
 #include "storage/vocabulary.hpp"
 
@@ -94,6 +96,19 @@ private:
     // The run a test evaluates: a report collected from disk, or entities written in the test.
     // nullopt with `problem` set; `skip` when the corpus is not here.
     std::optional<StoredRun> input(const YAML::Node& t, std::string& problem, bool& skip) {
+        auto run = read_run(t, problem, skip);
+        if (!run) return run;
+        if (const auto labels = t["labels"]) {
+            if (!labels.IsMap()) {
+                problem = fmt::format("{}: 'labels' must map label names to values", where(labels));
+                return std::nullopt;
+            }
+            for (const auto& kv : labels) run->batch.labels[kv.first.as<std::string>("")] = kv.second.as<std::string>("");
+        }
+        return run;
+    }
+
+    std::optional<StoredRun> read_run(const YAML::Node& t, std::string& problem, bool& skip) {
         StoredRun run;
         run.id = 1;
         if (const auto r = t["report"]) {
@@ -254,7 +269,17 @@ private:
             return;
         }
 
-        const Evaluation ev = evaluate_run(m_rules, *run);
+        auto evaluated = evaluate_with_history(t, *run, name, problem, skip);
+        if (!evaluated) {
+            if (skip) {
+                ++m_summary.skipped;
+                m_summary.messages.push_back(fmt::format("{}: {}", at, problem));
+            } else {
+                fail(at, problem);
+            }
+            return;
+        }
+        const Evaluation& ev = *evaluated;
         std::vector<std::string> failures;
         std::set<std::string> rules_expected;
         for (const Expectation& e : expected) rules_expected.insert(e.rule);
@@ -300,6 +325,52 @@ private:
             return;
         }
         for (const std::string& id : rules_expected) m_summary.fired.push_back(id);
+    }
+
+    // Stores the test's `baseline:` runs (oldest first) and then its run in a fresh in-memory
+    // database and runs the pipeline on it, so history functions see those runs.
+    std::optional<Evaluation> evaluate_with_history(const YAML::Node& t, StoredRun run, const std::string& test,
+                                                    std::string& problem, bool& skip) {
+        auto db = Db::open(":memory:");
+        if (!db) {
+            problem = db.error().to_string();
+            return std::nullopt;
+        }
+        std::size_t index = 0;
+        auto store = [&](StoredRun& r) -> std::optional<std::int64_t> {
+            // Unique per test and position, so the same report may stand for several runs.
+            r.batch.sha256 = fmt::format("rules-test:{}:{}:{}", m_path, test, index++);
+            if (r.batch.source.empty()) r.batch.source = fmt::format("{} test '{}' run {}", m_path, test, index);
+            auto stored = db->store(r.batch);
+            if (!stored) {
+                problem = stored.error().to_string();
+                return std::nullopt;
+            }
+            return stored->run_id;
+        };
+        if (const auto list = t["baseline"]) {
+            if (!list.IsSequence()) {
+                problem = fmt::format("{}: 'baseline' must be a list of runs (report or entities, labels)", where(list));
+                return std::nullopt;
+            }
+            for (const auto& item : list) {
+                auto b = input(item, problem, skip);
+                if (!b || !store(*b)) return std::nullopt;
+            }
+        }
+        const auto id = store(run);
+        if (!id) return std::nullopt;
+        auto stored = db->load(*id);
+        if (!stored || !*stored) {
+            problem = stored ? "the run vanished from the test database" : stored.error().to_string();
+            return std::nullopt;
+        }
+        auto outcome = process_run(*db, m_rules, **stored);
+        if (!outcome) {
+            problem = outcome.error().to_string();
+            return std::nullopt;
+        }
+        return std::move(outcome->evaluation);
     }
 
     void fail(const std::string& at, const std::string& why) {

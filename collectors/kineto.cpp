@@ -61,6 +61,10 @@ struct KernelExtra {
     double longest = -1;
     double grid = -1, block = -1, registers = -1, shared = -1, blocks_per_sm = -1, warps_per_sm = -1;
     double occupancy_weighted = 0, occupancy_weight = 0;
+    // From the newer "occupancy" object: resident blocks and the per-resource block limits.
+    double active_blocks = -1;
+    std::map<std::string, double> block_limits;
+    std::string limiter;
     std::string device;
 };
 
@@ -249,6 +253,7 @@ private:
                 break;
             case Cat::sync:
                 m_sync.add(length);
+                m_sync_kinds[std::string(name)].add(length);
                 break;
             case Cat::cpu_op:
                 ++m_cpu_ops;
@@ -276,6 +281,41 @@ private:
         if (!field(args, "shared memory", x.shared)) x.shared = -1;
         if (!field(args, "blocks per SM", x.blocks_per_sm)) x.blocks_per_sm = -1;
         if (!field(args, "warps per SM", x.warps_per_sm)) x.warps_per_sm = -1;
+        occupancy_object(args, x);
+    }
+
+    // args.occupancy (Kineto 2024+): {"activeBlocksPerMultiprocessor", "limitingFactors",
+    // "blockLimitRegs", ...}; a limit of INT_MAX means the resource does not limit.
+    static void occupancy_object(simdjson::dom::object args, KernelExtra& x) {
+        x.active_blocks = -1;
+        x.block_limits.clear();
+        x.limiter.clear();
+        simdjson::dom::object occ;
+        if (args["occupancy"].get_object().get(occ)) return;
+        if (!field(occ, "activeBlocksPerMultiprocessor", x.active_blocks)) x.active_blocks = -1;
+        static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> k_limits{{
+            {"blockLimitRegs", "block_limit_registers"},
+            {"blockLimitSharedMem", "block_limit_shared_mem"},
+            {"blockLimitWarps", "block_limit_warps"},
+            {"blockLimitBlocks", "block_limit_sm"},
+            {"blockLimitBarriers", "block_limit_barriers"},
+        }};
+        for (const auto& [key, metric] : k_limits) {
+            double v = 0;
+            if (field(occ, key, v) && v < 2147483647.0) x.block_limits[std::string(metric)] = v;
+        }
+        std::string_view factors;
+        if (occ["limitingFactors"].get_string().get(factors)) return;
+        static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> k_names{{
+            {"REGISTERS", "registers"},
+            {"SHARED", "shared memory"},
+            {"WARPS", "warps"},
+            {"BLOCKS", "block count"},
+            {"BARRIERS", "barriers"},
+        }};
+        for (const auto& [token, label] : k_names)
+            if (factors.find(token) != std::string_view::npos)
+                x.limiter += (x.limiter.empty() ? "" : " and ") + std::string(label);
     }
 
     // HTA: launch delay = kernel start - (runtime call start + its duration); a short kernel is
@@ -338,6 +378,10 @@ private:
                 if (x.shared >= 0) e.set(plain("shared_mem_per_block", x.shared, "byte", "shared memory", "B"));
                 if (x.blocks_per_sm >= 0) e.set(plain("blocks_per_sm", x.blocks_per_sm, "count", "blocks per SM"));
                 if (x.warps_per_sm >= 0) e.set(plain("warps_per_sm", x.warps_per_sm, "count", "warps per SM"));
+                if (x.active_blocks >= 0)
+                    e.set(plain("active_blocks_per_sm", x.active_blocks, "count", "activeBlocksPerMultiprocessor"));
+                for (const auto& [metric, v] : x.block_limits) e.set(plain(metric, v, "count"));
+                if (!x.limiter.empty()) e.attributes["occupancy_limiter"] = x.limiter;
                 if (x.occupancy_weight > 0)
                     e.set(plain("occupancy_estimated", x.occupancy_weighted / x.occupancy_weight, "percent",
                                 "est. achieved occupancy %", "%"));
@@ -358,6 +402,16 @@ private:
             e.parent = static_cast<std::int64_t>(run_index);
             set_aggregate_metrics(e, "count", s.count, s.total, s.min, s.max);
             if (name.find("Synchronize") != std::string::npos) e.attributes["synchronizing"] = "true";
+            batch.entities.push_back(std::move(e));
+        }
+        // CUPTI synchronization records ("Event Sync", "Stream Wait Event"), one entity per kind.
+        for (auto& [name, s] : m_sync_kinds) {
+            Entity e;
+            e.kind = EntityKind::api_call;
+            e.name = name;
+            e.parent = static_cast<std::int64_t>(run_index);
+            e.attributes["category"] = "cuda_sync";
+            set_aggregate_metrics(e, "count", s.count, s.total, s.min, s.max);
             batch.entities.push_back(std::move(e));
         }
 
@@ -401,6 +455,7 @@ private:
     std::unordered_map<std::string, KernelExtra> m_kernels;
     std::map<std::string, double> m_bytes;
     std::map<std::string, Stats> m_api;
+    std::map<std::string, Stats> m_sync_kinds;
     std::unordered_map<double, std::pair<double, double>> m_pending_runtime, m_pending_kernels;
     Stats m_delays, m_steps, m_sync;
     double m_delay_outliers = 0, m_short_kernels = 0, m_runtime_outliers = 0, m_cpu_ops = 0;

@@ -107,7 +107,16 @@ void TimelineBuilder::add(TimelineEvent e) {
         const double delta = d - g.mean;  // Welford: mean and variance in one pass
         g.mean += delta / g.timed;
         g.m2 += delta * (d - g.mean);
-        if (m_options.keep_durations) g.durations.push_back(d);
+        if (m_options.keep_durations) {
+            g.durations.push_back(d);
+        } else if (g.reservoir.size() < k_max_samples) {
+            g.reservoir.push_back(d);
+        } else {
+            // Reservoir sampling (Algorithm R) with a fixed-seed LCG: the same trace keeps the same sample.
+            g.rng = g.rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            const auto j = static_cast<std::size_t>((g.rng >> 11) % static_cast<std::uint64_t>(g.timed));
+            if (j < k_max_samples) g.reservoir[j] = d;
+        }
         dev.busy.push_back({e.start_ns, e.end_ns});
         if (kernel) {
             dev.kernels.push_back({e.start_ns, e.end_ns});
@@ -175,6 +184,7 @@ void TimelineBuilder::finish(RunBatch& batch) {
             samples = evenly_spaced(g.durations);
             s = duration_stats(std::move(g.durations));
         } else if (g.timed > 0) {
+            samples = std::move(g.reservoir);
             s.count = g.timed;
             s.total = g.total;
             s.mean = g.mean;

@@ -27,7 +27,8 @@ inline constexpr double k_short_launch_ns = 10'000;
 
 struct TimelineOptions {
     bool emit_launches = true;   // one launch entity per kernel execution (keeps every event)
-    bool keep_durations = true;  // keep each duration for medians (8 bytes per event)
+    bool keep_durations = true;  // keep each duration for medians (8 bytes per event); otherwise
+                                 // a reservoir of k_max_samples per name is kept for rank tests
 };
 
 // A metric in a base unit, with the tool's own name and unit when they differ from perfwatch's.
@@ -72,6 +73,8 @@ private:
         bool one_device = true;
         double count = 0, timed = 0, total = 0, mean = 0, m2 = 0, min = 0, max = 0;
         std::vector<double> durations;
+        std::vector<double> reservoir;  // without keep_durations: a uniform sample of the durations
+        std::uint64_t rng = 0x9e3779b97f4a7c15;
         std::vector<std::size_t> events;
     };
     struct Device {

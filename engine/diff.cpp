@@ -1,6 +1,9 @@
 #include "engine/diff.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -19,7 +22,42 @@ std::string_view to_string(DiffEntry::Status status) {
     return "unchanged";
 }
 
+bool is_deterministic_metric(std::string_view metric) {
+    static constexpr std::array<std::string_view, 14> k_metrics{
+        "registers_per_thread", "grid_size",       "block_size",          "shared_mem_per_block",
+        "active_blocks_per_sm", "block_limit_sm",  "block_limit_registers", "block_limit_shared_mem",
+        "block_limit_warps",    "block_limit_barriers", "instructions_executed", "occupancy_theoretical",
+        "vgpr_count",           "sgpr_count"};
+    return std::find(k_metrics.begin(), k_metrics.end(), metric) != k_metrics.end();
+}
+
 namespace {
+
+std::string number_text(double v) {
+    if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{:.0f}", v);
+    return fmt::format("{:.4g}", v);
+}
+
+std::vector<std::string> property_changes(const Entity& a, const Entity& b) {
+    std::map<std::string, std::pair<std::optional<double>, std::optional<double>>> props;
+    for (const Metric& m : a.metrics)
+        if (is_deterministic_metric(m.name)) props[m.name].first = m.value;
+    for (const Metric& m : b.metrics)
+        if (is_deterministic_metric(m.name)) props[m.name].second = m.value;
+    std::vector<std::string> out;
+    for (const auto& [name, v] : props) {
+        if (v.first && v.second && *v.first == *v.second) continue;
+        out.push_back(fmt::format("{} {} -> {}", name, v.first ? number_text(*v.first) : "absent",
+                                  v.second ? number_text(*v.second) : "absent"));
+    }
+    for (const char* attr : {"occupancy_limiter"}) {
+        auto x = a.attributes.find(attr), y = b.attributes.find(attr);
+        const std::string before = x == a.attributes.end() ? "absent" : x->second;
+        const std::string after = y == b.attributes.end() ? "absent" : y->second;
+        if (before != after) out.push_back(fmt::format("{} {} -> {}", attr, before, after));
+    }
+    return out;
+}
 
 struct Side {
     double count = 0, total = 0, mean = 0;
@@ -61,6 +99,7 @@ RunDiff diff_runs(const RunBatch& a, const RunBatch& b, const DiffOptions& optio
             d.count_a = sa.count;
             d.total_a = sa.total;
             d.mean_a = sa.mean;
+            d.property_changes = property_changes(*it->second, *e);
             const std::string_view metric = e->value("duration_mean") ? "duration_mean" : "duration";
             const auto cmp = history.compare(*e, metric);
             d.change_pct = cmp ? cmp->change_pct : (sa.mean > 0 ? 100 * (sb.mean - sa.mean) / sa.mean : 0);

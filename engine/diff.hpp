@@ -25,7 +25,13 @@ struct DiffEntry {
     double mean_a = 0, mean_b = 0;    // per launch or operation, ns
     double change_pct = 0;            // of the per-launch time (Hodges-Lehmann shift with samples)
     std::optional<double> confidence; // that the change is real, 0-1, where samples allow a rank test
+    // Deterministic properties that differ, compared exactly: "registers_per_thread 128 -> 168",
+    // "active_blocks_per_sm 32 -> absent".
+    std::vector<std::string> property_changes;
 };
+
+// Properties of a kernel that do not vary between identical builds: compared exactly.
+bool is_deterministic_metric(std::string_view metric);
 
 struct RunDiff {
     std::vector<DiffEntry> entries;  // largest change of total time first

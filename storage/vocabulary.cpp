@@ -46,6 +46,7 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"occupancy_estimated", "percent", "kernel", "occupancy the profiler estimated from the launch configuration (Kineto)"},
     {"shared_mem_per_block", "byte", "kernel", "shared memory per block (static and dynamic together)"},
     {"blocks_per_sm", "count", "kernel", "blocks per SM the launch configuration gives"},
+    {"active_blocks_per_sm", "count", "kernel", "resident blocks per SM the occupancy calculation allows (Kineto)"},
     {"vgpr_count", "count", "kernel", "vector registers per work-item (AMD)"},
     {"sgpr_count", "count", "kernel", "scalar registers per wavefront (AMD)"},
     {"warps_per_sm", "count", "kernel", "warps per SM the launch configuration gives"},
