@@ -1,5 +1,7 @@
 #include "tests/support.hpp"
 
+#include <zlib.h>
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -26,6 +28,17 @@ std::optional<std::filesystem::path> corpus_dir() {
 
 std::string fixture(const std::string& relative) {
     return (std::filesystem::path(PERFWATCH_SOURCE_DIR) / "tests" / "fixtures" / relative).string();
+}
+
+std::string read_maybe_gzip(const std::string& path) {
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (f == nullptr) return {};
+    std::string out;
+    char buf[1 << 16];
+    int n = 0;
+    while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    gzclose(f);
+    return out;
 }
 
 std::string read_file(const std::string& path) {

@@ -20,6 +20,8 @@ std::optional<std::filesystem::path> corpus_dir();
 
 std::string fixture(const std::string& relative);  // path under tests/fixtures
 std::string read_file(const std::string& path);
+// A file's bytes, decompressed when it is gzip (plain files read unchanged).
+std::string read_maybe_gzip(const std::string& path);
 
 // A fresh directory removed at destruction.
 class TempDir {

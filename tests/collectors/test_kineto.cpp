@@ -18,15 +18,7 @@ struct Walk {
     std::set<std::string> names;
 };
 
-std::string gunzip_file(const std::string& path) {
-    gzFile f = gzopen(path.c_str(), "rb");  // reads plain files unchanged
-    std::string out;
-    char buf[1 << 16];
-    int n = 0;
-    while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-    gzclose(f);
-    return out;
-}
+std::string gunzip_file(const std::string& path) { return test::read_maybe_gzip(path); }
 
 Walk walk(const std::string& path) {
     const auto doc = nlohmann::json::parse(gunzip_file(path));
