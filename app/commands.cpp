@@ -188,12 +188,15 @@ int run_show(const ShowOptions& options) {
 
 namespace {
 
+std::string time_text(double ns);
+std::string metric_text(const std::string& metric, double v);
+
 std::string regression_sentence(const RegressionEvent& e) {
     const RegressionState& r = e.state;
     if (e.kind == RegressionEvent::Kind::resolved)
         return fmt::format("resolved: {} '{}' ({}): {}", to_string(r.entity_kind), r.entity_name, r.rule, r.resolution);
     std::string out = fmt::format("opened: {} '{}' ({}): {} baseline {}", to_string(r.entity_kind), r.entity_name,
-                                  r.rule, r.metric, value_text(r.baseline));
+                                  r.rule, r.metric, metric_text(r.metric, r.baseline));
     if (r.first_bad_run) out += fmt::format(", shift began at run {}", *r.first_bad_run);
     return out;
 }
@@ -359,6 +362,12 @@ int run_formats(const std::vector<Converter>& converters) {
 namespace {
 
 std::string time_text(double ns) { return format_value(Value(ns), "time"); }
+
+// A metric's value as people read it: times as "1.25 ms", others as plain numbers.
+std::string metric_text(const std::string& metric, double v) {
+    const MetricDef* def = find_metric_def(metric);
+    return def != nullptr && def->unit == "ns" ? time_text(v) : value_text(v);
+}
 
 std::optional<std::int64_t> as_run_id(const std::string& text) {
     std::int64_t id = 0;
@@ -628,7 +637,7 @@ int run_baseline_show(const std::string& db_path, long long run_id, const std::v
     fmt::print("\n{} open regression(s)\n", open->size());
     for (const RegressionState& r : *open)
         fmt::print("  {} {} '{}': {} baseline {}, opened at run {}{}, {} run(s) back inside\n", r.rule,
-                   to_string(r.entity_kind), r.entity_name, r.metric, value_text(r.baseline), r.opened_run,
+                   to_string(r.entity_kind), r.entity_name, r.metric, metric_text(r.metric, r.baseline), r.opened_run,
                    r.first_bad_run ? fmt::format(" (shift began at run {})", *r.first_bad_run) : "", r.inside_runs);
     return 0;
 }
