@@ -131,6 +131,7 @@ Result<Baseline> explicit_baseline(const Db& db, const StoredRun& current, std::
                                 a.empty() ? "an unknown GPU" : a));
     Baseline out;
     out.runs.push_back(std::move(**run));
+    out.given = true;
     out.description = fmt::format("run {} (given)", baseline_run);
     return out;
 }
@@ -184,19 +185,41 @@ std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_
     if (auto it = m_memo.find(key); it != m_memo.end()) return it->second;
     std::optional<Comparison> result;
     if (const auto current = entity.value(metric)) {
-        std::vector<double> values, pooled;
+        // Where every run has per-launch samples, the run-to-run test compares their medians: one
+        // slow launch (a warm-up, a spike) moves a mean, not a median.
+        const std::vector<double> current_samples = samples_of(entity, metric);
+        std::vector<double> values, medians, pooled;
+        bool all_sampled = current_samples.size() >= 3;
         for (const Entity* e : matches(entity)) {
             if (e == nullptr) continue;
             const auto v = e->value(metric);
             if (!v) continue;
             values.push_back(*v);
             const std::vector<double> s = samples_of(*e, metric);
+            all_sampled = all_sampled && s.size() >= 3;
+            if (s.size() >= 3) medians.push_back(median(s));
             pooled.insert(pooled.end(), s.begin(), s.end());
         }
-        if (!values.empty()) result = compare_to_baseline(*current, samples_of(entity, metric), values, pooled);
+        if (!m_baseline.given && values.size() < k_min_history_runs) {
+            // Too little history: report the change, test nothing.
+            if (!values.empty()) result = compare_to_baseline(*current, {}, values, {}, 0.005, k_min_history_runs);
+        } else if (!values.empty()) {
+            if (all_sampled) {
+                result = compare_to_baseline(median(current_samples), current_samples, medians, pooled);
+                result->current = *current;
+            } else {
+                result = compare_to_baseline(*current, current_samples, values, pooled);
+            }
+        }
     }
     m_memo.emplace(key, result);
     return result;
+}
+
+std::optional<double> RunHistory::level(const Entity& entity, std::string_view metric) const {
+    const std::vector<double> s = samples_of(entity, metric);
+    if (s.size() >= 3) return median(s);
+    return entity.value(metric);
 }
 
 std::optional<double> RunHistory::latest(const Entity& entity, std::string_view metric) const {

@@ -39,6 +39,7 @@ std::string series_key(const Labels& labels, const BaselineSpec& spec);
 // The runs one run is compared with, oldest first.
 struct Baseline {
     std::vector<StoredRun> runs;
+    bool given = false;  // chosen by the user (check --baseline), not from history
     std::string description;  // "last 10 comparable runs on main", "pinned run 7 ...", "run 3 (given)"
 };
 
@@ -50,6 +51,10 @@ Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const B
 // An explicit baseline (check --baseline): refused when it ran on another GPU model.
 Result<Baseline> explicit_baseline(const Db& db, const StoredRun& current, std::int64_t baseline_run);
 
+// Baseline runs a history needs before timings are judged: fewer give no run-to-run spread worth
+// trusting, and per-launch samples alone ignore run-to-run noise. A given baseline needs one.
+inline constexpr std::size_t k_min_history_runs = 5;
+
 // The baseline as seen from the entities of one current run. Entities match by kind and name
 // (the run entity by kind). Results are memoized per entity and metric.
 class RunHistory {
@@ -60,6 +65,9 @@ public:
     // Comparison of `metric` of `entity` (a current-run entity) with the baseline; nullopt when
     // the entity or metric is missing on either side.
     std::optional<Comparison> compare(const Entity& entity, std::string_view metric) const;
+    // The level of `metric` on an entity as comparisons see it: the median of its per-launch samples
+    // where it has them, else its value.
+    std::optional<double> level(const Entity& entity, std::string_view metric) const;
     // The metric's value in the newest baseline run that has the entity.
     std::optional<double> latest(const Entity& entity, std::string_view metric) const;
     // True when no baseline run has the entity (nullopt: no baseline at all).

@@ -68,7 +68,7 @@ Result<void> follow_regressions(Db& db, const CompiledRule& rule, const RunHisto
         const Entity* entity = find_entity(run.batch, key.first, key.second);
         const Entity* subject = check.run_level ? run_entity_of(run.batch) : entity;
         if (entity == nullptr || subject == nullptr) continue;
-        const auto v = subject->value(r.metric);
+        const auto v = history.level(*subject, r.metric);
         if (!v) continue;
         const bool inside = r.higher_is_worse ? *v <= r.band_limit : *v >= r.band_limit;
         r.inside_runs = inside ? r.inside_runs + 1 : 0;

@@ -89,7 +89,7 @@ double hodges_lehmann(const std::vector<double>& before, const std::vector<doubl
 
 Comparison compare_to_baseline(double current, const std::vector<double>& current_samples,
                                const std::vector<double>& baseline_values, const std::vector<double>& baseline_samples,
-                               double min_cv) {
+                               double min_cv, std::size_t min_runs) {
     Comparison c;
     c.current = current;
     c.baseline_runs = baseline_values.size();
@@ -101,7 +101,7 @@ Comparison compare_to_baseline(double current, const std::vector<double>& curren
     double up = 1, down = 1;
     bool tested = false;
     const std::size_t n = baseline_values.size();
-    if (n >= 3) {
+    if (n >= std::max<std::size_t>(min_runs, 3)) {
         c.spread = mad_sigma(baseline_values);
         const double sigma = std::max(c.spread, min_cv * scale);
         if (sigma > 0) {

@@ -44,14 +44,14 @@ struct Comparison {
 };
 
 // Compares `current` (the run's value, with its per-instance samples, possibly none) with the
-// values of the baseline runs (oldest first) and their pooled samples. With 3 or more baseline
-// runs the value is tested against the run-to-run spread (median and MAD, Student t prediction
-// interval); with samples on both sides a Mann-Whitney test is applied too, and the confidence is
-// the lower of the two. The spread is floored at `min_cv` of the median, so identical baseline
-// values do not make any change certain.
+// values of the baseline runs (oldest first) and their pooled samples. With `min_runs` or more
+// baseline runs the value is tested against the run-to-run spread (median and MAD, Student t
+// prediction interval); with samples on both sides a Mann-Whitney test is applied too, and the
+// confidence is the lower of the two. The spread is floored at `min_cv` of the median, so
+// identical baseline values do not make any change certain.
 Comparison compare_to_baseline(double current, const std::vector<double>& current_samples,
                                const std::vector<double>& baseline_values, const std::vector<double>& baseline_samples,
-                               double min_cv = 0.005);
+                               double min_cv = 0.005, std::size_t min_runs = 3);
 
 struct ChangePointOptions {
     std::size_t min_segment = 2;  // shortest segment a split may leave (the last may be shorter, see below)
