@@ -66,7 +66,7 @@ TEST(RulesCli, ReadmeTestExamplePasses) {
     const auto corpus = corpus_dir();
     if (corpus) setenv("PERFWATCH_CORPUS", corpus->c_str(), 1);
     const RuleTestSummary s = run_rule_tests({t});
-    EXPECT_EQ(s.tests, 2);
+    EXPECT_EQ(s.tests, 3);
     EXPECT_EQ(s.failed, 0) << (s.messages.empty() ? "" : s.messages[0]);
     EXPECT_FALSE(s.broken);
 }
