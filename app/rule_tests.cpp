@@ -245,12 +245,7 @@ private:
         bool skip = false;
         auto run = input(t, problem, skip);
         if (!run) {
-            if (skip) {
-                ++m_summary.skipped;
-                m_summary.messages.push_back(fmt::format("{}: {}", at, problem));
-            } else {
-                fail(at, problem);
-            }
+            skip_or_fail(at, problem, skip);
             return;
         }
         const std::vector<Expectation> expected = expectations(t, problem);
@@ -271,12 +266,7 @@ private:
 
         auto evaluated = evaluate_with_history(t, *run, name, problem, skip);
         if (!evaluated) {
-            if (skip) {
-                ++m_summary.skipped;
-                m_summary.messages.push_back(fmt::format("{}: {}", at, problem));
-            } else {
-                fail(at, problem);
-            }
+            skip_or_fail(at, problem, skip);
             return;
         }
         const Evaluation& ev = *evaluated;
@@ -371,6 +361,16 @@ private:
             return std::nullopt;
         }
         return std::move(outcome->evaluation);
+    }
+
+    // A test whose input is missing: skipped (the corpus is not here) or failed.
+    void skip_or_fail(const std::string& at, const std::string& problem, bool skip) {
+        if (!skip) {
+            fail(at, problem);
+            return;
+        }
+        ++m_summary.skipped;
+        m_summary.messages.push_back(fmt::format("{}: {}", at, problem));
     }
 
     void fail(const std::string& at, const std::string& why) {
