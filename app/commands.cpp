@@ -34,6 +34,21 @@ std::string value_text(double v) {
     return fmt::format("{:.6g}", v);
 }
 
+std::string time_text(double ns) { return format_value(Value(ns), "time"); }
+
+// A metric's value as people read it: times as "1.25 ms", others as plain numbers.
+std::string metric_text(const std::string& metric, double v) {
+    const MetricDef* def = find_metric_def(metric);
+    return def != nullptr && def->unit == "ns" ? time_text(v) : value_text(v);
+}
+
+std::optional<std::int64_t> as_run_id(const std::string& text) {
+    std::int64_t id = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+    return id;
+}
+
 std::int64_t count_kind(const RunBatch& b, EntityKind kind) {
     return std::count_if(b.entities.begin(), b.entities.end(), [&](const Entity& e) { return e.kind == kind; });
 }
@@ -188,9 +203,6 @@ int run_show(const ShowOptions& options) {
 
 namespace {
 
-std::string time_text(double ns);
-std::string metric_text(const std::string& metric, double v);
-
 std::string regression_sentence(const RegressionEvent& e) {
     const RegressionState& r = e.state;
     if (e.kind == RegressionEvent::Kind::resolved)
@@ -203,14 +215,12 @@ std::string regression_sentence(const RegressionEvent& e) {
 
 // The run id `text` names in `db`, or the run stored from the report file `text`.
 Result<std::int64_t> baseline_run_id(Db& db, const std::string& text, const CheckOptions& options) {
-    std::int64_t id = 0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
     std::error_code fs_ec;
-    if (ec == std::errc() && ptr == text.data() + text.size() && !std::filesystem::exists(text, fs_ec)) {
-        auto run = db.load(id);
+    if (const auto id = as_run_id(text); id && !std::filesystem::exists(text, fs_ec)) {
+        auto run = db.load(*id);
         if (!run) return std::unexpected(run.error());
-        if (!*run) return fail(options.db_path, 0, fmt::format("--baseline {}: no run {} in the database", text, id));
-        return id;
+        if (!*run) return fail(options.db_path, 0, fmt::format("--baseline {}: no run {} in the database", text, *id));
+        return *id;
     }
     // A report file: labelled like the checked reports, less the labels naming one build.
     LabelSources labels = options.labels;
@@ -361,20 +371,6 @@ int run_formats(const std::vector<Converter>& converters) {
 
 namespace {
 
-std::string time_text(double ns) { return format_value(Value(ns), "time"); }
-
-// A metric's value as people read it: times as "1.25 ms", others as plain numbers.
-std::string metric_text(const std::string& metric, double v) {
-    const MetricDef* def = find_metric_def(metric);
-    return def != nullptr && def->unit == "ns" ? time_text(v) : value_text(v);
-}
-
-std::optional<std::int64_t> as_run_id(const std::string& text) {
-    std::int64_t id = 0;
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-    if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
-    return id;
-}
 
 // A run named on the command line: a report file, else a run id in the database.
 Result<StoredRun> load_side(const std::string& text, const std::string& db_path, const std::vector<Converter>& converters) {
@@ -413,10 +409,11 @@ int run_diff(const DiffCommand& options) {
     DiffOptions d;
     d.kind = entity_kind_from_string(options.kind).value_or(EntityKind::kernel);
     d.min_change_pct = options.min_change_pct;
-    const RunDiff diff = diff_runs(a->batch, b->batch, d);
     const std::string gpu_a = gpu_of(a->batch.labels), gpu_b = gpu_of(b->batch.labels);
+    const std::string before_name = side_name(*a);
+    const RunDiff diff = diff_runs(std::move(a->batch), b->batch, d);
     if (options.format == "json") {
-        nlohmann::json doc = {{"before", side_name(*a)},
+        nlohmann::json doc = {{"before", before_name},
                               {"after", side_name(*b)},
                               {"kind", options.kind},
                               {"summary",
@@ -444,7 +441,7 @@ int run_diff(const DiffCommand& options) {
         fmt::print("{}\n", doc.dump(2));
         return 0;
     }
-    fmt::print("before: {}\nafter:  {}\n", side_name(*a), side_name(*b));
+    fmt::print("before: {}\nafter:  {}\n", before_name, side_name(*b));
     if (gpu_a != gpu_b)
         fmt::print("note: the runs ran on different GPU models ({} / {}); timings are not comparable as a regression\n",
                    gpu_a.empty() ? "unknown" : gpu_a, gpu_b.empty() ? "unknown" : gpu_b);
@@ -505,9 +502,7 @@ int run_history(const HistoryCommand& options) {
     for (std::size_t i = 0; i + 1 < bounds.size(); ++i)
         seg_median.push_back(median(std::vector<double>(values.begin() + static_cast<std::ptrdiff_t>(bounds[i]),
                                                         values.begin() + static_cast<std::ptrdiff_t>(bounds[i + 1]))));
-    const MetricDef* def = find_metric_def(options.metric);
-    const bool is_time = def != nullptr && def->unit == "ns";
-    auto show = [&](double v) { return is_time ? time_text(v) : value_text(v); };
+    auto show = [&](double v) { return metric_text(options.metric, v); };
     if (options.format == "json") {
         nlohmann::json points = nlohmann::json::array(), changes = nlohmann::json::array();
         for (const SeriesPoint& p : *series)

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "engine/expr.hpp"
 #include "engine/history.hpp"
 
 namespace perfwatch {
@@ -33,11 +34,6 @@ bool is_deterministic_metric(std::string_view metric) {
 
 namespace {
 
-std::string number_text(double v) {
-    if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{:.0f}", v);
-    return fmt::format("{:.4g}", v);
-}
-
 std::vector<std::string> property_changes(const Entity& a, const Entity& b) {
     std::map<std::string, std::pair<std::optional<double>, std::optional<double>>> props;
     for (const Metric& m : a.metrics)
@@ -47,8 +43,8 @@ std::vector<std::string> property_changes(const Entity& a, const Entity& b) {
     std::vector<std::string> out;
     for (const auto& [name, v] : props) {
         if (v.first && v.second && *v.first == *v.second) continue;
-        out.push_back(fmt::format("{} {} -> {}", name, v.first ? number_text(*v.first) : "absent",
-                                  v.second ? number_text(*v.second) : "absent"));
+        out.push_back(fmt::format("{} {} -> {}", name, v.first ? format_value(*v.first) : "absent",
+                                  v.second ? format_value(*v.second) : "absent"));
     }
     for (const char* attr : {"occupancy_limiter"}) {
         auto x = a.attributes.find(attr), y = b.attributes.find(attr);
@@ -73,17 +69,17 @@ Side side_of(const Entity& e) {
 
 }  // namespace
 
-RunDiff diff_runs(const RunBatch& a, const RunBatch& b, const DiffOptions& options) {
+RunDiff diff_runs(RunBatch a, const RunBatch& b, const DiffOptions& options) {
     RunDiff out;
+    Baseline baseline;
+    baseline.runs.push_back(StoredRun{0, "", std::move(a)});
+    baseline.given = true;
+    const RunHistory history(std::move(baseline), b);
     std::map<std::string, const Entity*> before, after;
-    for (const Entity& e : a.entities)
+    for (const Entity& e : history.baseline().runs.front().batch.entities)
         if (e.kind == options.kind) before.emplace(e.name, &e);
     for (const Entity& e : b.entities)
         if (e.kind == options.kind) after.emplace(e.name, &e);
-
-    Baseline baseline;
-    baseline.runs.push_back(StoredRun{0, "", a});
-    const RunHistory history(std::move(baseline), b);
     for (const auto& [name, e] : after) {
         DiffEntry d;
         d.name = name;

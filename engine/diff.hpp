@@ -42,7 +42,8 @@ struct RunDiff {
 std::string_view to_string(DiffEntry::Status status);
 
 // Compares the entities of one kind of run `a` (before) and run `b` (after) by name, like a
-// trace diff: added, removed, slower, faster, unchanged, with counts and total time.
-RunDiff diff_runs(const RunBatch& a, const RunBatch& b, const DiffOptions& options = {});
+// trace diff: added, removed, slower, faster, unchanged, with counts and total time. `a` is
+// taken by value: it becomes the one-run baseline of the comparison.
+RunDiff diff_runs(RunBatch a, const RunBatch& b, const DiffOptions& options = {});
 
 }  // namespace perfwatch
