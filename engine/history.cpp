@@ -64,15 +64,26 @@ namespace {
 // Comparable runs stored before `before`, newest first, at most `limit`, on `branch` when given.
 Result<std::vector<std::int64_t>> comparable_runs(const Db& db, const Labels& labels, const BaselineSpec& spec,
                                                   std::int64_t before, const std::string* branch) {
+    // The labels a comparable run must carry go to the query; the rest (labels it must not have,
+    // a missing branch counting as the baseline branch) is checked here, a page at a time.
     Labels must;
-    if (const std::string gpu = gpu_of(labels); !gpu.empty()) must["gpu"] = gpu;
-    auto candidates = db.find_runs(must, before);
-    if (!candidates) return std::unexpected(candidates.error());
+    for (const auto& [k, v] : labels) {
+        const bool config = spec.match.empty() ? !is_identity_label(k)
+                                               : std::find(spec.match.begin(), spec.match.end(), k) != spec.match.end();
+        if (config || k == "gpu") must.emplace(k, v);
+    }
+    const std::size_t page = std::max<std::size_t>(4 * spec.runs, 32);
     std::vector<std::int64_t> out;
-    for (const RunLabels& r : *candidates) {
-        if (out.size() >= spec.runs) break;
-        if (branch != nullptr && branch_of(r.labels, spec.branch) != *branch) continue;
-        if (comparable(labels, r.labels, spec.match)) out.push_back(r.id);
+    while (out.size() < spec.runs) {
+        auto candidates = db.find_runs(must, before, page);
+        if (!candidates) return std::unexpected(candidates.error());
+        for (const RunLabels& r : *candidates) {
+            if (out.size() >= spec.runs) break;
+            if (branch != nullptr && branch_of(r.labels, spec.branch) != *branch) continue;
+            if (comparable(labels, r.labels, spec.match)) out.push_back(r.id);
+        }
+        if (candidates->size() < page) break;
+        before = candidates->back().id;
     }
     return out;
 }

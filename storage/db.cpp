@@ -515,13 +515,19 @@ Result<std::vector<RunLabels>> Db::find_runs(const std::map<std::string, std::st
         }
         if (limit > 0) st.bind(i, static_cast<std::int64_t>(limit));
         std::vector<RunLabels> out;
-        while (st.executeStep()) out.push_back({st.getColumn(0).getInt64(), {}});
-        SQLite::Statement lab(*m_db, "SELECT key, value FROM run_labels WHERE run_id = ?");
-        for (RunLabels& r : out) {
-            lab.bind(1, r.id);
-            while (lab.executeStep()) r.labels[lab.getColumn(0).getString()] = lab.getColumn(1).getString();
-            lab.reset();
+        std::unordered_map<std::int64_t, std::size_t> index_of;
+        while (st.executeStep()) {
+            index_of[st.getColumn(0).getInt64()] = out.size();
+            out.push_back({st.getColumn(0).getInt64(), {}});
         }
+        if (out.empty()) return out;
+        // The labels of all of them in one query over their id range (newest first: back is lowest).
+        SQLite::Statement lab(*m_db, "SELECT run_id, key, value FROM run_labels WHERE run_id BETWEEN ? AND ?");
+        lab.bind(1, out.back().id);
+        lab.bind(2, out.front().id);
+        while (lab.executeStep())
+            if (auto it = index_of.find(lab.getColumn(0).getInt64()); it != index_of.end())
+                out[it->second].labels[lab.getColumn(1).getString()] = lab.getColumn(2).getString();
         return out;
     });
 }
