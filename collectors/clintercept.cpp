@@ -171,6 +171,16 @@ public:
 
 constexpr double k_us_to_ns = 1000.0;
 
+// A complete ("X") trace event on a device timeline: its name and its span in ns.
+TimelineEvent timeline_event(const TraceEvent& t, std::string device) {
+    TimelineEvent ev;
+    ev.name = std::string(t.name);
+    ev.start_ns = t.ts * k_us_to_ns;
+    ev.end_ns = (t.ts + t.dur) * k_us_to_ns;
+    ev.device = std::move(device);
+    return ev;
+}
+
 class InterceptTraceCollector final : public Collector {
 public:
     std::string_view id() const override { return "clintercept-trace"; }
@@ -192,11 +202,7 @@ public:
         std::map<std::string, std::vector<double>> host_calls;
         auto note = read_trace(path, content, [&](const TraceEvent& t) {
             if (t.ph != "X") return;
-            TimelineEvent ev;
-            ev.name = std::string(t.name);
-            ev.start_ns = t.ts * k_us_to_ns;
-            ev.end_ns = (t.ts + t.dur) * k_us_to_ns;
-            ev.device = "process " + t.pid;
+            TimelineEvent ev = timeline_event(t, "process " + t.pid);
             ev.kind = is_memory_command(t.name) ? TimelineEvent::Kind::memory : TimelineEvent::Kind::kernel;
             if (t.tid_negative) {
                 ev.queue = t.tid.substr(1);
@@ -257,11 +263,7 @@ public:
         std::vector<TimelineEvent> all, gpu;
         auto note = read_trace(path, content, [&](const TraceEvent& t) {
             if (t.ph != "X") return;
-            TimelineEvent ev;
-            ev.name = std::string(t.name);
-            ev.start_ns = t.ts * k_us_to_ns;
-            ev.end_ns = (t.ts + t.dur) * k_us_to_ns;
-            ev.device = "pid " + t.pid;
+            TimelineEvent ev = timeline_event(t, "pid " + t.pid);
             ev.queue = t.tid;
             const bool gpu_cat = t.cat.find("kernel") != std::string_view::npos ||
                                  t.cat.find("Kernel") != std::string_view::npos ||
