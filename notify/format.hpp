@@ -31,7 +31,7 @@ struct CheckReport {
 // Human-readable report: one block per finding, worst impact first.
 std::string format_check_text(const CheckReport& report);
 
-// {"runs":[{"id","source","format","labels"}],"findings":[{"rule","severity","run","entity":{"kind","name"},
+// {"runs":[{"id","source","format","labels","notes","baselines","regressions"}],"findings":[{"rule","severity","run","entity":{"kind","name"},
 //   "message","metrics":{...},"estimated_speedup_pct"}], ...}
 std::string format_check_json(const CheckReport& report);
 
