@@ -53,19 +53,6 @@ std::int64_t count_kind(const RunBatch& b, EntityKind kind) {
     return std::count_if(b.entities.begin(), b.entities.end(), [&](const Entity& e) { return e.kind == kind; });
 }
 
-// Collects one report and gives it its labels (see LabelSources).
-Result<RunBatch> collect_labelled(const std::string& file, const LabelSources& labels,
-                                  const std::vector<Converter>& converters) {
-    auto batch = collect_file(file, converters);
-    if (!batch) return std::unexpected(batch.error());
-    for (const auto& [k, v] : path_labels(labels.path_templates, file)) batch->labels[k] = v;
-    auto sidecar = sidecar_labels(file);
-    if (!sidecar) return std::unexpected(sidecar.error());
-    for (const auto& [k, v] : *sidecar) batch->labels[k] = v;
-    for (const auto& [k, v] : labels.given) batch->labels[k] = v;
-    return batch;
-}
-
 // Collects and stores one report. Prints nothing; the caller reports.
 Result<StoreOutcome> ingest_one(Db& db, const std::string& file, const LabelSources& labels,
                                 const std::vector<Converter>& converters, RunBatch* out_batch = nullptr) {
@@ -350,11 +337,17 @@ int run_rules_test(const std::vector<std::string>& paths) {
 }
 
 int run_config_check(const std::string& path) {
-    const ConfigLoad load = load_config(path);
+    ConfigLoad load = load_config(path);
+    if (load.ok()) {
+        for (Diagnostic& d : check_watch_directories(load.config)) load.diagnostics.push_back(std::move(d));
+        const RuleSet rules = compile_rules(load_rule_files(load.config.rules));
+        load.diagnostics.insert(load.diagnostics.end(), rules.diagnostics.begin(), rules.diagnostics.end());
+    }
     for (const Diagnostic& d : load.diagnostics) fmt::print(stderr, "{}\n", d.to_string());
-    if (!load.ok()) return 1;
-    fmt::print("{}: ok ({} rule file(s), {} converter(s){})\n", path, load.config.rules.size(),
-               load.config.converters.size(), load.config.database ? ", database " + *load.config.database : "");
+    if (has_errors(load.diagnostics)) return 1;
+    fmt::print("{}: ok ({} rule file(s), {} converter(s), {} watched director{}{})\n", path, load.config.rules.size(),
+               load.config.converters.size(), load.config.watch.size(), load.config.watch.size() == 1 ? "y" : "ies",
+               load.config.database ? ", database " + *load.config.database : "");
     return 0;
 }
 

@@ -9,13 +9,6 @@
 
 namespace perfwatch {
 
-// Labels of a report, weakest first: the report's own, the first matching path template, the
-// directory's perfwatch-labels.yaml, the report's <report>.labels.yaml, then --label.
-struct LabelSources {
-    std::map<std::string, std::string> given;  // --label
-    std::vector<PathTemplate> path_templates;
-};
-
 struct IngestOptions {
     std::string db_path;
     LabelSources labels;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <boost/asio/ip/address.hpp>
 #include <filesystem>
 
 #include "storage/file.hpp"
@@ -42,12 +43,39 @@ public:
                 converters(kv.second);
             } else if (key == "path_templates") {
                 path_templates(kv.second);
+            } else if (key == "watch") {
+                watch_list(kv.second);
+            } else if (key == "workers") {
+                if (auto v = integer(kv.second, key, 0, 256)) m_out.config.workers = *v;
+            } else if (key == "quiet_period") {
+                if (auto v = duration(kv.second, key)) m_out.config.quiet_period = *v;
+            } else if (key == "shutdown_timeout") {
+                if (auto v = duration(kv.second, key)) m_out.config.shutdown_timeout = *v;
+            } else if (key == "listen") {
+                if (auto v = scalar(kv.second, key)) {
+                    if (*v != "off" && !split_listen_address(*v))
+                        diag(kv.second.Mark(), fmt::format("'listen' must be ADDRESS:PORT such as 127.0.0.1:9464, "
+                                                           "or off; found '{}'", *v));
+                    else
+                        m_out.config.listen = *v;
+                }
+            } else if (key == "log_level") {
+                if (auto v = scalar(kv.second, key)) {
+                    static constexpr std::array k_levels{"debug", "info", "notice", "warning", "error"};
+                    if (std::find(k_levels.begin(), k_levels.end(), *v) == k_levels.end())
+                        diag(kv.second.Mark(), fmt::format("'log_level' must be debug, info, notice, warning or "
+                                                           "error; found '{}'", *v));
+                    else
+                        m_out.config.log_level = *v;
+                }
             } else {
-                diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, rules, converters or "
-                                                  "path_templates)",
+                diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, rules, converters, "
+                                                  "path_templates, watch, workers, quiet_period, listen, "
+                                                  "shutdown_timeout or log_level)",
                                                   key));
             }
         }
+        check_overlaps();
         return std::move(m_out);
     }
 
@@ -66,6 +94,146 @@ private:
             return std::nullopt;
         }
         return n.Scalar();
+    }
+
+    std::optional<int> integer(const YAML::Node& n, std::string_view key, int low, int high) {
+        auto v = scalar(n, key);
+        if (!v) return std::nullopt;
+        int out = 0;
+        const auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+        if (ec != std::errc() || p != v->data() + v->size() || out < low || out > high) {
+            diag(n.Mark(), fmt::format("'{}' must be a whole number from {} to {}; found '{}'", key, low, high, *v));
+            return std::nullopt;
+        }
+        return out;
+    }
+
+    // "500ms", "2s", "1m", or a plain number of seconds.
+    std::optional<std::chrono::milliseconds> duration(const YAML::Node& n, std::string_view key) {
+        auto v = scalar(n, key);
+        if (!v) return std::nullopt;
+        std::string t = *v;
+        double scale = 1000;
+        if (t.ends_with("ms")) {
+            scale = 1;
+            t.resize(t.size() - 2);
+        } else if (t.ends_with("s")) {
+            t.pop_back();
+        } else if (t.ends_with("m")) {
+            scale = 60000;
+            t.pop_back();
+        }
+        double number = -1;
+        const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), number);
+        if (ec != std::errc() || p != t.data() + t.size() || number < 0 || t.empty()) {
+            diag(n.Mark(), fmt::format("'{}' must be a duration such as 500ms, 2s or 1m; found '{}'", key, *v));
+            return std::nullopt;
+        }
+        return std::chrono::milliseconds(static_cast<long long>(number * scale));
+    }
+
+    std::vector<std::string> string_list(const YAML::Node& n, std::string_view key) {
+        std::vector<std::string> out;
+        if (n.IsScalar()) {
+            out.push_back(n.Scalar());
+        } else if (!n.IsSequence()) {
+            diag(n.Mark(), fmt::format("'{}' must be a list of globs such as \"*.csv\"", key));
+        } else {
+            for (const auto& item : n)
+                if (auto v = scalar(item, key)) out.push_back(*v);
+        }
+        return out;
+    }
+
+    void watch_list(const YAML::Node& n) {
+        if (!n.IsSequence()) {
+            diag(n.Mark(), "'watch' must be a list of directories, each a mapping with at least 'path'");
+            return;
+        }
+        for (const auto& item : n) {
+            if (!item.IsMap()) {
+                diag(item.Mark(), "a watched directory must be a mapping with 'path' (and recursive, include, "
+                                  "exclude, labels, path_template)");
+                continue;
+            }
+            WatchSpec spec;
+            spec.line = item.Mark().line + 1;
+            spec.col = item.Mark().column + 1;
+            std::optional<std::string> template_text;
+            YAML::Mark template_mark;
+            for (const auto& kv : item) {
+                const std::string key = kv.first.as<std::string>("");
+                if (key == "path") {
+                    if (auto v = scalar(kv.second, key)) spec.path = resolve(*v);
+                } else if (key == "recursive") {
+                    bool value = true;
+                    if (!kv.second.IsScalar() || !YAML::convert<bool>::decode(kv.second, value))
+                        diag(kv.second.Mark(), "'recursive' must be true or false");
+                    spec.recursive = value;
+                } else if (key == "include") {
+                    spec.include = string_list(kv.second, key);
+                } else if (key == "exclude") {
+                    spec.exclude = string_list(kv.second, key);
+                } else if (key == "labels") {
+                    if (!kv.second.IsMap()) {
+                        diag(kv.second.Mark(), "'labels' must be a mapping of label names to values");
+                        continue;
+                    }
+                    for (const auto& label : kv.second)
+                        if (auto v = scalar(label.second, label.first.as<std::string>("")))
+                            spec.labels[label.first.as<std::string>("")] = *v;
+                } else if (key == "path_template") {
+                    if (auto v = scalar(kv.second, key)) {
+                        template_text = *v;
+                        template_mark = kv.second.Mark();
+                    }
+                } else {
+                    diag(kv.first.Mark(), fmt::format("unknown watch setting '{}' (expected path, recursive, "
+                                                      "include, exclude, labels or path_template)",
+                                                      key));
+                }
+            }
+            if (spec.path.empty()) {
+                diag(item.Mark(), "a watched directory needs 'path'");
+                continue;
+            }
+            if (!std::filesystem::path(spec.path).is_absolute())
+                spec.path = std::filesystem::absolute(spec.path).lexically_normal().string();
+            while (spec.path.size() > 1 && spec.path.ends_with('/')) spec.path.pop_back();
+            if (template_text) {
+                // A relative template is matched from the watched directory down.
+                const std::string full =
+                    template_text->starts_with('/') ? *template_text : spec.path + "/" + *template_text;
+                std::string error;
+                if (auto t = PathTemplate::compile(full, error))
+                    spec.path_template = std::move(*t);
+                else
+                    diag(template_mark, fmt::format("path template '{}': {}", *template_text, error));
+            }
+            m_out.config.watch.push_back(std::move(spec));
+        }
+    }
+
+    // inotify watches a directory once: a watched directory inside another is refused.
+    void check_overlaps() {
+        const auto& list = m_out.config.watch;
+        for (std::size_t i = 0; i < list.size(); ++i)
+            for (std::size_t j = 0; j < list.size(); ++j) {
+                if (i == j) continue;
+                const auto& inner = list[i].path;
+                const auto& outer = list[j].path;
+                const bool same = inner == outer;
+                if ((same && i > j) || (!same && inner.starts_with(outer + "/"))) {
+                    Diagnostic d;
+                    d.loc = SourceLoc{m_file, list[i].line, list[i].col};
+                    d.message = same ? fmt::format("'{}' is watched twice (also at line {})", inner, list[j].line)
+                                     : fmt::format("'{}' is inside the watched directory '{}' (line {}); watch "
+                                                   "the outer one recursively or exclude the inner one",
+                                                   inner, outer, list[j].line);
+                    d.source_line = line_of(m_text, d.loc.line);
+                    m_out.diagnostics.push_back(std::move(d));
+                }
+            }
     }
 
     std::string resolve(const std::string& p) const {
@@ -167,6 +335,38 @@ private:
 };
 
 }  // namespace
+
+std::vector<Diagnostic> check_watch_directories(const Config& config) {
+    std::vector<Diagnostic> out;
+    std::string text;
+    if (!config.path.empty())
+        if (auto t = read_whole_file(config.path)) text = std::move(*t);
+    for (const WatchSpec& w : config.watch) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(w.path, ec)) continue;
+        Diagnostic d;
+        d.loc = SourceLoc{config.path, w.line, w.col};
+        d.message = fmt::format("watched directory '{}' does not exist or is not a directory", w.path);
+        d.source_line = line_of(text, w.line);
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+std::optional<std::pair<std::string, unsigned short>> split_listen_address(const std::string& text) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0) return std::nullopt;
+    std::string host = text.substr(0, colon);
+    if (host.starts_with('[') && host.ends_with(']')) host = host.substr(1, host.size() - 2);
+    const std::string port_text = text.substr(colon + 1);
+    unsigned port = 0;
+    const auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc() || p != port_text.data() + port_text.size() || port > 65535) return std::nullopt;
+    boost::system::error_code bad;
+    boost::asio::ip::make_address(host, bad);
+    if (bad) return std::nullopt;
+    return std::pair{host, static_cast<unsigned short>(port)};
+}
 
 bool ConfigLoad::ok() const { return !has_errors(diagnostics); }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -7,6 +8,7 @@
 
 #include "collectors/convert.hpp"
 #include "collectors/labels.hpp"
+#include "collectors/watcher.hpp"
 #include "engine/rules.hpp"
 
 namespace perfwatch {
@@ -21,7 +23,24 @@ struct Config {
     std::vector<Converter> converters = default_converters();
     // Labels from report paths: the first template that matches gives them.
     std::vector<PathTemplate> path_templates;
+
+    // The daemon: directories to watch, parsing threads (0: one per core), how long a report
+    // must stay unchanged after it is written, the /healthz and /metrics address ("off": none),
+    // how long a stop waits for reports in flight, and the lowest level logged.
+    std::vector<WatchSpec> watch;
+    int workers = 0;
+    std::chrono::milliseconds quiet_period{1000};
+    std::string listen = "127.0.0.1:9464";
+    std::chrono::milliseconds shutdown_timeout{10000};
+    std::string log_level = "info";
 };
+
+// Errors for watched directories that do not exist or are not directories (the daemon would
+// refuse the configuration), at the line of their `watch` entry.
+std::vector<Diagnostic> check_watch_directories(const Config& config);
+
+// "127.0.0.1:9464" or "[::1]:9464" split into address and port; nullopt when malformed.
+std::optional<std::pair<std::string, unsigned short>> split_listen_address(const std::string& text);
 
 struct ConfigLoad {
     Config config;

@@ -5,6 +5,7 @@
 
 #include "app/commands.hpp"
 #include "app/config.hpp"
+#include "app/daemon.hpp"
 
 namespace {
 
@@ -122,6 +123,11 @@ int main(int argc, char** argv) {
     auto* baseline_show_cmd = baseline_cmd->add_subcommand("show", "Pins, open regressions, and a run's baselines");
     baseline_show_cmd->add_option("run", baseline_run, "Run id: show the baseline each history rule uses for it");
 
+    std::string daemon_db;
+    auto* daemon_cmd = app.add_subcommand("daemon", "Watch report directories as a service: ingest each report once, "
+                                                    "evaluate the rules, serve /healthz and /metrics (needs --config)");
+    daemon_cmd->add_option("--db", daemon_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+
     auto* metrics_cmd = app.add_subcommand("metrics", "List the canonical metric vocabulary rules are written in");
     auto* formats_cmd = app.add_subcommand("formats", "List the supported report formats");
 
@@ -144,6 +150,14 @@ int main(int argc, char** argv) {
 
     if (config_path.empty())
         if (const char* env = std::getenv("PERFWATCH_CONFIG"); env != nullptr) config_path = env;
+    if (daemon_cmd->parsed()) {
+        if (config_path.empty()) {
+            fmt::print(stderr, "perfwatch: error: the daemon needs --config FILE (see deploy/config.yaml)\n");
+            return 2;
+        }
+        if (const char* env = std::getenv("PERFWATCH_DB"); daemon_db.empty() && env != nullptr) daemon_db = env;
+        return perfwatch::run_daemon(config_path, daemon_db);
+    }
     perfwatch::Config config;
     if (!config_path.empty()) {
         perfwatch::ConfigLoad load = perfwatch::load_config(config_path);

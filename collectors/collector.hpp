@@ -33,6 +33,10 @@ std::span<const Collector* const> collectors();
 // Detects the format of `content`; nullptr when no collector recognizes it.
 const Collector* detect(std::string_view content);
 
+// The id of the collector recognizing the start of the file at `path`; "unrecognized" when none
+// does or the file cannot be read.
+std::string detect_file_format(const std::string& path);
+
 // Reads a report file, rejects empty, binary and unrecognised input with a clear error,
 // parses it and fills source and sha256.
 Result<RunBatch> collect_file(const std::string& path);

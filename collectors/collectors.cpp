@@ -133,6 +133,15 @@ Result<RunBatch> collect_content(const std::string& path, std::string_view conte
     return batch;
 }
 
+std::string detect_file_format(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string head(k_sniff_bytes, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+    const Collector* c = head.empty() ? nullptr : detect(head);
+    return c != nullptr ? std::string(c->id()) : std::string("unrecognized");
+}
+
 Result<RunBatch> collect_file(const std::string& path) {
     auto content = read_whole_file(path);
     if (!content) return std::unexpected(content.error());

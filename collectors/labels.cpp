@@ -7,6 +7,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "collectors/collector.hpp"
 #include "storage/file.hpp"
 
 namespace perfwatch {
@@ -109,6 +110,19 @@ std::map<std::string, std::string> path_labels(const std::vector<PathTemplate>& 
     for (const PathTemplate& t : templates)
         if (auto labels = t.match(path)) return *labels;
     return {};
+}
+
+Result<RunBatch> collect_labelled(const std::string& file, const LabelSources& labels,
+                                  const std::vector<Converter>& converters) {
+    auto batch = collect_file(file, converters);
+    if (!batch) return std::unexpected(batch.error());
+    for (const auto& [k, v] : path_labels(labels.path_templates, file)) batch->labels[k] = v;
+    for (const auto& [k, v] : labels.directory) batch->labels[k] = v;
+    auto sidecar = sidecar_labels(file);
+    if (!sidecar) return std::unexpected(sidecar.error());
+    for (const auto& [k, v] : *sidecar) batch->labels[k] = v;
+    for (const auto& [k, v] : labels.given) batch->labels[k] = v;
+    return batch;
 }
 
 }  // namespace perfwatch

@@ -7,7 +7,9 @@
 #include <string_view>
 #include <vector>
 
+#include "collectors/convert.hpp"
 #include "storage/error.hpp"
+#include "storage/model.hpp"
 
 namespace perfwatch {
 
@@ -42,5 +44,18 @@ private:
 
 // Labels of the first template in `templates` matching `path`; empty when none does.
 std::map<std::string, std::string> path_labels(const std::vector<PathTemplate>& templates, const std::string& path);
+
+// Labels of a report, weakest first: the report's own, the first matching path template, the
+// static labels of its watched directory, the directory's perfwatch-labels.yaml, the report's
+// <report>.labels.yaml, then those given on the command line.
+struct LabelSources {
+    std::map<std::string, std::string> given;  // --label
+    std::vector<PathTemplate> path_templates;
+    std::map<std::string, std::string> directory;  // a watched directory's `labels`
+};
+
+// Collects one report (converting it first when a converter names its extension) and labels it.
+Result<RunBatch> collect_labelled(const std::string& file, const LabelSources& labels,
+                                  const std::vector<Converter>& converters);
 
 }  // namespace perfwatch

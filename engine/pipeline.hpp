@@ -32,7 +32,7 @@ struct RunOutcome {
 // The run pipeline: chooses each history rule's baseline, evaluates the rules on `run`, stores
 // the findings, and follows regressions over runs: a regressed() rule firing opens one (naming
 // the first bad run), and it resolves after the rule's resolve_after comparable runs back inside
-// the band. Processing a run twice changes nothing the second time.
+// the band, then marks the run processed. Processing a run twice changes nothing the second time.
 Result<RunOutcome> process_run(Db& db, const RuleSet& rules, const StoredRun& run, const PipelineOptions& options = {});
 
 }  // namespace perfwatch

@@ -132,6 +132,19 @@ CREATE TABLE regressions(
 );
 CREATE INDEX regressions_series ON regressions(series, resolved_run);
 )sql",
+    R"sql(
+ALTER TABLE runs ADD COLUMN processed_at TEXT;
+UPDATE runs SET processed_at = ingested_at WHERE id IN (SELECT DISTINCT run_id FROM findings);
+CREATE TABLE watched_files(
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL DEFAULT '',
+    run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+    error TEXT NOT NULL DEFAULT '',
+    seen_at TEXT NOT NULL
+) WITHOUT ROWID;
+)sql",
 };
 
 std::string now_utc() {
@@ -685,6 +698,57 @@ Result<void> Db::save_regressions(std::vector<RegressionState>& states) {
             r.id = m_db->getLastInsertRowid();
         }
         tx.commit();
+        return {};
+    });
+}
+
+Result<void> Db::mark_processed(std::int64_t run_id) {
+    return guarded(m_path, [&]() -> Result<void> {
+        SQLite::Statement st(*m_db, "UPDATE runs SET processed_at = ? WHERE id = ?");
+        st.bind(1, now_utc());
+        st.bind(2, run_id);
+        st.exec();
+        return {};
+    });
+}
+
+Result<bool> Db::is_processed(std::int64_t run_id) const {
+    return guarded(m_path, [&]() -> Result<bool> {
+        SQLite::Statement st(*m_db, "SELECT processed_at IS NOT NULL FROM runs WHERE id = ?");
+        st.bind(1, run_id);
+        return st.executeStep() && st.getColumn(0).getInt() != 0;
+    });
+}
+
+Result<std::optional<FileMark>> Db::file_mark(const std::string& path) const {
+    return guarded(m_path, [&]() -> Result<std::optional<FileMark>> {
+        SQLite::Statement st(*m_db, "SELECT size, mtime_ns, sha256, run_id, error FROM watched_files WHERE path = ?");
+        st.bind(1, path);
+        if (!st.executeStep()) return std::optional<FileMark>{};
+        FileMark m;
+        m.path = path;
+        m.size = st.getColumn(0).getInt64();
+        m.mtime_ns = st.getColumn(1).getInt64();
+        m.sha256 = st.getColumn(2).getString();
+        if (!st.getColumn(3).isNull()) m.run_id = st.getColumn(3).getInt64();
+        m.error = st.getColumn(4).getString();
+        return std::optional<FileMark>{std::move(m)};
+    });
+}
+
+Result<void> Db::save_file_mark(const FileMark& mark) {
+    return guarded(m_path, [&]() -> Result<void> {
+        SQLite::Statement st(*m_db,
+                             "INSERT OR REPLACE INTO watched_files(path, size, mtime_ns, sha256, run_id, error, seen_at) "
+                             "VALUES(?,?,?,?,?,?,?)");
+        st.bind(1, mark.path);
+        st.bind(2, mark.size);
+        st.bind(3, mark.mtime_ns);
+        st.bind(4, mark.sha256);
+        bind_optional_int(st, 5, mark.run_id);
+        st.bind(6, mark.error);
+        st.bind(7, now_utc());
+        st.exec();
         return {};
     });
 }

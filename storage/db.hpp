@@ -71,6 +71,17 @@ struct SeriesPoint {
     double value = 0;
 };
 
+// What the daemon last made of a watched report file: its size and modification time when read,
+// and the run it gave (or the error). A file whose size and time still match is not read again.
+struct FileMark {
+    std::string path;
+    std::int64_t size = 0;
+    std::int64_t mtime_ns = 0;
+    std::string sha256;  // empty when it could not be read
+    std::optional<std::int64_t> run_id;
+    std::string error;  // empty when stored
+};
+
 // The embedded SQLite store. All SQL of the project lives behind this class.
 class Db {
 public:
@@ -120,6 +131,15 @@ public:
     Result<std::vector<RegressionState>> regressions(bool open_only) const;
     // Inserts (id 0, then set) or updates regression states, in one transaction.
     Result<void> save_regressions(std::vector<RegressionState>& states);
+
+    // A run is processed once the pipeline has stored its findings (the daemon re-runs the rules
+    // on a run stored before a crash but never processed).
+    Result<void> mark_processed(std::int64_t run_id);
+    Result<bool> is_processed(std::int64_t run_id) const;
+
+    Result<std::optional<FileMark>> file_mark(const std::string& path) const;
+    // Inserts or replaces the mark of `mark.path`.
+    Result<void> save_file_mark(const FileMark& mark);
 
 private:
     explicit Db(std::unique_ptr<SQLite::Database> db, std::string path);

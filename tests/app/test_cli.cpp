@@ -268,13 +268,14 @@ TEST(Cli, ConfigCheck) {
     TempDir dir;
     const std::string good = dir.file("good.yaml"), bad = dir.file("bad.yaml");
     write(good, "database: perfwatch.db\nrules: [team.yaml]\n");
-    write(bad, "database: x.db\nwatch: /builds\n");
+    std::filesystem::copy_file(std::string(PERFWATCH_SOURCE_DIR) + "/examples/rules/team.yaml", dir.file("team.yaml"));
+    write(bad, "database: x.db\nwatchers: /builds\n");
     const auto ok = run_perfwatch({"config", "check", good});
     EXPECT_EQ(ok.exit_code, 0) << ok.err;
     EXPECT_NE(ok.out.find(": ok (1 rule file(s)"), std::string::npos) << ok.out;
     const auto ko = run_perfwatch({"config", "check", bad});
     EXPECT_EQ(ko.exit_code, 1);
-    EXPECT_NE(ko.err.find(bad + ":2:1: error: unknown setting 'watch'"), std::string::npos) << ko.err;
+    EXPECT_NE(ko.err.find(bad + ":2:1: error: unknown setting 'watchers'"), std::string::npos) << ko.err;
     // Any command refuses to start on a broken configuration.
     EXPECT_EQ(run_perfwatch({"--config", bad, "formats"}).exit_code, 2);
 }

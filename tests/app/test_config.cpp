@@ -57,4 +57,70 @@ TEST(Config, InvalidYamlIsADiagnostic) {
     EXPECT_TRUE(c.diagnostics[0].to_string().starts_with("cfg.yaml:2:")) << c.diagnostics[0].to_string();
 }
 
+TEST(Config, DaemonSettings) {
+    const ConfigLoad c = parse_config_text("/etc/perfwatch/config.yaml", R"(watch:
+  - path: /srv/reports/
+    recursive: false
+    include: ["*.csv", "nightly/*.json"]
+    exclude: "*.bak"
+    labels: {project: llm, site: lab}
+    path_template: "{branch}/{commit}/**"
+  - path: incoming
+workers: 3
+quiet_period: 250ms
+shutdown_timeout: 1m
+listen: "[::1]:0"
+log_level: debug
+)");
+    ASSERT_TRUE(c.ok()) << c.diagnostics[0].to_string();
+    ASSERT_EQ(c.config.watch.size(), 2u);
+    const WatchSpec& w = c.config.watch[0];
+    EXPECT_EQ(w.path, "/srv/reports");
+    EXPECT_FALSE(w.recursive);
+    EXPECT_EQ(w.include, (std::vector<std::string>{"*.csv", "nightly/*.json"}));
+    EXPECT_EQ(w.exclude, std::vector<std::string>{"*.bak"});
+    EXPECT_EQ(w.labels.at("project"), "llm");
+    ASSERT_TRUE(w.path_template.has_value());
+    // A relative template starts at the watched directory.
+    const auto labels = w.path_template->match("/srv/reports/main/abc123/run/a.csv");
+    ASSERT_TRUE(labels.has_value());
+    EXPECT_EQ(labels->at("branch"), "main");
+    EXPECT_EQ(labels->at("commit"), "abc123");
+    EXPECT_EQ(c.config.watch[1].path, "/etc/perfwatch/incoming");
+    EXPECT_TRUE(c.config.watch[1].recursive);
+    EXPECT_EQ(c.config.watch[1].exclude, WatchSpec::default_excludes());
+    EXPECT_EQ(c.config.workers, 3);
+    EXPECT_EQ(c.config.quiet_period, std::chrono::milliseconds(250));
+    EXPECT_EQ(c.config.shutdown_timeout, std::chrono::milliseconds(60000));
+    EXPECT_EQ(c.config.listen, "[::1]:0");
+    EXPECT_EQ(c.config.log_level, "debug");
+    // The defaults: loopback only.
+    EXPECT_EQ(parse_config_text("c.yaml", "").config.listen, "127.0.0.1:9464");
+}
+
+TEST(Config, DaemonSettingErrorsWithLineAndColumn) {
+    const ConfigLoad c = parse_config_text("cfg.yaml", R"(watch:
+  - path: /a
+    recursiv: true
+  - recursive: maybe
+  - path: /a/b
+workers: many
+quiet_period: soon
+listen: localhost
+log_level: loud
+)");
+    std::vector<std::string> got;
+    for (const Diagnostic& d : c.diagnostics) got.push_back(d.to_string().substr(0, d.to_string().find('\n')));
+    ASSERT_EQ(got.size(), 8u) << ::testing::PrintToString(got);
+    EXPECT_TRUE(got[0].starts_with("cfg.yaml:3:5: error: unknown watch setting 'recursiv'")) << got[0];
+    EXPECT_TRUE(got[1].starts_with("cfg.yaml:4:16: error: 'recursive' must be true or false")) << got[1];
+    EXPECT_TRUE(got[2].starts_with("cfg.yaml:4:5: error: a watched directory needs 'path'")) << got[2];
+    EXPECT_TRUE(got[3].starts_with("cfg.yaml:6:10: error: 'workers' must be a whole number")) << got[3];
+    EXPECT_TRUE(got[4].starts_with("cfg.yaml:7:15: error: 'quiet_period' must be a duration")) << got[4];
+    EXPECT_TRUE(got[5].starts_with("cfg.yaml:8:9: error: 'listen' must be ADDRESS:PORT")) << got[5];
+    EXPECT_TRUE(got[6].starts_with("cfg.yaml:9:12: error: 'log_level' must be debug")) << got[6];
+    EXPECT_TRUE(got[7].starts_with("cfg.yaml:5:5: error: '/a/b' is inside the watched directory '/a' (line 2)"))
+        << got[7];
+}
+
 }  // namespace perfwatch

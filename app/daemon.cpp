@@ -1,0 +1,568 @@
+#include "app/daemon.hpp"
+
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "app/config.hpp"
+#include "app/daemon_metrics.hpp"
+#include "app/http_server.hpp"
+#include "app/log.hpp"
+#include "collectors/collector.hpp"
+#include "collectors/watcher.hpp"
+#include "engine/pipeline.hpp"
+#include "engine/rules.hpp"
+#include "storage/db.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+// One validated configuration with its compiled rules; jobs keep the one they started with.
+struct Settings {
+    Config config;
+    RuleSet rules;
+};
+
+std::string one_line(const Diagnostic& d) {
+    std::string where = d.loc.file;
+    if (d.loc.line > 0) where += fmt::format(":{}", d.loc.line);
+    if (d.loc.col > 0) where += fmt::format(":{}", d.loc.col);
+    const std::string rule = d.rule_id.empty() ? "" : fmt::format("rule '{}': ", d.rule_id);
+    return fmt::format("{}: {}{}{}", where, d.level == Diagnostic::Level::warning ? "warning: " : "", rule, d.message);
+}
+
+// Reads and checks the configuration and its rules; nullptr with every problem in `problems`.
+std::shared_ptr<const Settings> load_settings(const std::string& path, std::vector<std::string>& problems) {
+    ConfigLoad load = load_config(path);
+    for (const Diagnostic& d : load.diagnostics) problems.push_back(one_line(d));
+    if (!load.ok()) return nullptr;
+    auto settings = std::make_shared<Settings>();
+    settings->config = std::move(load.config);
+    if (settings->config.watch.empty())
+        problems.push_back(fmt::format("{}: nothing to watch: add a 'watch' list of directories", path));
+    std::vector<Diagnostic> diagnostics = check_watch_directories(settings->config);
+    settings->rules = compile_rules(load_rule_files(settings->config.rules));
+    diagnostics.insert(diagnostics.end(), settings->rules.diagnostics.begin(), settings->rules.diagnostics.end());
+    for (const Diagnostic& d : diagnostics) problems.push_back(one_line(d));
+    if (has_errors(diagnostics) || settings->config.watch.empty()) return nullptr;
+    return settings;
+}
+
+struct FileStat {
+    std::int64_t size = 0;
+    std::int64_t mtime_ns = 0;
+    bool operator==(const FileStat&) const = default;
+};
+
+std::optional<FileStat> stat_file(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    return FileStat{static_cast<std::int64_t>(st.st_size),
+                    static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+std::int64_t wall_now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+void notify_systemd(const std::string& state) { sd_notify(0, state.c_str()); }
+
+struct Job {
+    std::string path;
+    std::size_t watch = 0;
+    std::shared_ptr<const Settings> settings;
+    Clock::time_point since;  // when its last write was seen
+};
+
+struct Pending {
+    std::size_t watch = 0;
+    Clock::time_point deadline;
+    Clock::time_point since;
+    FileStat stat;
+};
+
+class Daemon {
+public:
+    Daemon(std::string config_path, std::shared_ptr<const Settings> settings, Db db, std::string db_path)
+        : m_config_path(std::move(config_path)),
+          m_settings(std::move(settings)),
+          m_db(std::move(db)),
+          m_db_path(std::move(db_path)),
+          m_signals(m_io, SIGHUP, SIGTERM, SIGINT),
+          m_tick(m_io),
+          m_watchdog(m_io),
+          m_stop_timer(m_io),
+          m_workers(static_cast<std::size_t>(worker_count(m_settings->config))),
+          m_writer_guard(asio::make_work_guard(m_writer_io)),
+          m_watcher(
+              m_io, [this](std::size_t w, const std::string& p, DirectoryWatcher::Event e) { on_file(w, p, e); },
+              [](const std::string& message) { log(LogLevel::warning, "{}", message); }),
+          m_http(m_io, [this](std::string_view method, std::string_view target) { return http(method, target); }),
+          m_started(Clock::now()) {}
+
+    int run() {
+        std::signal(SIGPIPE, SIG_IGN);
+        wait_signal();
+        m_writer_thread = std::thread([this] { m_writer_io.run(); });
+        const Config& config = m_settings->config;
+        std::string http_at = "off";
+        if (config.listen != "off") {
+            const auto address = split_listen_address(config.listen);
+            auto bound = m_http.listen(address->first, address->second);
+            if (!bound) {
+                log(LogLevel::error, "{}", bound.error().to_string());
+                shutdown_threads();
+                return 2;
+            }
+            http_at = "http://" + *bound;
+        }
+        if (auto watching = m_watcher.watch(config.watch); !watching) {
+            log(LogLevel::error, "{}", watching.error().to_string());
+            shutdown_threads();
+            return 2;
+        }
+        start_watchdog();
+        log(LogLevel::notice, "ready: {} rules; watching {} directories ({} reports waiting); database {}; {} workers; "
+                              "health and metrics at {}",
+            m_settings->rules.rules.size(), m_watcher.directories(), m_pending.size() + m_ready.size(), m_db_path,
+            worker_count(config), http_at);
+        notify_systemd(fmt::format("READY=1\nSTATUS=watching {} directories", m_watcher.directories()));
+        dispatch();
+        arm_tick();
+        m_io.run();
+        shutdown_threads();
+        log(LogLevel::notice, "stopped: {} reports stored, {} failed", m_stored, m_failed);
+        return 0;
+    }
+
+private:
+    static int worker_count(const Config& config) {
+        if (config.workers > 0) return config.workers;
+        return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    }
+
+    std::size_t in_flight_limit() const { return 2 * static_cast<std::size_t>(worker_count(m_settings->config)); }
+
+    void shutdown_threads() {
+        m_writer_guard.reset();
+        if (m_writer_thread.joinable()) m_writer_thread.join();
+        m_workers.join();
+    }
+
+    // Main thread: signals, watcher events, the quiet-period tick, dispatch and HTTP.
+
+    void wait_signal() {
+        m_signals.async_wait([this](const boost::system::error_code& ec, int signal) {
+            if (ec) return;
+            if (signal == SIGHUP)
+                reload();
+            else
+                begin_stop(signal);
+            wait_signal();
+        });
+    }
+
+    void on_file(std::size_t watch, const std::string& path, DirectoryWatcher::Event event) {
+        if (m_stopping) return;
+        const auto now = Clock::now();
+        const auto quiet = m_settings->config.quiet_period;
+        auto it = m_pending.find(path);
+        if (event == DirectoryWatcher::Event::modified) {
+            if (it != m_pending.end()) {
+                it->second.since = now;
+                it->second.deadline = now + quiet;
+            }
+            return;
+        }
+        const auto stat = stat_file(path);
+        if (!stat) return;
+        if (event == DirectoryWatcher::Event::found && it == m_pending.end() && !m_busy.contains(path) &&
+            wall_now_ns() - stat->mtime_ns >= std::chrono::nanoseconds(quiet).count()) {
+            queue(Job{path, watch, m_settings, now});
+            return;
+        }
+        m_pending[path] = Pending{watch, now + quiet, now, *stat};
+        arm_tick();
+    }
+
+    void queue(Job job) {
+        m_busy.insert(job.path);
+        m_ready.push_back(std::move(job));
+        if (m_running) dispatch();
+    }
+
+    void arm_tick() {
+        if (m_pending.empty() || m_tick_armed || m_stopping) return;
+        auto next = Clock::time_point::max();
+        for (const auto& [path, p] : m_pending) next = std::min(next, p.deadline);
+        m_tick_armed = true;
+        m_tick.expires_at(std::max(next, Clock::now() + std::chrono::milliseconds(10)));
+        m_tick.async_wait([this](const boost::system::error_code& ec) {
+            m_tick_armed = false;
+            if (!ec) tick();
+        });
+    }
+
+    // Files unchanged for the quiet period go to the ready queue; changed ones wait again.
+    void tick() {
+        const auto now = Clock::now();
+        for (auto it = m_pending.begin(); it != m_pending.end();) {
+            Pending& p = it->second;
+            if (p.deadline > now) {
+                ++it;
+                continue;
+            }
+            const auto stat = stat_file(it->first);
+            if (!stat) {
+                it = m_pending.erase(it);
+                continue;
+            }
+            if (*stat != p.stat || m_busy.contains(it->first)) {
+                p.stat = *stat;
+                p.deadline = now + m_settings->config.quiet_period;
+                ++it;
+                continue;
+            }
+            Job job{it->first, p.watch, m_settings, p.since};
+            it = m_pending.erase(it);
+            queue(std::move(job));
+        }
+        dispatch();
+        arm_tick();
+    }
+
+    void dispatch() {
+        m_running = true;
+        while (!m_stopping && !m_ready.empty() && m_in_flight < in_flight_limit()) {
+            Job job = std::move(m_ready.front());
+            m_ready.pop_front();
+            ++m_in_flight;
+            asio::post(m_writer_io, [this, job = std::move(job)]() mutable { consider(std::move(job)); });
+        }
+        update_queue_metrics();
+    }
+
+    void update_queue_metrics() {
+        m_metrics.queue(static_cast<double>(m_pending.size() + m_ready.size()), static_cast<double>(m_in_flight));
+    }
+
+    void done(const std::string& path, bool stored, bool failed) {
+        --m_in_flight;
+        m_busy.erase(path);
+        m_stored += stored ? 1 : 0;
+        m_failed += failed ? 1 : 0;
+        if (m_stopping) {
+            if (m_in_flight == 0) m_io.stop();
+            return;
+        }
+        dispatch();
+        arm_tick();
+        const auto now = Clock::now();
+        if (now - m_last_status > std::chrono::seconds(1)) {
+            m_last_status = now;
+            notify_systemd(fmt::format("STATUS={} reports stored, {} failed, {} waiting", m_stored, m_failed,
+                                       m_pending.size() + m_ready.size()));
+        }
+    }
+
+    void finish(const Job& job, bool stored, bool failed) {
+        asio::post(m_io, [this, path = job.path, stored, failed] { done(path, stored, failed); });
+    }
+
+    // Writer thread: owns the database.
+
+    void consider(Job job) {
+        if (m_stopping) return finish(job, false, false);
+        const auto stat = stat_file(job.path);
+        if (!stat) return finish(job, false, false);
+        auto mark = m_db.file_mark(job.path);
+        if (mark && *mark && (*mark)->size == stat->size && (*mark)->mtime_ns == stat->mtime_ns) {
+            log(LogLevel::debug, "{}: unchanged since it was read", job.path);
+            return finish(job, false, false);
+        }
+        asio::post(m_workers, [this, job = std::move(job)]() mutable { parse(std::move(job)); });
+    }
+
+    // Worker thread: reads and parses one report.
+    void parse(Job job) {
+        if (m_stopping) return finish(job, false, false);
+        const auto stat = stat_file(job.path);
+        if (!stat) return finish(job, false, false);
+        const Settings& s = *job.settings;
+        LabelSources labels;
+        const WatchSpec& watch = s.config.watch[job.watch];
+        if (watch.path_template) labels.path_templates.push_back(*watch.path_template);
+        labels.path_templates.insert(labels.path_templates.end(), s.config.path_templates.begin(),
+                                     s.config.path_templates.end());
+        labels.directory = watch.labels;
+        auto batch = collect_labelled(job.path, labels, s.config.converters);
+        asio::post(m_writer_io, [this, job = std::move(job), stat = *stat, batch = std::move(batch)]() mutable {
+            store(std::move(job), stat, std::move(batch));
+        });
+    }
+
+    void store(Job job, FileStat stat, Result<RunBatch> batch) {
+        m_metrics.report_seen();
+        FileMark mark{job.path, stat.size, stat.mtime_ns, "", std::nullopt, ""};
+        if (!batch) {
+            const Error& e = batch.error();
+            const std::string format = e.skipped ? "set-aside" : detect_file_format(job.path);
+            m_metrics.report_failed(format);
+            // The first line says it; the rest (the list of formats for an unknown one) is for the CLI.
+            std::string why = e.to_string();
+            if (const auto nl = why.find('\n'); nl != std::string::npos) why = why.substr(0, nl) + " ...";
+            log(e.skipped ? LogLevel::notice : LogLevel::warning, "not ingested: {}", why);
+            mark.error = why;
+            if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
+            return finish(job, false, true);
+        }
+        auto stored = m_db.store(*batch);
+        if (!stored) {
+            database_failed(stored.error());
+            return finish(job, false, true);
+        }
+        mark.sha256 = batch->sha256;
+        mark.run_id = stored->run_id;
+        auto processed = m_db.is_processed(stored->run_id);
+        if (!processed) {
+            database_failed(processed.error());
+            return finish(job, false, true);
+        }
+        std::string outcome = "already evaluated";
+        if (!*processed) {
+            auto run = m_db.load(stored->run_id);
+            if (!run || !*run) {
+                database_failed(run ? Error{m_db_path, 0, 0, false, "a stored run vanished"} : run.error());
+                return finish(job, false, true);
+            }
+            auto result = process_run(m_db, job.settings->rules, **run);
+            if (!result) {
+                database_failed(result.error());
+                return finish(job, false, true);
+            }
+            m_metrics.rules_evaluated(static_cast<double>(result->evaluation.evaluated));
+            std::map<Severity, int> by_severity;
+            for (const Finding& f : result->evaluation.findings) {
+                m_metrics.finding(f.severity);
+                ++by_severity[f.severity];
+            }
+            outcome = fmt::format("{} findings ({} errors, {} warnings, {} info)", result->evaluation.findings.size(),
+                                  by_severity[Severity::error], by_severity[Severity::warning],
+                                  by_severity[Severity::info]);
+            for (const RegressionEvent& e : result->events)
+                log(LogLevel::notice, "run {}: regression {}: {} '{}' ({})", stored->run_id,
+                    e.kind == RegressionEvent::Kind::opened ? "opened" : "resolved", to_string(e.state.entity_kind),
+                    e.state.entity_name, e.state.rule);
+        }
+        if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
+        m_database_ok = true;
+        if (stored->inserted) {
+            m_metrics.report_ingested(batch->format);
+            log(LogLevel::info, "run {}: {} ({}): {}", stored->run_id, job.path, batch->format, outcome);
+        } else {
+            m_metrics.report_duplicate(batch->format);
+            log(LogLevel::info, "{}: same content as run {}: {}", job.path, stored->run_id, outcome);
+        }
+        m_metrics.ingest_latency(std::chrono::duration<double>(Clock::now() - job.since).count());
+        finish(job, stored->inserted, false);
+    }
+
+    void database_failed(const Error& e) {
+        m_database_ok = false;
+        m_metrics.database_error();
+        log(LogLevel::error, "{}", e.to_string());
+    }
+
+    // Main thread again: reload, stop, watchdog, HTTP.
+
+    void reload() {
+        notify_systemd("RELOADING=1");
+        std::vector<std::string> problems;
+        auto next = load_settings(m_config_path, problems);
+        if (!next) {
+            for (const std::string& p : problems) log(LogLevel::error, "{}", p);
+            log(LogLevel::error, "configuration reload failed ({} problems); keeping the previous configuration",
+                problems.size());
+            m_metrics.reload(false);
+            m_last_reload = fmt::format("failed: {} problems", problems.size());
+            notify_systemd("READY=1");
+            return;
+        }
+        for (const std::string& p : problems) log(LogLevel::warning, "{}", p);
+        const Config& old = m_settings->config;
+        const Config& now = next->config;
+        if (now.database != old.database) log(LogLevel::warning, "'database' changed: takes effect after a restart");
+        if (worker_count(now) != worker_count(old)) log(LogLevel::warning, "'workers' changed: takes effect after a restart");
+        if (now.listen != old.listen) log(LogLevel::warning, "'listen' changed: takes effect after a restart");
+        if (auto level = log_level_from_string(now.log_level)) set_log_level(*level);
+        auto previous = m_settings;
+        m_settings = next;
+        m_pending.clear();  // the rescan finds them again under the new watch list
+        if (auto watching = m_watcher.watch(now.watch); !watching) {
+            log(LogLevel::error, "{}; keeping the previous configuration", watching.error().to_string());
+            m_settings = previous;
+            m_pending.clear();
+            if (auto back = m_watcher.watch(previous->config.watch); !back) log(LogLevel::error, "{}", back.error().to_string());
+            m_metrics.reload(false);
+            m_last_reload = "failed: " + watching.error().to_string();
+            notify_systemd("READY=1");
+            return;
+        }
+        m_metrics.reload(true);
+        m_last_reload = "ok";
+        log(LogLevel::notice, "configuration reloaded: {} rules; watching {} directories", m_settings->rules.rules.size(),
+            m_watcher.directories());
+        notify_systemd("READY=1");
+        dispatch();
+        arm_tick();
+    }
+
+    void begin_stop(int signal) {
+        if (m_stopping) {
+            log(LogLevel::warning, "second stop signal: abandoning {} reports in flight", m_in_flight);
+            abandon();
+        }
+        m_stopping = true;
+        notify_systemd("STOPPING=1");
+        log(LogLevel::notice, "stopping on {}: finishing {} reports in flight ({} waiting are left for the next start)",
+            signal == SIGINT ? "SIGINT" : "SIGTERM", m_in_flight, m_pending.size() + m_ready.size());
+        m_watcher.stop();
+        m_http.stop();
+        m_tick.cancel();
+        m_watchdog.cancel();
+        m_pending.clear();
+        for (const Job& j : m_ready) m_busy.erase(j.path);
+        m_ready.clear();
+        if (m_in_flight == 0) {
+            m_io.stop();
+            return;
+        }
+        m_stop_timer.expires_after(m_settings->config.shutdown_timeout);
+        m_stop_timer.async_wait([this](const boost::system::error_code& ec) {
+            if (ec) return;
+            log(LogLevel::warning, "shutdown_timeout reached: abandoning {} reports in flight (read again at the next "
+                                   "start)", m_in_flight);
+            abandon();
+        });
+    }
+
+    // Leaves without waiting: an unfinished transaction is rolled back by SQLite at the next open.
+    [[noreturn]] static void abandon() {
+        std::fflush(stderr);
+        std::_Exit(0);
+    }
+
+    void start_watchdog() {
+        std::uint64_t usec = 0;
+        if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
+        m_watchdog_interval = std::chrono::microseconds(usec / 2);
+        ping_watchdog();
+    }
+
+    void ping_watchdog() {
+        notify_systemd("WATCHDOG=1");
+        m_watchdog.expires_after(m_watchdog_interval);
+        m_watchdog.async_wait([this](const boost::system::error_code& ec) {
+            if (!ec && !m_stopping) ping_watchdog();
+        });
+    }
+
+    HttpResponse http(std::string_view method, std::string_view target) {
+        const std::string_view path = target.substr(0, target.find('?'));
+        if (path != "/healthz" && path != "/metrics") return {404, "text/plain; charset=utf-8", "not found\n"};
+        if (method != "GET" && method != "HEAD") return {405, "text/plain; charset=utf-8", "only GET\n"};
+        m_metrics.watched_directories(static_cast<double>(m_watcher.directories()));
+        if (path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", m_metrics.text()};
+        const bool healthy = !m_stopping && m_database_ok;
+        nlohmann::json doc = {
+            {"status", m_stopping ? "stopping" : (m_database_ok ? "ok" : "database error")},
+            {"uptime_seconds", std::chrono::duration<double>(Clock::now() - m_started).count()},
+            {"watched_directories", m_watcher.directories()},
+            {"waiting", m_pending.size() + m_ready.size()},
+            {"in_flight", m_in_flight},
+            {"stored", m_stored},
+            {"failed", m_failed},
+            {"last_reload", m_last_reload},
+        };
+        return {healthy ? 200u : 503u, "application/json", doc.dump() + "\n"};
+    }
+
+    const std::string m_config_path;
+    std::shared_ptr<const Settings> m_settings;
+    Db m_db;  // used on the writer thread only
+    const std::string m_db_path;
+    DaemonMetrics m_metrics;
+
+    asio::io_context m_io;
+    asio::signal_set m_signals;
+    asio::steady_timer m_tick;
+    asio::steady_timer m_watchdog;
+    asio::steady_timer m_stop_timer;
+    asio::thread_pool m_workers;
+    asio::io_context m_writer_io;
+    asio::executor_work_guard<asio::io_context::executor_type> m_writer_guard;
+    std::thread m_writer_thread;
+    DirectoryWatcher m_watcher;
+    HttpServer m_http;
+
+    std::unordered_map<std::string, Pending> m_pending;  // waiting for their quiet period
+    std::deque<Job> m_ready;                             // waiting for a worker
+    std::unordered_set<std::string> m_busy;              // ready or in flight
+    std::size_t m_in_flight = 0;
+    bool m_tick_armed = false;
+    bool m_running = false;
+    std::atomic<bool> m_stopping{false};
+    std::atomic<bool> m_database_ok{true};
+    std::chrono::microseconds m_watchdog_interval{0};
+    Clock::time_point m_started;
+    Clock::time_point m_last_status{};
+    std::size_t m_stored = 0;
+    std::size_t m_failed = 0;
+    std::string m_last_reload = "none";
+};
+
+}  // namespace
+
+int run_daemon(const std::string& config_path, const std::string& db_override) {
+    std::vector<std::string> problems;
+    auto settings = load_settings(config_path, problems);
+    for (const std::string& p : problems) log(settings ? LogLevel::warning : LogLevel::error, "{}", p);
+    if (!settings) {
+        log(LogLevel::error, "{}: the configuration has errors; not starting", config_path);
+        return 2;
+    }
+    if (auto level = log_level_from_string(settings->config.log_level)) set_log_level(*level);
+    const std::string db_path =
+        !db_override.empty() ? db_override : settings->config.database.value_or("perfwatch.db");
+    auto db = Db::open(db_path);
+    if (!db) {
+        log(LogLevel::error, "{}", db.error().to_string());
+        return 2;
+    }
+    Daemon daemon(config_path, std::move(settings), std::move(*db), db_path);
+    return daemon.run();
+}
+
+}  // namespace perfwatch
