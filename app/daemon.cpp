@@ -378,14 +378,17 @@ private:
         }
         if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
         m_database_ok = true;
+        const double latency_s = std::chrono::duration<double>(Clock::now() - job.since).count();
+        m_metrics.ingest_latency(latency_s);
         if (stored->inserted) {
             m_metrics.report_ingested(batch->format);
-            log(LogLevel::info, "run {}: {} ({}): {}", stored->run_id, job.path, batch->format, outcome);
+            log(LogLevel::info, "run {}: {} ({}) in {:.0f} ms: {}", stored->run_id, job.path, batch->format,
+                latency_s * 1000, outcome);
         } else {
             m_metrics.report_duplicate(batch->format);
-            log(LogLevel::info, "{}: same content as run {}: {}", job.path, stored->run_id, outcome);
+            log(LogLevel::info, "{}: same content as run {} in {:.0f} ms: {}", job.path, stored->run_id,
+                latency_s * 1000, outcome);
         }
-        m_metrics.ingest_latency(std::chrono::duration<double>(Clock::now() - job.since).count());
         finish(job, stored->inserted, false);
     }
 

@@ -1,5 +1,13 @@
 #include "tests/support.hpp"
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <sys/wait.h>
+#include <csignal>
+#include <chrono>
+#include <thread>
+
 #include <zlib.h>
 
 #include <fcntl.h>
@@ -61,6 +69,12 @@ TempDir::~TempDir() {
 }
 
 ProcessResult run_perfwatch(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{PERFWATCH_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_program(argv);
+}
+
+ProcessResult run_program(const std::vector<std::string>& argv_s) {
     TempDir dir;
     const std::string out_path = dir.file("stdout"), err_path = dir.file("stderr");
     posix_spawn_file_actions_t actions;
@@ -68,14 +82,13 @@ ProcessResult run_perfwatch(const std::vector<std::string>& args) {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    std::vector<std::string> argv_s{PERFWATCH_BINARY};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<std::string> copy = argv_s;
     std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
+    for (auto& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
     pid_t pid = 0;
     ProcessResult result;
-    if (posix_spawn(&pid, PERFWATCH_BINARY, &actions, nullptr, argv.data(), environ) != 0) {
+    if (posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) {
         posix_spawn_file_actions_destroy(&actions);
         return result;
     }
@@ -86,6 +99,93 @@ ProcessResult run_perfwatch(const std::vector<std::string>& args) {
     result.out = read_file(out_path);
     result.err = read_file(err_path);
     return result;
+}
+
+BackgroundProcess::BackgroundProcess(const std::vector<std::string>& args, const std::string& log_path,
+                                     const std::vector<std::string>& env)
+    : m_log_path(log_path) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    std::vector<std::string> argv_s{PERFWATCH_BINARY};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_s;
+    for (char** e = environ; *e != nullptr; ++e) env_s.emplace_back(*e);
+    env_s.insert(env_s.end(), env.begin(), env.end());
+    std::vector<char*> envp;
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    pid_t pid = 0;
+    if (posix_spawn(&pid, PERFWATCH_BINARY, &actions, nullptr, argv.data(), envp.data()) == 0) m_pid = pid;
+    posix_spawn_file_actions_destroy(&actions);
+}
+
+BackgroundProcess::~BackgroundProcess() {
+    if (m_pid > 0 && !m_status) {
+        ::kill(m_pid, SIGKILL);
+        int status = 0;
+        ::waitpid(m_pid, &status, 0);
+    }
+}
+
+std::string BackgroundProcess::log() const {
+    std::ifstream in(m_log_path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+bool BackgroundProcess::wait_for_log(const std::string& text, double timeout_s) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (log().find(text) != std::string::npos) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return log().find(text) != std::string::npos;
+}
+
+void BackgroundProcess::signal(int sig) const {
+    if (m_pid > 0) ::kill(m_pid, sig);
+}
+
+std::optional<int> BackgroundProcess::wait_exit(double timeout_s) {
+    if (m_status) return m_status;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    do {
+        int status = 0;
+        if (::waitpid(m_pid, &status, WNOHANG) == m_pid) {
+            m_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            return m_status;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } while (std::chrono::steady_clock::now() < deadline);
+    return std::nullopt;
+}
+
+HttpReply http_get(unsigned short port, const std::string& target) {
+    namespace beast = boost::beast;
+    namespace http = beast::http;
+    HttpReply reply;
+    try {
+        boost::asio::io_context io;
+        beast::tcp_stream stream(io);
+        stream.expires_after(std::chrono::seconds(10));
+        stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+        http::request<http::empty_body> req{http::verb::get, target, 11};
+        req.set(http::field::host, "127.0.0.1");
+        http::write(stream, req);
+        beast::flat_buffer buffer;
+        http::response<http::string_body> res;
+        http::read(stream, buffer, res);
+        reply.status = static_cast<int>(res.result_int());
+        reply.body = res.body();
+    } catch (const std::exception&) {
+        reply.status = 0;
+    }
+    return reply;
 }
 
 }  // namespace perfwatch::test

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,40 @@ struct ProcessResult {
 
 // Runs the real perfwatch binary with `args` (no shell), capturing its output.
 ProcessResult run_perfwatch(const std::vector<std::string>& args);
+// Runs `argv[0]` (looked up on PATH) with the rest as arguments, no shell.
+ProcessResult run_program(const std::vector<std::string>& argv);
+
+// The real perfwatch binary running in the background (the daemon), its stdout and stderr going
+// to a log file. Killed with SIGKILL at destruction if still running.
+class BackgroundProcess {
+public:
+    // Starts PERFWATCH_BINARY with `args`; `env` entries ("K=V") are added to the environment.
+    BackgroundProcess(const std::vector<std::string>& args, const std::string& log_path,
+                      const std::vector<std::string>& env = {});
+    ~BackgroundProcess();
+    BackgroundProcess(const BackgroundProcess&) = delete;
+    BackgroundProcess& operator=(const BackgroundProcess&) = delete;
+
+    int pid() const { return m_pid; }
+    std::string log() const;
+    // Waits until the log contains `text`; false after `timeout_s`.
+    bool wait_for_log(const std::string& text, double timeout_s) const;
+    void signal(int sig) const;
+    // The exit code once it has exited within `timeout_s` (128 + signal when killed); nullopt if still running.
+    std::optional<int> wait_exit(double timeout_s);
+
+private:
+    int m_pid = -1;
+    std::string m_log_path;
+    std::optional<int> m_status;
+};
+
+struct HttpReply {
+    int status = 0;  // 0: no connection
+    std::string body;
+};
+
+// GET http://127.0.0.1:port/target.
+HttpReply http_get(unsigned short port, const std::string& target);
 
 }  // namespace perfwatch::test
