@@ -608,7 +608,7 @@ int run_baseline_show(const std::string& db_path, long long run_id, const std::v
                 return 2;
             }
             std::string runs;
-            for (const StoredRun& r : b->runs) runs += fmt::format(" {}", r.id);
+            for (const auto& r : b->runs) runs += fmt::format(" {}", r->id);
             fmt::print("\nrun {}: {} (branch {}, up to {} runs{}){}\n  runs:{}\n  rules:", run_id, b->description,
                        spec.branch, spec.runs, spec.match.empty() ? "" : ", matching " + fmt::format("{}", fmt::join(spec.match, ", ")),
                        gpu_of((*run)->batch.labels).empty() ? "" : ", GPU " + gpu_of((*run)->batch.labels),

@@ -352,12 +352,15 @@ private:
         }
         std::string outcome = "already evaluated";
         if (!*processed) {
-            auto run = m_db.load(stored->run_id);
+            // Through the cache: this run is in the baseline of the runs that follow.
+            auto run = m_runs.get(m_db, stored->run_id);
             if (!run || !*run) {
                 database_failed(run ? Error{m_db_path, 0, 0, false, "a stored run vanished"} : run.error());
                 return finish(job, false, true);
             }
-            auto result = process_run(m_db, job.settings->rules, **run);
+            PipelineOptions options;
+            options.cache = &m_runs;
+            auto result = process_run(m_db, job.settings->rules, **run, options);
             if (!result) {
                 database_failed(result.error());
                 return finish(job, false, true);
@@ -514,7 +517,8 @@ private:
 
     const std::string m_config_path;
     std::shared_ptr<const Settings> m_settings;
-    Db m_db;  // used on the writer thread only
+    Db m_db;         // used on the writer thread only
+    RunCache m_runs;  // idem
     const std::string m_db_path;
     DaemonMetrics m_metrics;
 

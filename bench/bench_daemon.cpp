@@ -17,6 +17,8 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <regex>
 #include <string>
 #include <thread>
@@ -49,6 +51,18 @@ long peak_rss_kb(int pid) {
     for (std::string line; std::getline(in, line);)
         if (line.starts_with("VmHWM:")) return std::stol(line.substr(6));
     return 0;
+}
+
+// User plus system CPU seconds the process has used so far.
+double cpu_seconds(int pid) {
+    std::ifstream in(fmt::format("/proc/{}/stat", pid));
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) return 0;
+    std::istringstream fields(text.substr(close + 2));
+    std::vector<std::string> f((std::istream_iterator<std::string>(fields)), {});
+    if (f.size() < 13) return 0;
+    return (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -133,6 +147,7 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     const auto t_done = Clock::now();
     const long rss = peak_rss_kb(pid);
+    const double cpu = cpu_seconds(pid);
     kill(pid, SIGTERM);
     int status = 0;
     waitpid(pid, &status, 0);
@@ -153,7 +168,8 @@ int main(int argc, char** argv) {
                "max {:.0f} ({} runs logged)\n",
                percentile(latency_ms, 0.5), percentile(latency_ms, 0.95), percentile(latency_ms, 0.99),
                percentile(latency_ms, 1.0), latency_ms.size());
-    fmt::print("  daemon peak RSS {:.1f} MB; exit status {}\n", static_cast<double>(rss) / 1024.0,
+    fmt::print("  daemon CPU {:.2f} s ({:.2f} ms per report); peak RSS {:.1f} MB; exit status {}\n", cpu,
+               cpu * 1000 / static_cast<double>(files), static_cast<double>(rss) / 1024.0,
                WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     return stored == static_cast<long long>(files) ? 0 : 1;
 }

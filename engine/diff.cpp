@@ -72,11 +72,11 @@ Side side_of(const Entity& e) {
 RunDiff diff_runs(RunBatch a, const RunBatch& b, const DiffOptions& options) {
     RunDiff out;
     Baseline baseline;
-    baseline.runs.push_back(StoredRun{0, "", std::move(a)});
+    baseline.runs.push_back(std::make_shared<const StoredRun>(StoredRun{0, "", std::move(a)}));
     baseline.given = true;
     const RunHistory history(std::move(baseline), b);
     std::map<std::string, const Entity*> before, after;
-    for (const Entity& e : history.baseline().runs.front().batch.entities)
+    for (const Entity& e : history.baseline().runs.front()->batch.entities)
         if (e.kind == options.kind) before.emplace(e.name, &e);
     for (const Entity& e : b.entities)
         if (e.kind == options.kind) after.emplace(e.name, &e);

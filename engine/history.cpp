@@ -88,18 +88,58 @@ Result<std::vector<std::int64_t>> comparable_runs(const Db& db, const Labels& la
     return out;
 }
 
-Result<void> load_runs(const Db& db, const std::vector<std::int64_t>& newest_first, Baseline& out) {
+Result<void> load_runs(const Db& db, const std::vector<std::int64_t>& newest_first, Baseline& out, RunCache* cache) {
     for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) {
+        if (cache != nullptr) {
+            auto run = cache->get(db, *it);
+            if (!run) return std::unexpected(run.error());
+            if (*run) out.runs.push_back(std::move(*run));
+            continue;
+        }
         auto run = db.load(*it);
         if (!run) return std::unexpected(run.error());
-        if (*run) out.runs.push_back(std::move(**run));
+        if (*run) out.runs.push_back(std::make_shared<const StoredRun>(std::move(**run)));
     }
     return {};
 }
 
+// A rough size in memory of a stored run, for the cache's bound.
+std::size_t approx_bytes(const StoredRun& run) {
+    std::size_t bytes = sizeof(StoredRun) + run.batch.source.size();
+    for (const Entity& e : run.batch.entities) {
+        bytes += sizeof(Entity) + e.name.size() + e.metrics.size() * (sizeof(Metric) + 24);
+        for (const auto& [k, v] : e.attributes) bytes += 64 + k.size() + v.size();
+        for (const auto& [k, v] : e.samples) bytes += 64 + k.size() + v.size() * sizeof(double);
+        for (const ToolFinding& f : e.tool_findings) bytes += sizeof(ToolFinding) + f.text.size();
+    }
+    return bytes;
+}
+
 }  // namespace
 
-Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const BaselineSpec& spec) {
+Result<std::shared_ptr<const StoredRun>> RunCache::get(const Db& db, std::int64_t id) {
+    if (auto it = m_slots.find(id); it != m_slots.end()) {
+        m_ages.splice(m_ages.begin(), m_ages, it->second.age);
+        return it->second.run;
+    }
+    auto loaded = db.load(id);
+    if (!loaded) return std::unexpected(loaded.error());
+    if (!*loaded) return std::shared_ptr<const StoredRun>{};
+    auto run = std::make_shared<const StoredRun>(std::move(**loaded));
+    const std::size_t bytes = approx_bytes(*run);
+    m_ages.push_front(id);
+    m_slots.emplace(id, Slot{run, bytes, m_ages.begin()});
+    m_bytes += bytes;
+    while (m_bytes > m_max_bytes && m_ages.size() > 1) {
+        auto old = m_slots.find(m_ages.back());
+        m_bytes -= old->second.bytes;
+        m_slots.erase(old);
+        m_ages.pop_back();
+    }
+    return run;
+}
+
+Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const BaselineSpec& spec, RunCache* cache) {
     Baseline out;
     const Labels& labels = current.batch.labels;
     auto pins = db.baseline_pins();
@@ -117,7 +157,7 @@ Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const B
         auto ids = comparable_runs(db, pl, earlier, pin.run_id, &branch);
         if (!ids) return std::unexpected(ids.error());
         ids->insert(ids->begin(), pin.run_id);
-        if (auto r = load_runs(db, *ids, out); !r) return std::unexpected(r.error());
+        if (auto r = load_runs(db, *ids, out, cache); !r) return std::unexpected(r.error());
         out.description = fmt::format("pinned run {} and {} earlier comparable run(s) on {}", pin.run_id,
                                       ids->size() - 1, branch);
         return out;
@@ -125,7 +165,7 @@ Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const B
     const std::string branch = spec.branch;
     auto ids = comparable_runs(db, labels, spec, current.id, &branch);
     if (!ids) return std::unexpected(ids.error());
-    if (auto r = load_runs(db, *ids, out); !r) return std::unexpected(r.error());
+    if (auto r = load_runs(db, *ids, out, cache); !r) return std::unexpected(r.error());
     out.description = fmt::format("last {} comparable run(s) on {}", out.runs.size(), spec.branch);
     return out;
 }
@@ -141,7 +181,7 @@ Result<Baseline> explicit_baseline(const Db& db, const StoredRun& current, std::
                                 baseline_run, b.empty() ? "an unknown GPU" : b, current.id,
                                 a.empty() ? "an unknown GPU" : a));
     Baseline out;
-    out.runs.push_back(std::move(**run));
+    out.runs.push_back(std::make_shared<const StoredRun>(std::move(**run)));
     out.given = true;
     out.description = fmt::format("run {} (given)", baseline_run);
     return out;
@@ -152,7 +192,8 @@ bool uses_duration_samples(std::string_view metric) {
 }
 
 RunHistory::RunHistory(Baseline baseline, const RunBatch& current) : m_baseline(std::move(baseline)), m_current(current) {
-    for (const StoredRun& run : m_baseline.runs) {
+    for (const auto& run_ptr : m_baseline.runs) {
+        const StoredRun& run = *run_ptr;
         auto& index = m_index.emplace_back();
         for (const Entity& e : run.batch.entities) {
             if (e.kind == EntityKind::launch) continue;
@@ -253,7 +294,7 @@ std::optional<std::vector<std::string>> RunHistory::vanished(EntityKind kind) co
     for (const Entity& e : m_current.entities)
         if (e.kind == kind) present.insert(e.name);
     std::vector<std::string> out;
-    for (const Entity& e : m_baseline.runs.back().batch.entities)
+    for (const Entity& e : m_baseline.runs.back()->batch.entities)
         if (e.kind == kind && !present.contains(e.name)) out.push_back(e.name);
     return out;
 }
@@ -269,7 +310,7 @@ std::optional<std::int64_t> RunHistory::first_bad_run(const Entity& entity, std:
         if (m[i] == nullptr) continue;
         if (auto v = m[i]->value(metric)) {
             series.push_back(*v);
-            runs.push_back(m_baseline.runs[i].id);
+            runs.push_back(m_baseline.runs[i]->id);
         }
     }
     if (series.empty()) return std::nullopt;
@@ -286,8 +327,8 @@ std::optional<std::int64_t> RunHistory::first_bad_run(const Entity& entity, std:
 
 std::string RunHistory::describe_run(std::int64_t run_id, const Labels& current_labels) const {
     const Labels* labels = nullptr;
-    for (const StoredRun& r : m_baseline.runs)
-        if (r.id == run_id) labels = &r.batch.labels;
+    for (const auto& r : m_baseline.runs)
+        if (r->id == run_id) labels = &r->batch.labels;
     if (labels == nullptr) labels = &current_labels;
     const std::string commit = label_or(*labels, "commit");
     return commit.empty() ? fmt::format("run {}", run_id) : fmt::format("commit {} (run {})", commit, run_id);

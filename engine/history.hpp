@@ -1,7 +1,10 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <map>
+#include <memory>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,15 +41,39 @@ std::string series_key(const Labels& labels, const BaselineSpec& spec);
 
 // The runs one run is compared with, oldest first.
 struct Baseline {
-    std::vector<StoredRun> runs;
+    std::vector<std::shared_ptr<const StoredRun>> runs;  // oldest first
     bool given = false;  // chosen by the user (check --baseline), not from history
     std::string description;  // "last 10 comparable runs on main", "pinned run 7 ...", "run 3 (given)"
+};
+
+// Runs read from the database, kept for the baselines of the runs that follow (a stored run never
+// changes). Bounded by an estimate of their size in memory, least recently used out first.
+// Not thread-safe: one per database writer.
+class RunCache {
+public:
+    explicit RunCache(std::size_t max_bytes = std::size_t{64} << 20) : m_max_bytes(max_bytes) {}
+    // The run `id`, from memory or the database; nullptr when there is no such run.
+    Result<std::shared_ptr<const StoredRun>> get(const Db& db, std::int64_t id);
+    std::size_t bytes() const { return m_bytes; }
+
+private:
+    struct Slot {
+        std::shared_ptr<const StoredRun> run;
+        std::size_t bytes = 0;
+        std::list<std::int64_t>::iterator age;
+    };
+    std::size_t m_max_bytes;
+    std::size_t m_bytes = 0;
+    std::list<std::int64_t> m_ages;  // most recently used first
+    std::unordered_map<std::int64_t, Slot> m_slots;
 };
 
 // Chooses the baseline of `current` for `spec`: a pinned comparable run (the newest pin stored
 // before it) with the comparable runs of its branch before it, else the last `spec.runs`
 // comparable runs on the baseline branch stored before `current`.
-Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const BaselineSpec& spec);
+// Runs are read through `cache` when given.
+Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const BaselineSpec& spec,
+                                 RunCache* cache = nullptr);
 
 // An explicit baseline (check --baseline): refused when it ran on another GPU model.
 Result<Baseline> explicit_baseline(const Db& db, const StoredRun& current, std::int64_t baseline_run);

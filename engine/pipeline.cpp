@@ -113,7 +113,7 @@ Result<RunOutcome> process_run(Db& db, const RuleSet& rules, const StoredRun& ru
         }
         auto it = by_spec.find(rule.spec.baseline);
         if (it == by_spec.end()) {
-            auto b = select_baseline(db, run, rule.spec.baseline);
+            auto b = select_baseline(db, run, rule.spec.baseline, options.cache);
             if (!b) return std::unexpected(b.error());
             out.baselines.push_back(b->description);
             it = by_spec.emplace(rule.spec.baseline, std::make_unique<RunHistory>(std::move(*b), run.batch)).first;

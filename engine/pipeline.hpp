@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/evaluate.hpp"
+#include "engine/history.hpp"
 #include "engine/rules.hpp"
 #include "storage/db.hpp"
 
@@ -14,6 +15,8 @@ namespace perfwatch {
 struct PipelineOptions {
     // Compare with this run only (check --baseline); regressions are then not followed over runs.
     std::optional<std::int64_t> baseline_run;
+    // Baseline runs are read through this cache when given (the daemon keeps one).
+    RunCache* cache = nullptr;
 };
 
 // A regression that opened or resolved with this run.

@@ -80,10 +80,25 @@ TEST_F(HistoryTest, BaselineIsTheLastComparableRunsOnTheBaselineBranch) {
     auto b = select_baseline(*m_db, load(current), spec);
     ASSERT_TRUE(b) << b.error().to_string();
     ASSERT_EQ(b->runs.size(), 2u);
-    EXPECT_EQ(b->runs[0].id, r1);  // oldest first; A100, feature-branch and other-project runs left out
-    EXPECT_EQ(b->runs[1].id, r5);
+    EXPECT_EQ(b->runs[0]->id, r1);  // oldest first; A100, feature-branch and other-project runs left out
+    EXPECT_EQ(b->runs[1]->id, r5);
     spec.runs = 1;
-    EXPECT_EQ(select_baseline(*m_db, load(current), spec)->runs.at(0).id, r5);
+    EXPECT_EQ(select_baseline(*m_db, load(current), spec)->runs.at(0)->id, r5);
+
+    // Through a cache: the same runs, each read from the database once.
+    RunCache cache;
+    auto cached = select_baseline(*m_db, load(current), spec, &cache);
+    ASSERT_TRUE(cached);
+    ASSERT_EQ(cached->runs.size(), 1u);
+    EXPECT_EQ(cached->runs[0]->id, r5);
+    EXPECT_EQ(cache.get(*m_db, r5)->get(), cached->runs[0].get());
+    EXPECT_GT(cache.bytes(), 0u);
+    EXPECT_EQ(cache.get(*m_db, 999)->get(), nullptr);
+    // Bounded: with room for one run, an older one is read again.
+    RunCache small(1);
+    const auto first = *small.get(*m_db, r1);
+    ASSERT_TRUE(small.get(*m_db, r5));
+    EXPECT_NE(small.get(*m_db, r1)->get(), first.get());
 
     // A pin replaces the window: the pinned run and the comparable runs of its branch before it.
     ASSERT_TRUE(*m_db->pin_baseline(r1, "release 1.0"));
@@ -91,7 +106,7 @@ TEST_F(HistoryTest, BaselineIsTheLastComparableRunsOnTheBaselineBranch) {
     b = select_baseline(*m_db, load(current), spec);
     ASSERT_TRUE(b);
     ASSERT_EQ(b->runs.size(), 1u);
-    EXPECT_EQ(b->runs[0].id, r1);
+    EXPECT_EQ(b->runs[0]->id, r1);
     EXPECT_EQ(b->description, fmt::format("pinned run {} and 0 earlier comparable run(s) on main", r1));
 
     // An explicit baseline on another GPU model is refused.
