@@ -317,13 +317,28 @@ private:
         labels.path_templates.insert(labels.path_templates.end(), s.config.path_templates.begin(),
                                      s.config.path_templates.end());
         labels.directory = watch.labels;
-        auto batch = collect_labelled(job.path, labels, s.config.converters);
+        // A bug in a collector costs this report, never the daemon.
+        Result<RunBatch> batch = fail(job.path, 0, "not read");
+        try {
+            batch = collect_labelled(job.path, labels, s.config.converters);
+        } catch (const std::exception& e) {
+            batch = fail(job.path, 0, fmt::format("internal error while reading the report: {}", e.what()));
+        }
         asio::post(m_writer_io, [this, job = std::move(job), stat = *stat, batch = std::move(batch)]() mutable {
             store(std::move(job), stat, std::move(batch));
         });
     }
 
     void store(Job job, FileStat stat, Result<RunBatch> batch) {
+        try {
+            store_and_evaluate(job, stat, std::move(batch));
+        } catch (const std::exception& e) {
+            log(LogLevel::error, "{}: internal error while storing the report: {}", job.path, e.what());
+            finish(job, false, true);
+        }
+    }
+
+    void store_and_evaluate(const Job& job, FileStat stat, Result<RunBatch> batch) {
         m_metrics.report_seen();
         FileMark mark{job.path, stat.size, stat.mtime_ns, "", std::nullopt, ""};
         if (!batch) {

@@ -238,6 +238,21 @@ TEST(Daemon, IngestsHundredsOfReportsExactlyOnceAndStaysHealthy) {
     drop(reports / "after" / "reload" / "c1" / "late.json", kineto + std::string(999, ' '));
     EXPECT_TRUE(wait_idle_with(port, db, expected + 1, 60)) << daemon.log();
     EXPECT_EQ(metric_sum(test::http_get(port, "/metrics").body, "perfwatch_config_reloads_total"), 1);
+    EXPECT_EQ(nlohmann::json::parse(test::http_get(port, "/healthz").body)["last_reload"], "failed: 2 problems");
+
+    // A valid one is applied: a second watched directory, with its own labels.
+    const fs::path second = dir.path() / "second";
+    fs::create_directories(second);
+    std::string text = config_text(reports);
+    text.insert(text.find("listen:"), fmt::format("  - path: {}\n    labels: {{project: second}}\n", second.string()));
+    write_file(cfg, text);
+    daemon.signal(SIGHUP);
+    ASSERT_TRUE(daemon.wait_for_log("configuration reloaded", 10)) << daemon.log();
+    drop(second / "x.json", kineto + std::string(1001, ' '));
+    EXPECT_TRUE(wait_idle_with(port, db, expected + 2, 60)) << daemon.log();
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM run_labels JOIN runs ON runs.id = run_id WHERE key = 'project' AND "
+                            "value = 'second'"),
+              1);
 
     // SIGTERM: a clean exit 0 within 5 s.
     const auto stop_at = std::chrono::steady_clock::now();
@@ -311,7 +326,7 @@ TEST(Daemon, TellsSystemdReadyWatchdogAndStopping) {
     std::copy(socket_path.begin(), socket_path.end(), addr.sun_path);
     ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
     test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"),
-                                   {"NOTIFY_SOCKET=" + socket_path, "WATCHDOG_USEC=400000"});
+                                   {"NOTIFY_SOCKET=" + socket_path, "WATCHDOG_USEC=400000", "JOURNAL_STREAM=8:12345"});
     std::string received;
     auto read_until = [&](const std::string& text, double timeout_s) {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
@@ -333,6 +348,9 @@ TEST(Daemon, TellsSystemdReadyWatchdogAndStopping) {
     daemon.signal(SIGTERM);
     EXPECT_TRUE(read_until("STOPPING=1", 5)) << received;
     EXPECT_EQ(daemon.wait_exit(5), 0) << daemon.log();
+    // Under journald every line starts with its syslog priority: notice is 5.
+    EXPECT_TRUE(daemon.log().starts_with("<5>ready: ")) << daemon.log();
+    EXPECT_NE(daemon.log().find("\n<5>stopping on SIGTERM"), std::string::npos) << daemon.log();
     ::close(fd);
 }
 
