@@ -31,18 +31,18 @@ void write_file(const fs::path& p, const std::string& content) {
     std::ofstream(p, std::ios::binary) << content;
 }
 
-std::string config_text(const fs::path& reports, const std::string& extra = "") {
+std::string config_text(const fs::path& reports, const std::string& extra = "", int workers = 2) {
     return fmt::format(R"(database: perfwatch.db
 watch:
   - path: {}
     path_template: "{{project}}/{{branch}}/{{commit}}/**"
     labels: {{site: ci-lab}}
 listen: 127.0.0.1:0
-workers: 2
+workers: {}
 quiet_period: 800ms
 shutdown_timeout: 4s
 {})",
-                       reports.string(), extra);
+                       reports.string(), workers, extra);
 }
 
 unsigned short port_of(const std::string& log) {
@@ -271,7 +271,7 @@ TEST(Daemon, AfterKillNineARestartIngestsEveryReportExactlyOnce) {
     const fs::path reports = dir.path() / "reports", db = dir.path() / "perfwatch.db";
     const fs::path cfg = dir.path() / "perfwatch.yaml";
     fs::create_directories(reports);
-    write_file(cfg, config_text(reports, "").replace(config_text(reports, "").find("workers: 2"), 10, "workers: 1"));
+    write_file(cfg, config_text(reports, "", 1));
     const std::string log_path = dir.file("daemon.log");
     std::int64_t at_kill = 0;
     const std::size_t total = 60;
