@@ -144,10 +144,10 @@ public:
             return 2;
         }
         start_watchdog();
-        log(LogLevel::notice, "ready: {} rules; watching {} directories ({} reports waiting); database {}; {} workers; "
+        log(LogLevel::notice, "ready: {} rules; watching {} director{} ({} reports waiting); database {}; {} workers; "
                               "health and metrics at {}",
-            m_settings->rules.rules.size(), m_watcher.directories(), m_pending.size() + m_ready.size(), m_db_path,
-            worker_count(config), http_at);
+            m_settings->rules.rules.size(), m_watcher.directories(), m_watcher.directories() == 1 ? "y" : "ies",
+            m_pending.size() + m_ready.size(), m_db_path, worker_count(config), http_at);
         notify_systemd(fmt::format("READY=1\nSTATUS=watching {} directories", m_watcher.directories()));
         dispatch();
         arm_tick();
