@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -59,6 +60,10 @@ public:
                     else
                         m_out.config.listen = *v;
                 }
+            } else if (key == "receivers") {
+                receivers(kv.second);
+            } else if (key == "route") {
+                m_out.config.route = route(kv.second, 0);
             } else if (key == "log_level") {
                 if (auto v = scalar(kv.second, key)) {
                     static constexpr std::array k_levels{"debug", "info", "notice", "warning", "error"};
@@ -71,11 +76,12 @@ public:
             } else {
                 diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, rules, converters, "
                                                   "path_templates, watch, workers, quiet_period, listen, "
-                                                  "shutdown_timeout or log_level)",
+                                                  "shutdown_timeout, log_level, receivers or route)",
                                                   key));
             }
         }
         check_overlaps();
+        check_routes(root);
         return std::move(m_out);
     }
 
@@ -214,6 +220,202 @@ private:
         }
     }
 
+    // A secret's value from a file (trailing newline dropped) or an environment variable; the
+    // messages name the file or variable, never the value.
+    std::optional<std::string> secret(const YAML::Node& n, const std::string& key, const std::string& receiver,
+                                      std::string& source) {
+        auto v = scalar(n, key);
+        if (!v) return std::nullopt;
+        if (key.ends_with("_env")) {
+            source = "environment variable " + *v;
+            const char* value = std::getenv(v->c_str());
+            if (value == nullptr || *value == '\0') {
+                diag(n.Mark(), fmt::format("receiver '{}': environment variable {} is not set", receiver, *v));
+                return std::nullopt;
+            }
+            return std::string(value);
+        }
+        const std::string path = resolve(*v);
+        source = "file " + path;
+        auto text = read_whole_file(path);
+        if (!text) {
+            diag(n.Mark(), fmt::format("receiver '{}': cannot read {}", receiver, path));
+            return std::nullopt;
+        }
+        std::string value = std::move(*text);
+        while (!value.empty() && (value.back() == '\n' || value.back() == '\r' || value.back() == ' ')) value.pop_back();
+        return value;
+    }
+
+    void receivers(const YAML::Node& n) {
+        if (!n.IsSequence()) {
+            diag(n.Mark(), "'receivers' must be a list of receivers, each with 'name' and 'type'");
+            return;
+        }
+        for (const auto& item : n) {
+            if (!item.IsMap()) {
+                diag(item.Mark(), "a receiver must be a mapping with 'name' and 'type'");
+                continue;
+            }
+            Receiver r;
+            r.line = item.Mark().line + 1;
+            r.name = item["name"] && item["name"].IsScalar() ? item["name"].Scalar() : "";
+            bool has_url = false, has_rate = false;
+            for (const auto& kv : item) {
+                const std::string key = kv.first.as<std::string>("");
+                if (key == "name") {
+                    if (!kv.second.IsScalar() || kv.second.Scalar().empty()) diag(kv.second.Mark(), "'name' must be a name");
+                } else if (key == "type") {
+                    if (auto v = scalar(kv.second, key)) {
+                        const auto& types = receiver_types();
+                        if (std::find(types.begin(), types.end(), *v) == types.end())
+                            diag(kv.second.Mark(), fmt::format("receiver '{}': unknown type '{}' (expected {})", r.name,
+                                                               *v, fmt::join(types, ", ")));
+                        else
+                            r.type = *v;
+                    }
+                } else if (key == "url") {
+                    diag(kv.second.Mark(), fmt::format("receiver '{}': a webhook URL is a secret: give it with "
+                                                       "url_file or url_env, not in the configuration",
+                                                       r.name));
+                } else if (key == "url_file" || key == "url_env") {
+                    has_url = true;
+                    if (auto v = secret(kv.second, key, r.name, r.url_source)) r.url = *v;
+                } else if (key == "smtp_url") {
+                    has_url = true;
+                    if (auto v = scalar(kv.second, key)) {
+                        r.url = *v;
+                        r.url_source = *v;
+                        if (!v->starts_with("smtp://") && !v->starts_with("smtps://"))
+                            diag(kv.second.Mark(), fmt::format("receiver '{}': smtp_url must start with smtp:// or "
+                                                               "smtps://",
+                                                               r.name));
+                    }
+                } else if (key == "password") {
+                    diag(kv.second.Mark(), fmt::format("receiver '{}': give the password with password_file or "
+                                                       "password_env, not in the configuration",
+                                                       r.name));
+                } else if (key == "password_file" || key == "password_env") {
+                    std::string ignored;
+                    if (auto v = secret(kv.second, key, r.name, ignored)) r.password = *v;
+                } else if (key == "username") {
+                    if (auto v = scalar(kv.second, key)) r.username = *v;
+                } else if (key == "from") {
+                    if (auto v = scalar(kv.second, key)) r.from = *v;
+                } else if (key == "to") {
+                    r.to = string_list(kv.second, key);
+                } else if (key == "starttls") {
+                    bool value = true;
+                    if (!kv.second.IsScalar() || !YAML::convert<bool>::decode(kv.second, value))
+                        diag(kv.second.Mark(), "'starttls' must be true or false");
+                    r.starttls = value;
+                } else if (key == "path") {
+                    if (auto v = scalar(kv.second, key)) r.path = resolve(*v);
+                } else if (key == "ca_file") {
+                    if (auto v = scalar(kv.second, key)) r.ca_file = resolve(*v);
+                } else if (key == "rate_limit") {
+                    has_rate = true;
+                    if (auto v = duration(kv.second, key)) r.rate_limit = *v;
+                } else if (key == "timeout") {
+                    if (auto v = duration(kv.second, key)) r.timeout = *v;
+                } else if (key == "max_attempts") {
+                    if (auto v = integer(kv.second, key, 1, 1000)) r.max_attempts = *v;
+                } else {
+                    diag(kv.first.Mark(), fmt::format("unknown receiver setting '{}' (expected name, type, url_file, "
+                                                      "url_env, smtp_url, from, to, username, password_file, "
+                                                      "password_env, starttls, path, ca_file, rate_limit, timeout or "
+                                                      "max_attempts)",
+                                                      key));
+                }
+            }
+            if (r.name.empty()) {
+                diag(item.Mark(), "a receiver needs 'name'");
+                continue;
+            }
+            if (r.type.empty()) {
+                if (!item["type"]) diag(item.Mark(), fmt::format("receiver '{}' needs 'type'", r.name));
+                continue;
+            }
+            const bool chat = r.type == "slack" || r.type == "teams" || r.type == "mattermost" || r.type == "webhook";
+            if (chat && !has_url)
+                diag(item.Mark(), fmt::format("receiver '{}' needs url_file or url_env (the webhook URL)", r.name));
+            if (r.type == "email" && (!has_url || r.from.empty() || r.to.empty()))
+                diag(item.Mark(), fmt::format("receiver '{}' needs smtp_url, from and to", r.name));
+            if (r.type == "jsonl" && r.path.empty())
+                diag(item.Mark(), fmt::format("receiver '{}' needs 'path' (the JSON-lines file)", r.name));
+            if (r.type == "slack" && !has_rate) r.rate_limit = std::chrono::seconds(1);
+            for (const Receiver& other : m_out.config.receivers)
+                if (other.name == r.name)
+                    diag(item.Mark(), fmt::format("receiver '{}' is defined twice (also at line {})", r.name, other.line));
+            m_out.config.receivers.push_back(std::move(r));
+        }
+    }
+
+    std::optional<Route> route(const YAML::Node& n, int depth) {
+        if (!n.IsMap()) {
+            diag(n.Mark(), "a route must be a mapping (receiver, match, group_by, repeat_interval, continue, routes)");
+            return std::nullopt;
+        }
+        Route r;
+        r.line = n.Mark().line + 1;
+        for (const auto& kv : n) {
+            const std::string key = kv.first.as<std::string>("");
+            if (key == "receiver") {
+                if (auto v = scalar(kv.second, key)) {
+                    r.receiver = *v;
+                    m_route_receivers.emplace_back(*v, kv.second.Mark());
+                }
+            } else if (key == "match") {
+                if (depth == 0) diag(kv.first.Mark(), "the top route takes every alert: put 'match' on its routes");
+                if (!kv.second.IsMap()) {
+                    diag(kv.second.Mark(), "'match' must be a mapping of labels (or severity, rule) to values");
+                    continue;
+                }
+                for (const auto& m : kv.second) {
+                    const std::string label = m.first.as<std::string>("");
+                    if (auto v = scalar(m.second, label)) {
+                        if (label == "severity" && !severity_from_string(*v))
+                            diag(m.second.Mark(), fmt::format("severity must be info, warning or error; found '{}'", *v));
+                        r.match[label] = *v;
+                    }
+                }
+            } else if (key == "group_by") {
+                r.group_by = string_list(kv.second, key);
+            } else if (key == "repeat_interval") {
+                if (auto v = duration(kv.second, key)) r.repeat_interval = *v;
+            } else if (key == "continue") {
+                bool value = false;
+                if (!kv.second.IsScalar() || !YAML::convert<bool>::decode(kv.second, value))
+                    diag(kv.second.Mark(), "'continue' must be true or false");
+                r.continue_matching = value;
+            } else if (key == "routes") {
+                if (!kv.second.IsSequence()) {
+                    diag(kv.second.Mark(), "'routes' must be a list of routes");
+                    continue;
+                }
+                for (const auto& child : kv.second)
+                    if (auto c = route(child, depth + 1)) r.routes.push_back(std::move(*c));
+            } else {
+                diag(kv.first.Mark(), fmt::format("unknown route setting '{}' (expected receiver, match, group_by, "
+                                                  "repeat_interval, continue or routes)",
+                                                  key));
+            }
+        }
+        if (depth == 0 && r.receiver.empty())
+            diag(n.Mark(), "the top route needs 'receiver' (where alerts no other route takes go)");
+        return r;
+    }
+
+    void check_routes(const YAML::Node& root) {
+        for (const auto& [name, mark] : m_route_receivers) {
+            const auto& list = m_out.config.receivers;
+            if (std::none_of(list.begin(), list.end(), [&](const Receiver& r) { return r.name == name; }))
+                diag(mark, fmt::format("route names receiver '{}', which 'receivers' does not define", name));
+        }
+        if (!m_out.config.receivers.empty() && !m_out.config.route)
+            diag(root["receivers"].Mark(), "receivers are defined but no 'route' sends alerts to them");
+    }
+
     // inotify watches a directory once: a watched directory inside another is refused.
     void check_overlaps() {
         const auto& list = m_out.config.watch;
@@ -332,6 +534,7 @@ private:
     std::string m_file;
     std::string_view m_text;
     ConfigLoad m_out;
+    std::vector<std::pair<std::string, YAML::Mark>> m_route_receivers;
 };
 
 }  // namespace

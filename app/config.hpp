@@ -10,6 +10,7 @@
 #include "collectors/labels.hpp"
 #include "collectors/watcher.hpp"
 #include "engine/rules.hpp"
+#include "notify/alerts.hpp"
 
 namespace perfwatch {
 
@@ -33,6 +34,10 @@ struct Config {
     std::string listen = "127.0.0.1:9464";
     std::chrono::milliseconds shutdown_timeout{10000};
     std::string log_level = "info";
+
+    // Alerts: where they go, and the route tree choosing receivers (none: no alerts).
+    std::vector<Receiver> receivers;
+    std::optional<Route> route;
 };
 
 // Errors for watched directories that do not exist or are not directories (the daemon would

@@ -16,10 +16,13 @@
 #include <deque>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <set>
+#include <map>
 
 #include "app/config.hpp"
 #include "app/daemon_metrics.hpp"
@@ -29,6 +32,8 @@
 #include "collectors/watcher.hpp"
 #include "engine/pipeline.hpp"
 #include "engine/rules.hpp"
+#include "notify/alerts.hpp"
+#include "notify/sinks.hpp"
 #include "storage/db.hpp"
 
 namespace perfwatch {
@@ -125,7 +130,10 @@ public:
     int run() {
         std::signal(SIGPIPE, SIG_IGN);
         wait_signal();
+        std::atomic_store(&m_current, m_settings);
         m_writer_thread = std::thread([this] { m_writer_io.run(); });
+        // Messages left in the outbox by an earlier run (a crash mid-delivery) go out again.
+        asio::post(m_writer_io, [this] { schedule_delivery(); });
         const Config& config = m_settings->config;
         std::string http_at = "off";
         if (config.listen != "off") {
@@ -166,6 +174,16 @@ private:
     std::size_t in_flight_limit() const { return 2 * static_cast<std::size_t>(worker_count(m_settings->config)); }
 
     void shutdown_threads() {
+        asio::post(m_writer_io, [this] {
+            m_delivery_timer.cancel();
+            if (m_sending > 0) {
+                // A delivery in flight is abandoned: it stays pending and goes out again, with the
+                // same idempotency key, at the next start.
+                log(LogLevel::notice, "abandoning {} alert deliveries in flight (resent with the same key at the "
+                                      "next start)", m_sending);
+                abandon();
+            }
+        });
         m_writer_guard.reset();
         if (m_writer_thread.joinable()) m_writer_thread.join();
         m_workers.join();
@@ -375,11 +393,20 @@ private:
             }
             PipelineOptions options;
             options.cache = &m_runs;
+            options.mark_processed = false;
             auto result = process_run(m_db, job.settings->rules, **run, options);
             if (!result) {
                 database_failed(result.error());
                 return finish(job, false, true);
             }
+            // The alerts go to the outbox in the transaction that marks the run processed: a
+            // crash before it re-evaluates the run, and the same keys are enqueued once.
+            auto queued = enqueue_alerts(*job.settings, **run, *result);
+            if (!queued) {
+                database_failed(queued.error());
+                return finish(job, false, true);
+            }
+            if (*queued > 0) schedule_delivery();
             m_metrics.rules_evaluated(static_cast<double>(result->evaluation.evaluated));
             std::map<Severity, int> by_severity;
             for (const Finding& f : result->evaluation.findings) {
@@ -408,6 +435,119 @@ private:
                 latency_s * 1000, outcome);
         }
         finish(job, stored->inserted, false);
+    }
+
+    Result<std::size_t> enqueue_alerts(const Settings& settings, const StoredRun& run, const RunOutcome& outcome) {
+        std::vector<OutboxMessage> messages;
+        if (settings.config.route) {
+            std::vector<ResolvedAlert> resolved;
+            for (const RegressionEvent& e : outcome.events) {
+                if (e.kind != RegressionEvent::Kind::resolved) continue;
+                Severity severity = Severity::warning;
+                for (const CompiledRule& r : settings.rules.rules)
+                    if (r.spec.id == e.state.rule) severity = r.spec.severity;
+                resolved.push_back({e.state.rule, severity, std::string(to_string(e.state.entity_kind)),
+                                    e.state.entity_name,
+                                    fmt::format("{} is back to its baseline ({}; regression opened at run {})",
+                                                e.state.metric, e.state.resolution, e.state.opened_run)});
+            }
+            auto groups = group_alerts(*settings.config.route, run, outcome.evaluation.findings, resolved);
+            auto built = outbox_messages(m_db, std::move(groups), wall_now_ms());
+            if (!built) return std::unexpected(built.error());
+            messages = std::move(*built);
+        }
+        return m_db.complete_run(run.id, messages);
+    }
+
+    static std::int64_t wall_now_ms() { return wall_now_ns() / 1'000'000; }
+
+    const Receiver* find_receiver(const Settings& settings, const std::string& name) const {
+        for (const Receiver& r : settings.config.receivers)
+            if (r.name == name) return &r;
+        return nullptr;
+    }
+
+    // Writer thread: sends what is due, one message per receiver at a time and no faster than
+    // its rate limit; re-arms itself for the next due message.
+    void schedule_delivery() {
+        if (m_stopping) return;
+        const auto settings = std::atomic_load(&m_current);
+        const std::int64_t now = wall_now_ms();
+        auto due = m_db.due_messages(now, 64);
+        if (!due) {
+            database_failed(due.error());
+            return;
+        }
+        std::int64_t wake = 0;
+        for (OutboxMessage& m : *due) {
+            if (m_sending_to.contains(m.receiver)) continue;
+            if (auto it = m_next_send_ms.find(m.receiver); it != m_next_send_ms.end() && it->second > now) {
+                wake = wake == 0 ? it->second : std::min(wake, it->second);
+                continue;
+            }
+            const Receiver* receiver = find_receiver(*settings, m.receiver);
+            auto group = alert_group_from_json(m.payload);
+            if (receiver == nullptr || !group) {
+                const std::string why = receiver == nullptr ? fmt::format("receiver '{}' is no longer configured", m.receiver)
+                                                            : group.error().message;
+                log(LogLevel::error, "alert {}: not sent: {}", m.key, why);
+                m_metrics.alert_failed(m.receiver, true);
+                if (auto r = m_db.message_attempted(m.id, "failed", m.next_attempt_ms, why, now); !r) database_failed(r.error());
+                continue;
+            }
+            m_sending_to.insert(m.receiver);
+            m_next_send_ms[m.receiver] = now + receiver->rate_limit.count();
+            ++m_sending;
+            asio::post(m_senders, [this, m = std::move(m), r = *receiver, g = std::move(*group)]() mutable {
+                const Sink* sink = find_sink(r.type);
+                Delivery d = sink != nullptr ? sink->deliver(r, g, m.key)
+                                             : Delivery{Delivery::Outcome::permanent, 0, {}, "no sink for " + r.type};
+                asio::post(m_writer_io, [this, m = std::move(m), r = std::move(r), g = std::move(g), d = std::move(d)] {
+                    delivered(m, r, g, d);
+                });
+            });
+        }
+        update_outbox_depth();
+        auto next = m_db.next_due_ms();
+        if (next && *next && !m_sending_to.empty()) next = std::optional<std::int64_t>{};  // re-run when a send ends
+        if (next && *next) wake = wake == 0 ? **next : std::min(wake, **next);
+        if (wake > 0) {
+            m_delivery_timer.expires_after(std::chrono::milliseconds(std::max<std::int64_t>(wake - now, 20)));
+            m_delivery_timer.async_wait([this](const boost::system::error_code& ec) {
+                if (!ec) schedule_delivery();
+            });
+        }
+    }
+
+    void delivered(const OutboxMessage& m, const Receiver& r, const AlertGroup& g, const Delivery& d) {
+        --m_sending;
+        m_sending_to.erase(m.receiver);
+        const std::int64_t now = wall_now_ms();
+        Result<void> saved;
+        if (d.outcome == Delivery::Outcome::sent) {
+            saved = m_db.message_attempted(m.id, "sent", m.next_attempt_ms, "", now);
+            m_metrics.alert_sent(r.name);
+            log(LogLevel::info, "alert sent to '{}' ({}): {} ({} alerts, key {}, attempt {})", r.name, r.type, g.title(),
+                g.alerts.size(), m.key, m.attempts + 1);
+        } else if (d.outcome == Delivery::Outcome::retry && m.attempts + 1 < r.max_attempts) {
+            const auto wait = retry_delay(m.attempts + 1, d.retry_after, m_rng);
+            saved = m_db.message_attempted(m.id, "pending", now + wait.count(), d.error, now);
+            m_metrics.alert_failed(r.name, false);
+            log(LogLevel::warning, "alert to '{}' ({}) failed: {}; attempt {} of {}, retried in {:.1f} s{}", r.name,
+                r.type, d.error, m.attempts + 1, r.max_attempts, static_cast<double>(wait.count()) / 1000.0,
+                d.retry_after ? " (Retry-After)" : "");
+        } else {
+            saved = m_db.message_attempted(m.id, "failed", m.next_attempt_ms, d.error, now);
+            m_metrics.alert_failed(r.name, true);
+            log(LogLevel::error, "alert to '{}' ({}) failed permanently after {} attempt(s): {}; key {}", r.name, r.type,
+                m.attempts + 1, d.error, m.key);
+        }
+        if (!saved) database_failed(saved.error());
+        schedule_delivery();
+    }
+
+    void update_outbox_depth() {
+        if (auto depth = m_db.outbox_depth()) m_metrics.outbox_depth(static_cast<double>(*depth));
     }
 
     void database_failed(const Error& e) {
@@ -451,6 +591,8 @@ private:
             notify_systemd("READY=1");
             return;
         }
+        std::atomic_store(&m_current, m_settings);
+        asio::post(m_writer_io, [this] { schedule_delivery(); });
         m_metrics.reload(true);
         m_last_reload = "ok";
         log(LogLevel::notice, "configuration reloaded: {} rules; watching {} directories", m_settings->rules.rules.size(),
@@ -548,6 +690,14 @@ private:
     std::thread m_writer_thread;
     DirectoryWatcher m_watcher;
     HttpServer m_http;
+    asio::thread_pool m_senders{2};            // blocking deliveries (libcurl)
+    asio::steady_timer m_delivery_timer{m_writer_io};
+    std::shared_ptr<const Settings> m_current;  // the settings deliveries use (atomic load/store)
+    // Writer thread only:
+    std::set<std::string> m_sending_to;
+    std::map<std::string, std::int64_t> m_next_send_ms;
+    std::size_t m_sending = 0;
+    std::mt19937_64 m_rng{std::random_device{}()};
 
     std::unordered_map<std::string, Pending> m_pending;  // waiting for their quiet period
     std::deque<Job> m_ready;                             // waiting for a worker

@@ -38,7 +38,11 @@ DaemonMetrics::DaemonMetrics()
       m_watched(gauge(*m_registry, "perfwatch_watched_directories", "Directories under inotify watch").Add({})),
       m_db_errors(counter(*m_registry, "perfwatch_database_errors_total",
                           "Reports not stored because the database failed (retried on their next change or restart)")
-                      .Add({})) {}
+                      .Add({})),
+      m_outbox(gauge(*m_registry, "perfwatch_outbox_depth", "Alert messages waiting to be delivered").Add({})),
+      m_sent(counter(*m_registry, "perfwatch_alerts_sent_total", "Alert messages delivered, by receiver")),
+      m_failed_alerts(counter(*m_registry, "perfwatch_alerts_failed_total",
+                              "Failed delivery attempts, by receiver; permanent=\"true\" when given up")) {}
 
 std::string DaemonMetrics::text() const { return prometheus::TextSerializer().Serialize(m_registry->Collect()); }
 

@@ -34,6 +34,12 @@ public:
     void reload(bool ok) { m_reloads.Add({{"result", ok ? "ok" : "failed"}}).Increment(); }
     void watched_directories(double n) { m_watched.Set(n); }
     void database_error() { m_db_errors.Increment(); }
+    void outbox_depth(double n) { m_outbox.Set(n); }
+    void alert_sent(const std::string& receiver) { m_sent.Add({{"receiver", receiver}}).Increment(); }
+    // A failed attempt: `permanent` when it will not be retried.
+    void alert_failed(const std::string& receiver, bool permanent) {
+        m_failed_alerts.Add({{"receiver", receiver}, {"permanent", permanent ? "true" : "false"}}).Increment();
+    }
 
     // The exposition text of every metric.
     std::string text() const;
@@ -52,6 +58,9 @@ private:
     prometheus::Family<prometheus::Counter>& m_reloads;
     prometheus::Gauge& m_watched;
     prometheus::Counter& m_db_errors;
+    prometheus::Gauge& m_outbox;
+    prometheus::Family<prometheus::Counter>& m_sent;
+    prometheus::Family<prometheus::Counter>& m_failed_alerts;
 };
 
 }  // namespace perfwatch

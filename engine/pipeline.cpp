@@ -130,7 +130,8 @@ Result<RunOutcome> process_run(Db& db, const RuleSet& rules, const StoredRun& ru
         if (auto r = follow_regressions(db, rule, *per_rule[i], run, out.evaluation, out.events); !r)
             return std::unexpected(r.error());
     }
-    if (auto marked = db.mark_processed(run.id); !marked) return std::unexpected(marked.error());
+    if (options.mark_processed)
+        if (auto marked = db.mark_processed(run.id); !marked) return std::unexpected(marked.error());
     return out;
 }
 

@@ -17,6 +17,9 @@ struct PipelineOptions {
     std::optional<std::int64_t> baseline_run;
     // Baseline runs are read through this cache when given (the daemon keeps one).
     RunCache* cache = nullptr;
+    // False: the caller marks the run processed itself (the daemon does, with its alerts, in one
+    // transaction).
+    bool mark_processed = true;
 };
 
 // A regression that opened or resolved with this run.

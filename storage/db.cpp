@@ -145,6 +145,28 @@ CREATE TABLE watched_files(
     seen_at TEXT NOT NULL
 ) WITHOUT ROWID;
 )sql",
+    R"sql(
+CREATE TABLE outbox(
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    receiver TEXT NOT NULL,
+    run_id INTEGER,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms INTEGER NOT NULL,
+    last_error TEXT NOT NULL DEFAULT '',
+    created_ms INTEGER NOT NULL,
+    done_ms INTEGER
+);
+CREATE INDEX outbox_due ON outbox(state, next_attempt_ms);
+CREATE TABLE alert_fingerprints(
+    receiver TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    last_ms INTEGER NOT NULL,
+    PRIMARY KEY(receiver, fingerprint)
+) WITHOUT ROWID;
+)sql",
 };
 
 std::string now_utc() {
@@ -750,6 +772,128 @@ Result<void> Db::save_file_mark(const FileMark& mark) {
         st.bind(7, now_utc());
         st.exec();
         return {};
+    });
+}
+
+Result<std::size_t> Db::complete_run(std::int64_t run_id, const std::vector<OutboxMessage>& messages) {
+    return guarded(m_path, [&]() -> Result<std::size_t> {
+        SQLite::Transaction tx(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
+        SQLite::Statement ins(*m_db,
+                              "INSERT OR IGNORE INTO outbox(key, receiver, run_id, payload, next_attempt_ms, created_ms) "
+                              "VALUES(?,?,?,?,?,?)");
+        SQLite::Statement fp(*m_db,
+                             "INSERT OR REPLACE INTO alert_fingerprints(receiver, fingerprint, last_ms) VALUES(?,?,?)");
+        std::size_t added = 0;
+        for (const OutboxMessage& m : messages) {
+            ins.bind(1, m.key);
+            ins.bind(2, m.receiver);
+            ins.bind(3, m.run_id);
+            ins.bind(4, m.payload);
+            ins.bind(5, m.next_attempt_ms);
+            ins.bind(6, m.created_ms);
+            added += static_cast<std::size_t>(ins.exec());
+            ins.reset();
+            for (const std::string& f : m.fingerprints) {
+                fp.bind(1, m.receiver);
+                fp.bind(2, f);
+                fp.bind(3, m.created_ms);
+                fp.exec();
+                fp.reset();
+            }
+        }
+        SQLite::Statement mark(*m_db, "UPDATE runs SET processed_at = ? WHERE id = ?");
+        mark.bind(1, now_utc());
+        mark.bind(2, run_id);
+        mark.exec();
+        tx.commit();
+        return added;
+    });
+}
+
+Result<std::optional<std::int64_t>> Db::fingerprint_sent_at(const std::string& receiver,
+                                                          const std::string& fingerprint) const {
+    return guarded(m_path, [&]() -> Result<std::optional<std::int64_t>> {
+        SQLite::Statement st(*m_db, "SELECT last_ms FROM alert_fingerprints WHERE receiver = ? AND fingerprint = ?");
+        st.bind(1, receiver);
+        st.bind(2, fingerprint);
+        if (!st.executeStep()) return std::optional<std::int64_t>{};
+        return std::optional<std::int64_t>{st.getColumn(0).getInt64()};
+    });
+}
+
+namespace {
+
+OutboxMessage read_message(SQLite::Statement& st) {
+    OutboxMessage m;
+    m.id = st.getColumn(0).getInt64();
+    m.key = st.getColumn(1).getString();
+    m.receiver = st.getColumn(2).getString();
+    m.run_id = st.getColumn(3).isNull() ? 0 : st.getColumn(3).getInt64();
+    m.payload = st.getColumn(4).getString();
+    m.state = st.getColumn(5).getString();
+    m.attempts = st.getColumn(6).getInt();
+    m.next_attempt_ms = st.getColumn(7).getInt64();
+    m.last_error = st.getColumn(8).getString();
+    m.created_ms = st.getColumn(9).getInt64();
+    return m;
+}
+
+constexpr const char* k_outbox_columns =
+    "id, key, receiver, run_id, payload, state, attempts, next_attempt_ms, last_error, created_ms";
+
+}  // namespace
+
+Result<std::vector<OutboxMessage>> Db::due_messages(std::int64_t now_ms, std::size_t limit) const {
+    return guarded(m_path, [&]() -> Result<std::vector<OutboxMessage>> {
+        SQLite::Statement st(*m_db, fmt::format("SELECT {} FROM outbox WHERE state = 'pending' AND next_attempt_ms <= ? "
+                                                "ORDER BY next_attempt_ms, id LIMIT ?",
+                                                k_outbox_columns));
+        st.bind(1, now_ms);
+        st.bind(2, static_cast<std::int64_t>(limit));
+        std::vector<OutboxMessage> out;
+        while (st.executeStep()) out.push_back(read_message(st));
+        return out;
+    });
+}
+
+Result<std::vector<OutboxMessage>> Db::outbox(std::size_t limit) const {
+    return guarded(m_path, [&]() -> Result<std::vector<OutboxMessage>> {
+        SQLite::Statement st(*m_db, fmt::format("SELECT {} FROM outbox ORDER BY id DESC LIMIT ?", k_outbox_columns));
+        st.bind(1, static_cast<std::int64_t>(limit));
+        std::vector<OutboxMessage> out;
+        while (st.executeStep()) out.push_back(read_message(st));
+        return out;
+    });
+}
+
+Result<std::optional<std::int64_t>> Db::next_due_ms() const {
+    return guarded(m_path, [&]() -> Result<std::optional<std::int64_t>> {
+        SQLite::Statement st(*m_db, "SELECT min(next_attempt_ms) FROM outbox WHERE state = 'pending'");
+        if (!st.executeStep() || st.getColumn(0).isNull()) return std::optional<std::int64_t>{};
+        return std::optional<std::int64_t>{st.getColumn(0).getInt64()};
+    });
+}
+
+Result<void> Db::message_attempted(std::int64_t id, const std::string& state, std::int64_t next_attempt_ms,
+                                   const std::string& error, std::int64_t now_ms) {
+    return guarded(m_path, [&]() -> Result<void> {
+        SQLite::Statement st(*m_db,
+                             "UPDATE outbox SET state = ?, attempts = attempts + 1, next_attempt_ms = ?, last_error = ?, "
+                             "done_ms = CASE WHEN ? = 'pending' THEN NULL ELSE ? END WHERE id = ?");
+        st.bind(1, state);
+        st.bind(2, next_attempt_ms);
+        st.bind(3, error);
+        st.bind(4, state);
+        st.bind(5, now_ms);
+        st.bind(6, id);
+        st.exec();
+        return {};
+    });
+}
+
+Result<std::int64_t> Db::outbox_depth() const {
+    return guarded(m_path, [&]() -> Result<std::int64_t> {
+        return m_db->execAndGet("SELECT count(*) FROM outbox WHERE state = 'pending'").getInt64();
     });
 }
 

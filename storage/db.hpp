@@ -82,6 +82,22 @@ struct FileMark {
     std::string error;  // empty when stored
 };
 
+// One message of the durable alert outbox: an alert group for one receiver, delivered at least
+// once and at most once more after a crash, always with the same idempotency key.
+struct OutboxMessage {
+    std::int64_t id = 0;
+    std::string key;  // idempotency key; enqueueing the same key twice keeps one message
+    std::string receiver;
+    std::int64_t run_id = 0;
+    std::string payload;             // the alert group as JSON; each sink renders it
+    std::vector<std::string> fingerprints;  // the alerts it carries, for repeat_interval (enqueue only)
+    std::string state = "pending";   // pending, sent, failed (permanently)
+    int attempts = 0;
+    std::int64_t next_attempt_ms = 0;  // Unix time in ms
+    std::string last_error;
+    std::int64_t created_ms = 0;
+};
+
 // The embedded SQLite store. All SQL of the project lives behind this class.
 class Db {
 public:
@@ -140,6 +156,22 @@ public:
     Result<std::optional<FileMark>> file_mark(const std::string& path) const;
     // Inserts or replaces the mark of `mark.path`.
     Result<void> save_file_mark(const FileMark& mark);
+
+    // In one transaction: enqueues `messages` (a key already there is skipped), records their
+    // alert fingerprints, and marks the run processed. Returns how many were new.
+    Result<std::size_t> complete_run(std::int64_t run_id, const std::vector<OutboxMessage>& messages);
+    // When an alert with `fingerprint` was last enqueued for `receiver` (Unix ms).
+    Result<std::optional<std::int64_t>> fingerprint_sent_at(const std::string& receiver,
+                                                          const std::string& fingerprint) const;
+    // Pending messages due at `now_ms`, oldest first.
+    Result<std::vector<OutboxMessage>> due_messages(std::int64_t now_ms, std::size_t limit) const;
+    // The newest messages in any state.
+    Result<std::vector<OutboxMessage>> outbox(std::size_t limit) const;
+    Result<std::optional<std::int64_t>> next_due_ms() const;
+    // Records an attempt: state "sent", "failed", or "pending" again at `next_attempt_ms`.
+    Result<void> message_attempted(std::int64_t id, const std::string& state, std::int64_t next_attempt_ms,
+                                   const std::string& error, std::int64_t now_ms);
+    Result<std::int64_t> outbox_depth() const;
 
 private:
     explicit Db(std::unique_ptr<SQLite::Database> db, std::string path);

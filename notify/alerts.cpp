@@ -1,0 +1,244 @@
+#include "notify/alerts.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace perfwatch {
+
+namespace {
+
+using Labels = std::map<std::string, std::string>;
+
+bool glob(const std::string& pattern, const std::string& text) {
+    return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+// The labels an alert is routed on: the run's, the rule's, then `rule` and `severity`.
+Labels alert_labels(const StoredRun& run, const std::map<std::string, std::string>& rule_labels,
+                    const std::string& rule, Severity severity) {
+    Labels out = run.batch.labels;
+    for (const auto& [k, v] : rule_labels) out[k] = v;
+    out["rule"] = rule;
+    out["severity"] = std::string(to_string(severity));
+    return out;
+}
+
+bool matches(const Route& route, const Labels& labels, Severity severity) {
+    for (const auto& [key, want] : route.match) {
+        if (key == "severity") {
+            const auto least = severity_from_string(want);
+            if (!least || severity < *least) return false;
+            continue;
+        }
+        const auto it = labels.find(key);
+        if (it == labels.end() || !glob(want, it->second)) return false;
+    }
+    return true;
+}
+
+struct Delivery {
+    std::string receiver;
+    std::vector<std::string> group_by;
+    std::int64_t repeat_interval_ms = 0;
+};
+
+// The receivers an alert goes to: the deepest matching nodes (settings inherited down the tree).
+void route_alert(const Route& node, const Labels& labels, Severity severity, Delivery inherited,
+                 std::vector<Delivery>& out) {
+    if (!node.receiver.empty()) inherited.receiver = node.receiver;
+    if (node.group_by) inherited.group_by = *node.group_by;
+    if (node.repeat_interval) inherited.repeat_interval_ms = node.repeat_interval->count();
+    bool taken = false;
+    for (const Route& child : node.routes) {
+        if (!matches(child, labels, severity)) continue;
+        route_alert(child, labels, severity, inherited, out);
+        taken = true;
+        if (!child.continue_matching) break;
+    }
+    if (!taken && !inherited.receiver.empty()) out.push_back(std::move(inherited));
+}
+
+std::uint64_t fnv1a(std::string_view text) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (const char c : text) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+std::string label_or(const Labels& labels, const std::string& key) {
+    const auto it = labels.find(key);
+    return it == labels.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
+const std::vector<std::string>& receiver_types() {
+    static const std::vector<std::string> k_types{"slack", "teams", "mattermost", "webhook", "email", "jsonl", "stdout"};
+    return k_types;
+}
+
+std::string AlertGroup::title() const {
+    std::string what;
+    if (status == "resolved") {
+        what = fmt::format("resolved: {} regression{}", alerts.size() + omitted, alerts.size() + omitted == 1 ? "" : "s");
+    } else {
+        std::map<Severity, std::size_t> counts;
+        for (const AlertItem& a : alerts) ++counts[a.severity];
+        what = fmt::format("{} finding{}", alerts.size() + omitted, alerts.size() + omitted == 1 ? "" : "s");
+        std::vector<std::string> parts;
+        for (const Severity s : {Severity::error, Severity::warning})
+            if (counts[s] > 0) parts.push_back(fmt::format("{} {}{}", counts[s], to_string(s), counts[s] == 1 ? "" : "s"));
+        if (!parts.empty()) what += " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
+    }
+    std::string where;
+    const std::string project = label_or(run_labels, "project"), branch = label_or(run_labels, "branch");
+    if (!project.empty() || !branch.empty())
+        where += " in " + project + (project.empty() || branch.empty() ? "" : "/") + branch;
+    if (const std::string commit = label_or(run_labels, "commit"); !commit.empty()) where += " @ " + commit;
+    if (const std::string gpu = label_or(run_labels, "gpu"); !gpu.empty()) where += " on " + gpu;
+    if (where.empty()) where = fmt::format(" in run {}", run_id);
+    return "perfwatch: " + what + where;
+}
+
+std::string AlertGroup::key() const {
+    return fmt::format("perfwatch-{}-{}-{:016x}", run_id, status, fnv1a(receiver + "\n" + group_key));
+}
+
+std::string to_json(const AlertGroup& g) {
+    nlohmann::json alerts = nlohmann::json::array();
+    for (const AlertItem& a : g.alerts)
+        alerts.push_back({{"rule", a.rule},
+                          {"title", a.title},
+                          {"severity", std::string(to_string(a.severity))},
+                          {"entity", {{"kind", a.entity_kind}, {"name", a.entity_name}}},
+                          {"message", a.message},
+                          {"metrics", a.metrics},
+                          {"impact", a.impact ? nlohmann::json(*a.impact) : nlohmann::json(nullptr)}});
+    nlohmann::json doc = {{"receiver", g.receiver},   {"status", g.status},       {"group_key", g.group_key},
+                          {"group_labels", g.group_labels}, {"run", g.run_id},     {"source", g.source},
+                          {"labels", g.run_labels},   {"title", g.title()},       {"alerts", alerts},
+                          {"omitted", g.omitted}};
+    return doc.dump();
+}
+
+Result<AlertGroup> alert_group_from_json(const std::string& text) {
+    try {
+        const auto doc = nlohmann::json::parse(text);
+        AlertGroup g;
+        g.receiver = doc.at("receiver").get<std::string>();
+        g.status = doc.at("status").get<std::string>();
+        g.group_key = doc.at("group_key").get<std::string>();
+        g.group_labels = doc.at("group_labels").get<Labels>();
+        g.run_id = doc.at("run").get<std::int64_t>();
+        g.source = doc.at("source").get<std::string>();
+        g.run_labels = doc.at("labels").get<Labels>();
+        g.omitted = doc.at("omitted").get<std::size_t>();
+        for (const auto& a : doc.at("alerts")) {
+            AlertItem item;
+            item.rule = a.at("rule").get<std::string>();
+            item.title = a.at("title").get<std::string>();
+            item.severity = severity_from_string(a.at("severity").get<std::string>()).value_or(Severity::info);
+            item.entity_kind = a.at("entity").at("kind").get<std::string>();
+            item.entity_name = a.at("entity").at("name").get<std::string>();
+            item.message = a.at("message").get<std::string>();
+            item.metrics = a.at("metrics").get<std::map<std::string, double>>();
+            if (!a.at("impact").is_null()) item.impact = a.at("impact").get<double>();
+            g.alerts.push_back(std::move(item));
+        }
+        return g;
+    } catch (const nlohmann::json::exception& e) {
+        return fail("outbox", 0, fmt::format("unreadable alert payload: {}", e.what()));
+    }
+}
+
+std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, const std::vector<Finding>& findings,
+                                     const std::vector<ResolvedAlert>& resolved, std::size_t max_alerts) {
+    std::map<std::string, AlertGroup> groups;  // by status + group key
+    auto add = [&](const Labels& labels, Severity severity, const std::string& status, AlertItem item) {
+        std::vector<Delivery> deliveries;
+        route_alert(root, labels, severity, Delivery{}, deliveries);
+        for (const Delivery& d : deliveries) {
+            Labels group_labels;
+            std::string key = d.receiver;
+            for (const std::string& k : d.group_by) {
+                group_labels[k] = label_or(labels, k);
+                key += fmt::format("|{}={}", k, group_labels[k]);
+            }
+            AlertGroup& g = groups[status + "\n" + key];
+            if (g.receiver.empty()) {
+                g.receiver = d.receiver;
+                g.status = status;
+                g.group_key = key;
+                g.group_labels = std::move(group_labels);
+                g.run_id = run.id;
+                g.source = run.batch.source;
+                g.run_labels = run.batch.labels;
+                g.repeat_interval_ms = d.repeat_interval_ms;
+            }
+            g.alerts.push_back(item);
+        }
+    };
+    for (const Finding& f : findings)
+        add(alert_labels(run, f.labels, f.rule, f.severity), f.severity, "firing",
+            AlertItem{f.rule, f.title, f.severity, std::string(to_string(f.entity_kind)), f.entity_name, f.message,
+                      f.metrics, f.impact});
+    for (const ResolvedAlert& r : resolved)
+        add(alert_labels(run, {}, r.rule, r.severity), r.severity, "resolved",
+            AlertItem{r.rule, "Regression resolved", r.severity, r.entity_kind, r.entity_name, r.message, {}, {}});
+    std::vector<AlertGroup> out;
+    for (auto& [key, g] : groups) {
+        std::stable_sort(g.alerts.begin(), g.alerts.end(), [](const AlertItem& a, const AlertItem& b) {
+            if (a.severity != b.severity) return a.severity > b.severity;
+            return a.impact.value_or(-1) > b.impact.value_or(-1);
+        });
+        if (g.alerts.size() > max_alerts) {
+            g.omitted = g.alerts.size() - max_alerts;
+            g.alerts.resize(max_alerts);
+        }
+        out.push_back(std::move(g));
+    }
+    return out;
+}
+
+std::string alert_fingerprint(const AlertGroup& group, const AlertItem& alert) {
+    return fmt::format("{:016x}", fnv1a(group.group_key + "\n" + alert.rule + "\n" + alert.entity_kind + "\n" +
+                                        alert.entity_name));
+}
+
+Result<std::vector<OutboxMessage>> outbox_messages(const Db& db, std::vector<AlertGroup> groups, std::int64_t now_ms) {
+    std::vector<OutboxMessage> out;
+    for (AlertGroup& g : groups) {
+        std::vector<std::string> fingerprints;
+        if (g.status == "firing") {
+            std::vector<AlertItem> kept;
+            for (AlertItem& a : g.alerts) {
+                const std::string fp = alert_fingerprint(g, a);
+                auto last = db.fingerprint_sent_at(g.receiver, fp);
+                if (!last) return std::unexpected(last.error());
+                if (*last && g.repeat_interval_ms > 0 && now_ms - **last < g.repeat_interval_ms) continue;
+                fingerprints.push_back(fp);
+                kept.push_back(std::move(a));
+            }
+            g.alerts = std::move(kept);
+            if (g.alerts.empty()) continue;
+        }
+        OutboxMessage m;
+        m.key = g.key();
+        m.receiver = g.receiver;
+        m.run_id = g.run_id;
+        m.payload = to_json(g);
+        m.fingerprints = std::move(fingerprints);
+        m.next_attempt_ms = now_ms;
+        m.created_ms = now_ms;
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+}  // namespace perfwatch

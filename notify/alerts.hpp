@@ -1,0 +1,108 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/db.hpp"
+#include "storage/error.hpp"
+#include "storage/model.hpp"
+
+namespace perfwatch {
+
+// Where alerts go (one `receivers` entry of the configuration). Secrets (the webhook URL, the
+// SMTP password) are read from a file or an environment variable; `*_source` says which, for
+// messages, so that no log line ever holds the secret itself.
+struct Receiver {
+    std::string name;
+    std::string type;  // slack, teams, mattermost, webhook, email, jsonl, stdout
+    std::string url;   // webhook URL, or the SMTP server (smtp://host:587, smtps://host:465)
+    std::string url_source;
+    std::string path;  // jsonl: the file appended to
+    std::string from;
+    std::vector<std::string> to;
+    std::string username;
+    std::string password;
+    bool starttls = true;  // email: STARTTLS required unless `starttls: false`
+    std::string ca_file;   // extra CA bundle for HTTPS / SMTP TLS
+    std::chrono::milliseconds rate_limit{0};  // at least this long between two messages
+    std::chrono::milliseconds timeout{10000};
+    int max_attempts = 12;  // then the message is failed and reported
+    int line = 0;
+};
+
+// The receiver types, in the order of the sink table.
+const std::vector<std::string>& receiver_types();
+
+// A node of the route tree: an alert goes down the first child whose `match` it satisfies (all
+// of them with `continue`), and is delivered by the deepest matching node. Unset fields inherit.
+struct Route {
+    std::map<std::string, std::string> match;  // run or finding labels; `severity`: at least; `rule`: glob
+    std::string receiver;
+    std::optional<std::vector<std::string>> group_by;
+    std::optional<std::chrono::milliseconds> repeat_interval;
+    bool continue_matching = false;
+    std::vector<Route> routes;
+    int line = 0;
+};
+
+// One alert inside a group message.
+struct AlertItem {
+    std::string rule;
+    std::string title;
+    Severity severity = Severity::info;
+    std::string entity_kind;
+    std::string entity_name;
+    std::string message;
+    std::map<std::string, double> metrics;
+    std::optional<double> impact;
+};
+
+// What one message carries: the alerts of one run for one receiver and group.
+struct AlertGroup {
+    std::string receiver;
+    std::string status = "firing";  // firing, or resolved (a regression went away)
+    std::string group_key;          // receiver plus the group_by label values
+    std::map<std::string, std::string> group_labels;
+    std::int64_t run_id = 0;
+    std::string source;
+    std::map<std::string, std::string> run_labels;
+    std::vector<AlertItem> alerts;  // worst impact first
+    std::size_t omitted = 0;        // alerts left out of a long message
+    std::int64_t repeat_interval_ms = 0;  // of the route that chose the receiver (not serialized)
+
+    // "perfwatch: 3 findings (1 error) in llm/main @ abc123 on NVIDIA H100".
+    std::string title() const;
+    // The idempotency key of its message.
+    std::string key() const;
+};
+
+std::string to_json(const AlertGroup& group);
+Result<AlertGroup> alert_group_from_json(const std::string& text);
+
+// A regression that went away with a run: sent as a resolved message.
+struct ResolvedAlert {
+    std::string rule;
+    Severity severity = Severity::warning;
+    std::string entity_kind;
+    std::string entity_name;
+    std::string message;
+};
+
+// Routes the findings (and resolved regressions) of one run through `root` and groups them
+// per receiver and group_by values: one group per receiver and group. At most `max_alerts` per
+// group are carried (the worst); the rest are counted in `omitted`.
+std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, const std::vector<Finding>& findings,
+                                     const std::vector<ResolvedAlert>& resolved, std::size_t max_alerts = 50);
+
+// Identifies the same alert across runs: rule, entity and group.
+std::string alert_fingerprint(const AlertGroup& group, const AlertItem& alert);
+
+// Outbox messages for `groups`, leaving out firing alerts enqueued for the same receiver within
+// their route's repeat_interval (looked up in `db`); a group left empty sends nothing.
+Result<std::vector<OutboxMessage>> outbox_messages(const Db& db, std::vector<AlertGroup> groups, std::int64_t now_ms);
+
+}  // namespace perfwatch

@@ -1,0 +1,382 @@
+#include "notify/sinks.hpp"
+
+#include <curl/curl.h>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+namespace perfwatch {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string severity_text(Severity s) { return std::string(to_string(s)); }
+
+std::string impact_text(const AlertItem& a) {
+    return a.impact ? fmt::format(" (impact {:.1f}% of GPU time)", *a.impact) : std::string();
+}
+
+std::string html_escape(std::string_view text) {
+    std::string out;
+    for (const char c : text) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+// Markdown (Mattermost, Teams text): backslash-escape the characters that would format.
+std::string markdown_escape(std::string_view text) {
+    std::string out;
+    for (const char c : text) {
+        if (std::string_view("\\`*_{}[]<>#|~").find(c) != std::string_view::npos) out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+std::string footer(const AlertGroup& g) {
+    std::string out = fmt::format("run {} from {}", g.run_id, g.source);
+    if (g.omitted > 0) out += fmt::format("; {} more not shown", g.omitted);
+    return out;
+}
+
+struct CurlGlobal {
+    CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+    ~CurlGlobal() { curl_global_cleanup(); }
+};
+
+void curl_init_once() {
+    static std::once_flag once;
+    static std::unique_ptr<CurlGlobal> global;
+    std::call_once(once, [] { global = std::make_unique<CurlGlobal>(); });
+}
+
+struct Response {
+    std::optional<long> retry_after;
+};
+
+std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
+    const std::size_t n = size * count;
+    std::string_view line(data, n);
+    constexpr std::string_view k_name = "retry-after:";
+    if (line.size() > k_name.size()) {
+        std::string lower(line.substr(0, k_name.size()));
+        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (lower == k_name) {
+            try {
+                static_cast<Response*>(user)->retry_after = std::stol(std::string(line.substr(k_name.size())));
+            } catch (const std::exception&) {
+                // An HTTP date instead of seconds: the exponential backoff applies.
+            }
+        }
+    }
+    return n;
+}
+
+std::size_t discard(char*, std::size_t size, std::size_t count, void*) { return size * count; }
+
+Delivery classify(CURLcode code, long status, const Response& r) {
+    Delivery d;
+    d.http_status = status;
+    if (code != CURLE_OK) {
+        d.outcome = Delivery::Outcome::retry;
+        d.error = curl_easy_strerror(code);
+        return d;
+    }
+    if (status >= 200 && status < 300) return d;
+    d.error = fmt::format("HTTP {}", status);
+    if (r.retry_after && (status == 429 || status == 503)) d.retry_after = std::chrono::seconds(*r.retry_after);
+    d.outcome = (status == 429 || status == 408 || status >= 500) ? Delivery::Outcome::retry
+                                                                   : Delivery::Outcome::permanent;
+    return d;
+}
+
+Delivery http_post_json(const Receiver& receiver, const std::string& body, const std::string& key) {
+    curl_init_once();
+    if (receiver.url.empty()) return {Delivery::Outcome::permanent, 0, {}, "no URL configured"};
+    std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
+    if (!curl) return {Delivery::Outcome::retry, 0, {}, "cannot start libcurl"};
+    curl_slist* headers = nullptr;
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    headers = curl_slist_append(headers, ("Idempotency-Key: " + key).c_str());
+    std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> header_list(headers, &curl_slist_free_all);
+    Response response;
+    CURL* c = curl.get();
+    curl_easy_setopt(c, CURLOPT_URL, receiver.url.c_str());
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "perfwatch/0.1");
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(receiver.timeout.count()));
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &response);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &discard);
+    if (!receiver.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, receiver.ca_file.c_str());
+    const CURLcode code = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    return classify(code, status, response);
+}
+
+class SlackSink final : public Sink {
+public:
+    std::string_view type() const override { return "slack"; }
+    Delivery deliver(const Receiver& r, const AlertGroup& g, const std::string& key) const override {
+        return http_post_json(r, slack_message(g), key);
+    }
+};
+
+class TeamsSink final : public Sink {
+public:
+    std::string_view type() const override { return "teams"; }
+    Delivery deliver(const Receiver& r, const AlertGroup& g, const std::string& key) const override {
+        return http_post_json(r, teams_message(g), key);
+    }
+};
+
+class MattermostSink final : public Sink {
+public:
+    std::string_view type() const override { return "mattermost"; }
+    Delivery deliver(const Receiver& r, const AlertGroup& g, const std::string& key) const override {
+        return http_post_json(r, mattermost_message(g), key);
+    }
+};
+
+class WebhookSink final : public Sink {
+public:
+    std::string_view type() const override { return "webhook"; }
+    Delivery deliver(const Receiver& r, const AlertGroup& g, const std::string& key) const override {
+        return http_post_json(r, webhook_message(g, key), key);
+    }
+};
+
+class EmailSink final : public Sink {
+public:
+    std::string_view type() const override { return "email"; }
+    Delivery deliver(const Receiver& r, const AlertGroup& g, const std::string& key) const override {
+        curl_init_once();
+        if (r.url.empty() || r.from.empty() || r.to.empty())
+            return {Delivery::Outcome::permanent, 0, {}, "email needs smtp_url, from and to"};
+        std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
+        if (!curl) return {Delivery::Outcome::retry, 0, {}, "cannot start libcurl"};
+        CURL* c = curl.get();
+        curl_slist* rcpt = nullptr;
+        for (const std::string& to : r.to) rcpt = curl_slist_append(rcpt, ("<" + to + ">").c_str());
+        std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> rcpt_list(rcpt, &curl_slist_free_all);
+        curl_slist* headers = nullptr;
+        headers = curl_slist_append(headers, fmt::format("Subject: {}", g.title()).c_str());
+        headers = curl_slist_append(headers, fmt::format("From: {}", r.from).c_str());
+        headers = curl_slist_append(headers, fmt::format("To: {}", fmt::join(r.to, ", ")).c_str());
+        headers = curl_slist_append(headers, fmt::format("Message-ID: <{}@perfwatch>", key).c_str());
+        headers = curl_slist_append(headers, fmt::format("X-Perfwatch-Key: {}", key).c_str());
+        std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> header_list(headers, &curl_slist_free_all);
+        std::unique_ptr<curl_mime, decltype(&curl_mime_free)> mime(curl_mime_init(c), &curl_mime_free);
+        curl_mime* alternative = curl_mime_init(c);
+        const std::string text = email_text(g), html = email_html(g);
+        curl_mimepart* part = curl_mime_addpart(alternative);
+        curl_mime_data(part, text.c_str(), CURL_ZERO_TERMINATED);
+        curl_mime_type(part, "text/plain; charset=utf-8");
+        part = curl_mime_addpart(alternative);
+        curl_mime_data(part, html.c_str(), CURL_ZERO_TERMINATED);
+        curl_mime_type(part, "text/html; charset=utf-8");
+        part = curl_mime_addpart(mime.get());
+        curl_mime_subparts(part, alternative);
+        curl_mime_type(part, "multipart/alternative");
+        curl_easy_setopt(c, CURLOPT_URL, r.url.c_str());
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+        curl_easy_setopt(c, CURLOPT_MAIL_FROM, ("<" + r.from + ">").c_str());
+        curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(c, CURLOPT_MIMEPOST, mime.get());
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(r.timeout.count()));
+        if (r.starttls) curl_easy_setopt(c, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
+        if (!r.username.empty()) curl_easy_setopt(c, CURLOPT_USERNAME, r.username.c_str());
+        if (!r.password.empty()) curl_easy_setopt(c, CURLOPT_PASSWORD, r.password.c_str());
+        if (!r.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, r.ca_file.c_str());
+        const CURLcode code = curl_easy_perform(c);
+        Delivery d;
+        long status = 0;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        d.http_status = status;
+        if (code == CURLE_OK) return d;
+        d.error = fmt::format("{}{}", curl_easy_strerror(code), status > 0 ? fmt::format(" (SMTP {})", status) : "");
+        // 5xx SMTP replies (bad recipient, auth refused) will not get better; the rest is retried.
+        d.outcome = (status >= 500 || code == CURLE_LOGIN_DENIED || code == CURLE_USE_SSL_FAILED)
+                        ? Delivery::Outcome::permanent
+                        : Delivery::Outcome::retry;
+        return d;
+    }
+};
+
+class JsonLinesSink final : public Sink {
+public:
+    std::string_view type() const override { return "jsonl"; }
+    Delivery deliver(const Receiver& r, const AlertGroup& g, const std::string& key) const override {
+        std::ofstream out(r.path, std::ios::app);
+        out << webhook_message(g, key) << '\n';
+        out.flush();
+        if (!out) return {Delivery::Outcome::retry, 0, {}, fmt::format("{}: cannot append", r.path)};
+        return {};
+    }
+};
+
+class StdoutSink final : public Sink {
+public:
+    std::string_view type() const override { return "stdout"; }
+    Delivery deliver(const Receiver&, const AlertGroup& g, const std::string&) const override {
+        const std::string text = email_text(g) + "\n";
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+        return {};
+    }
+};
+
+const SlackSink k_slack;
+const TeamsSink k_teams;
+const MattermostSink k_mattermost;
+const WebhookSink k_webhook;
+const EmailSink k_email;
+const JsonLinesSink k_jsonl;
+const StdoutSink k_stdout;
+
+// Must list receiver_types() in its order.
+const std::array<const Sink*, 7> k_sinks{&k_slack, &k_teams, &k_mattermost, &k_webhook, &k_email, &k_jsonl, &k_stdout};
+
+}  // namespace
+
+std::span<const Sink* const> sinks() { return k_sinks; }
+
+const Sink* find_sink(std::string_view type) {
+    for (const Sink* s : k_sinks)
+        if (s->type() == type) return s;
+    return nullptr;
+}
+
+std::string slack_escape(std::string_view text) {
+    std::string out;
+    for (const char c : text) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+std::string slack_message(const AlertGroup& g) {
+    json blocks = json::array();
+    blocks.push_back({{"type", "header"}, {"text", {{"type", "plain_text"}, {"text", g.title().substr(0, 150)}}}});
+    std::string fallback = slack_escape(g.title());
+    // Slack allows 50 blocks and 3000 characters of text per section.
+    std::size_t shown = 0;
+    for (const AlertItem& a : g.alerts) {
+        if (blocks.size() >= 48) break;
+        std::string text = fmt::format("*[{}] {}* {} `{}`{}\n{}", severity_text(a.severity), slack_escape(a.title),
+                                       slack_escape(a.entity_kind), slack_escape(a.entity_name), impact_text(a),
+                                       slack_escape(a.message));
+        if (text.size() > 2900) text = text.substr(0, 2900) + "...";
+        blocks.push_back({{"type", "section"}, {"text", {{"type", "mrkdwn"}, {"text", text}}}});
+        fallback += fmt::format("\n[{}] {} {}", severity_text(a.severity), slack_escape(a.title), slack_escape(a.entity_name));
+        ++shown;
+    }
+    AlertGroup rest = g;
+    rest.omitted += g.alerts.size() - shown;
+    blocks.push_back({{"type", "context"}, {"elements", json::array({{{"type", "mrkdwn"}, {"text", slack_escape(footer(rest))}}})}});
+    return json{{"text", fallback}, {"blocks", blocks}}.dump();
+}
+
+std::string teams_message(const AlertGroup& g) {
+    json body = json::array();
+    body.push_back({{"type", "TextBlock"}, {"text", g.title()}, {"weight", "Bolder"}, {"size", "Medium"}, {"wrap", true}});
+    json facts = json::array();
+    for (const auto& [k, v] : g.run_labels) facts.push_back({{"title", k}, {"value", v}});
+    if (!facts.empty()) body.push_back({{"type", "FactSet"}, {"facts", facts}});
+    for (const AlertItem& a : g.alerts) {
+        body.push_back({{"type", "TextBlock"},
+                        {"text", fmt::format("[{}] {}: {} {}{}", severity_text(a.severity), a.title, a.entity_kind,
+                                             a.entity_name, impact_text(a))},
+                        {"weight", "Bolder"},
+                        {"wrap", true},
+                        {"color", a.severity == Severity::error ? "Attention" : "Default"}});
+        body.push_back({{"type", "TextBlock"}, {"text", a.message}, {"wrap", true}, {"isSubtle", true}});
+    }
+    body.push_back({{"type", "TextBlock"}, {"text", footer(g)}, {"wrap", true}, {"size", "Small"}});
+    json card = {{"$schema", "http://adaptivecards.io/schemas/adaptive-card.json"},
+                 {"type", "AdaptiveCard"},
+                 {"version", "1.4"},
+                 {"body", body}};
+    return json{{"type", "message"},
+                {"attachments", json::array({{{"contentType", "application/vnd.microsoft.card.adaptive"},
+                                              {"contentUrl", nullptr},
+                                              {"content", card}}})}}
+        .dump();
+}
+
+std::string mattermost_message(const AlertGroup& g) {
+    std::string text = fmt::format("#### {}\n", markdown_escape(g.title()));
+    for (const AlertItem& a : g.alerts)
+        text += fmt::format("- **[{}] {}** {} `{}`{}: {}\n", severity_text(a.severity), markdown_escape(a.title),
+                            a.entity_kind, a.entity_name, impact_text(a), markdown_escape(a.message));
+    text += "_" + markdown_escape(footer(g)) + "_";
+    return json{{"username", "perfwatch"}, {"text", text}}.dump();
+}
+
+std::string webhook_message(const AlertGroup& g, const std::string& key) {
+    json doc = json::parse(to_json(g));
+    doc["key"] = key;
+    return doc.dump();
+}
+
+std::string email_text(const AlertGroup& g) {
+    std::string text = g.title() + "\n\n";
+    for (const auto& [k, v] : g.run_labels) text += fmt::format("{}: {}\n", k, v);
+    text += "\n";
+    for (const AlertItem& a : g.alerts)
+        text += fmt::format("[{}] {}: {} '{}'{}\n  {}\n  rule {}\n\n", severity_text(a.severity), a.title, a.entity_kind,
+                            a.entity_name, impact_text(a), a.message, a.rule);
+    return text + footer(g) + "\n";
+}
+
+std::string email_html(const AlertGroup& g) {
+    std::string html = fmt::format("<html><body><h2>{}</h2><table>", html_escape(g.title()));
+    for (const auto& [k, v] : g.run_labels)
+        html += fmt::format("<tr><th align=\"left\">{}</th><td>{}</td></tr>", html_escape(k), html_escape(v));
+    html += "</table><ul>";
+    for (const AlertItem& a : g.alerts)
+        html += fmt::format("<li><b>[{}] {}</b>: {} <code>{}</code>{}<br>{}<br><small>rule {}</small></li>",
+                            severity_text(a.severity), html_escape(a.title), html_escape(a.entity_kind),
+                            html_escape(a.entity_name), html_escape(impact_text(a)), html_escape(a.message),
+                            html_escape(a.rule));
+    return html + fmt::format("</ul><p><small>{}</small></p></body></html>", html_escape(footer(g)));
+}
+
+std::chrono::milliseconds retry_delay(int attempts, std::optional<std::chrono::seconds> retry_after,
+                                      std::mt19937_64& rng) {
+    if (retry_after) return std::chrono::duration_cast<std::chrono::milliseconds>(*retry_after);
+    const double full = std::min(600000.0, 2000.0 * std::pow(2.0, std::max(0, attempts - 1)));
+    std::uniform_real_distribution<double> jitter(full / 2, full);
+    return std::chrono::milliseconds(static_cast<long long>(jitter(rng)));
+}
+
+}  // namespace perfwatch

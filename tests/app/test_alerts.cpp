@@ -1,0 +1,236 @@
+#include <gtest/gtest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "tests/support.hpp"
+
+namespace perfwatch {
+
+namespace fs = std::filesystem;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = boost::asio::ip::tcp;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Received {
+    std::string target;
+    std::string key;  // Idempotency-Key
+    std::string body;
+    unsigned status = 0;  // what it was answered
+};
+
+// A real HTTP peer on loopback. `answer(n)` gives the status (and Retry-After) of the n-th request
+// (0-based) and may block to simulate a slow receiver.
+class Receiver {
+public:
+    struct Answer {
+        unsigned status = 200;
+        std::string retry_after;
+        std::chrono::milliseconds delay{0};
+    };
+
+    explicit Receiver(std::function<Answer(std::size_t)> answer)
+        : m_answer(std::move(answer)), m_acceptor(m_io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)) {
+        m_thread = std::thread([this] { serve(); });
+    }
+    ~Receiver() {
+        m_stop = true;
+        boost::system::error_code ignored;
+        // Wake the blocking accept.
+        tcp::socket s(m_io);
+        s.connect(m_acceptor.local_endpoint(), ignored);
+        m_thread.join();
+    }
+    unsigned short port() const { return m_acceptor.local_endpoint().port(); }
+    std::vector<Received> received() const {
+        std::lock_guard lock(m_mutex);
+        return m_received;
+    }
+
+private:
+    void serve() {
+        while (!m_stop) {
+            tcp::socket socket(m_io);
+            boost::system::error_code ec;
+            m_acceptor.accept(socket, ec);
+            if (ec || m_stop) continue;
+            beast::flat_buffer buffer;
+            http::request<http::string_body> req;
+            http::read(socket, buffer, req, ec);
+            if (ec) continue;
+            std::size_t n = 0;
+            {
+                std::lock_guard lock(m_mutex);
+                n = m_received.size();
+                m_received.push_back({std::string(req.target()), std::string(req["Idempotency-Key"]), req.body(), 0});
+            }
+            const Answer a = m_answer(n);
+            std::this_thread::sleep_for(a.delay);
+            http::response<http::string_body> res{static_cast<http::status>(a.status), 11};
+            if (!a.retry_after.empty()) res.set(http::field::retry_after, a.retry_after);
+            res.body() = "ok";
+            res.prepare_payload();
+            http::write(socket, res, ec);
+            std::lock_guard lock(m_mutex);
+            m_received[n].status = a.status;
+        }
+    }
+
+    std::function<Answer(std::size_t)> m_answer;
+    boost::asio::io_context m_io;
+    tcp::acceptor m_acceptor;
+    std::thread m_thread;
+    std::atomic<bool> m_stop{false};
+    mutable std::mutex m_mutex;
+    std::vector<Received> m_received;
+};
+
+void write_file(const fs::path& p, const std::string& content) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << content;
+}
+
+std::string config_with_webhook(const fs::path& reports, const fs::path& secret_file) {
+    return fmt::format(R"(database: perfwatch.db
+watch:
+  - path: {}
+    path_template: "{{project}}/{{branch}}/{{commit}}/**"
+listen: 127.0.0.1:0
+quiet_period: 200ms
+receivers:
+  - name: gpu-team
+    type: webhook
+    url_file: {}
+route:
+  receiver: gpu-team
+  group_by: [project]
+)",
+                       reports.string(), secret_file.string());
+}
+
+std::int64_t query_int(const fs::path& db, const std::string& sql) {
+    SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
+    d.setBusyTimeout(5000);
+    return d.execAndGet(sql).getInt64();
+}
+
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(20ms);
+    }
+    return pred();
+}
+
+}  // namespace
+
+// 500, then 429 with Retry-After, then 200: the message arrives exactly once more after each
+// failure, always with the same key, carries the run's findings, and the URL never reaches a log.
+TEST(Alerts, WebhookRetriedThrough500And429UntilDeliveredOnce) {
+    PERFWATCH_CORPUS_FILE(report, "ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log");
+    Receiver receiver([](std::size_t n) {
+        if (n == 0) return Receiver::Answer{500, "", 0ms};
+        if (n == 1) return Receiver::Answer{429, "1", 0ms};
+        return Receiver::Answer{200, "", 0ms};
+    });
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "reports", db = dir.path() / "perfwatch.db";
+    const std::string secret = "T0KEN-do-not-log-4f2a9";
+    write_file(dir.path() / "webhook-url", fmt::format("http://127.0.0.1:{}/hooks/{}\n", receiver.port(), secret));
+    write_file(dir.path() / "perfwatch.yaml", config_with_webhook(reports, dir.path() / "webhook-url"));
+    fs::create_directories(reports);
+    test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+    write_file(reports / "llm" / "main" / "abc123" / "gemm.csv", test::read_file(report));
+
+    ASSERT_TRUE(eventually([&] { return receiver.received().size() >= 3 && receiver.received()[2].status == 200; }, 30s))
+        << receiver.received().size() << " requests\n" << daemon.log();
+    std::this_thread::sleep_for(2500ms);  // nothing more may come
+    const auto got = receiver.received();
+    ASSERT_EQ(got.size(), 3u) << daemon.log();
+    EXPECT_EQ(got[0].status, 500u);
+    EXPECT_EQ(got[1].status, 429u);
+    EXPECT_EQ(got[2].status, 200u);
+    EXPECT_FALSE(got[0].key.empty());
+    for (const Received& r : got) {
+        EXPECT_EQ(r.key, got[0].key);
+        EXPECT_EQ(r.body, got[0].body);
+        EXPECT_EQ(r.target, "/hooks/" + secret);
+    }
+    // The content: the run's findings, grouped by project, worst first, with the run's labels.
+    const auto doc = nlohmann::json::parse(got[2].body);
+    EXPECT_EQ(doc["status"], "firing");
+    EXPECT_EQ(doc["key"], got[0].key);
+    EXPECT_EQ(doc["group_labels"]["project"], "llm");
+    EXPECT_EQ(doc["labels"]["commit"], "abc123");
+    const std::int64_t findings = query_int(db, "SELECT count(*) FROM findings");
+    ASSERT_GT(findings, 0);
+    EXPECT_EQ(static_cast<std::int64_t>(doc["alerts"].size()), findings);
+    EXPECT_NE(doc["title"].get<std::string>().find("in llm/main @ abc123"), std::string::npos) << doc["title"];
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM outbox WHERE state = 'sent' AND attempts = 3"), 1);
+
+    // The Retry-After was honoured: the third attempt came at least 1 s after the second.
+    const std::string log = daemon.log();
+    EXPECT_NE(log.find("failed: HTTP 500; attempt 1 of 12"), std::string::npos) << log;
+    EXPECT_NE(log.find("failed: HTTP 429; attempt 2 of 12, retried in 1.0 s (Retry-After)"), std::string::npos) << log;
+    EXPECT_EQ(log.find(secret), std::string::npos) << "the webhook URL reached the log";
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(5), 0);
+    EXPECT_EQ(daemon.log().find(secret), std::string::npos);
+}
+
+// kill -9 while the receiver holds the request: after the restart the message is sent again with
+// the same key; the receiver never sees a second distinct message.
+TEST(Alerts, KillNineDuringDeliverySendsAtMostOnceMoreWithTheSameKey) {
+    PERFWATCH_CORPUS_FILE(report, "ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log");
+    Receiver receiver([](std::size_t n) {
+        return n == 0 ? Receiver::Answer{200, "", 3000ms} : Receiver::Answer{200, "", 0ms};
+    });
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "reports";
+    write_file(dir.path() / "webhook-url", fmt::format("http://127.0.0.1:{}/hook", receiver.port()));
+    write_file(dir.path() / "perfwatch.yaml", config_with_webhook(reports, dir.path() / "webhook-url"));
+    fs::create_directories(reports);
+    {
+        test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
+        ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+        write_file(reports / "llm" / "main" / "abc123" / "gemm.csv", test::read_file(report));
+        ASSERT_TRUE(eventually([&] { return !receiver.received().empty(); }, 30s)) << daemon.log();
+        daemon.signal(SIGKILL);
+        ASSERT_EQ(daemon.wait_exit(5), 128 + SIGKILL);
+    }
+    test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon2.log"));
+    ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+    ASSERT_TRUE(eventually([&] { return receiver.received().size() >= 2; }, 30s)) << daemon.log();
+    std::this_thread::sleep_for(4s);  // the first (held) request is answered meanwhile; nothing else comes
+    const auto got = receiver.received();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].key, got[1].key);
+    EXPECT_EQ(got[0].body, got[1].body);
+    // The file was not ingested twice and no second message was built.
+    EXPECT_EQ(query_int(dir.path() / "perfwatch.db", "SELECT count(*) FROM outbox"), 1);
+    EXPECT_EQ(query_int(dir.path() / "perfwatch.db", "SELECT count(*) FROM outbox WHERE state = 'sent'"), 1);
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(5), 0);
+}
+
+}  // namespace perfwatch
