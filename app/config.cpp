@@ -114,7 +114,7 @@ private:
         return out;
     }
 
-    // "500ms", "2s", "1m", or a plain number of seconds.
+    // "500ms", "2s", "1m", "4h", or a plain number of seconds.
     std::optional<std::chrono::milliseconds> duration(const YAML::Node& n, std::string_view key) {
         auto v = scalar(n, key);
         if (!v) return std::nullopt;
@@ -128,11 +128,14 @@ private:
         } else if (t.ends_with("m")) {
             scale = 60000;
             t.pop_back();
+        } else if (t.ends_with("h")) {
+            scale = 3600000;
+            t.pop_back();
         }
         double number = -1;
         const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), number);
         if (ec != std::errc() || p != t.data() + t.size() || number < 0 || t.empty()) {
-            diag(n.Mark(), fmt::format("'{}' must be a duration such as 500ms, 2s or 1m; found '{}'", key, *v));
+            diag(n.Mark(), fmt::format("'{}' must be a duration such as 500ms, 2s, 1m or 4h; found '{}'", key, *v));
             return std::nullopt;
         }
         return std::chrono::milliseconds(static_cast<long long>(number * scale));

@@ -2,6 +2,14 @@
 
 #include "app/config.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
+#include "tests/support.hpp"
+
 namespace perfwatch {
 
 TEST(Config, ReadsSettingsAndResolvesPathsFromItsDirectory) {
@@ -121,6 +129,99 @@ log_level: loud
     EXPECT_TRUE(got[6].starts_with("cfg.yaml:9:12: error: 'log_level' must be debug")) << got[6];
     EXPECT_TRUE(got[7].starts_with("cfg.yaml:5:5: error: '/a/b' is inside the watched directory '/a' (line 2)"))
         << got[7];
+}
+
+TEST(Config, ReceiversReadSecretsFromFilesAndEnvironment) {
+    test::TempDir dir;
+    {
+        std::ofstream(dir.file("slack-url")) << "https://hooks.slack.example/services/SECRET1\n";
+    }
+    ::setenv("PERFWATCH_TEST_SMTP_PASSWORD", "hunter2-SECRET2", 1);
+    const std::string text = fmt::format(R"(receivers:
+  - name: chat
+    type: slack
+    url_file: {}
+  - name: mail
+    type: email
+    smtp_url: smtp://mail.example.com:587
+    from: perfwatch@example.com
+    to: [gpu@example.com, ops@example.com]
+    username: perfwatch
+    password_env: PERFWATCH_TEST_SMTP_PASSWORD
+  - name: archive
+    type: jsonl
+    path: alerts.jsonl
+    rate_limit: 0s
+route:
+  receiver: archive
+  group_by: [project, branch]
+  repeat_interval: 4h
+  routes:
+    - match: {{severity: warning, project: "llm*"}}
+      receiver: chat
+      continue: true
+    - match: {{rule: "*-regression"}}
+      receiver: mail
+)",
+                                         dir.file("slack-url"));
+    const ConfigLoad c = parse_config_text(dir.file("perfwatch.yaml"), text);
+    ASSERT_TRUE(c.ok()) << c.diagnostics[0].to_string();
+    ASSERT_EQ(c.config.receivers.size(), 3u);
+    EXPECT_EQ(c.config.receivers[0].url, "https://hooks.slack.example/services/SECRET1");
+    EXPECT_EQ(c.config.receivers[0].url_source, "file " + dir.file("slack-url"));
+    EXPECT_EQ(c.config.receivers[0].rate_limit, std::chrono::seconds(1));  // Slack's default
+    EXPECT_EQ(c.config.receivers[1].password, "hunter2-SECRET2");
+    EXPECT_TRUE(c.config.receivers[1].starttls);
+    EXPECT_EQ(c.config.receivers[1].to.size(), 2u);
+    EXPECT_EQ(c.config.receivers[2].path, dir.file("alerts.jsonl"));
+    ASSERT_TRUE(c.config.route.has_value());
+    EXPECT_EQ(c.config.route->group_by, (std::vector<std::string>{"project", "branch"}));
+    EXPECT_EQ(c.config.route->repeat_interval, std::chrono::hours(4));
+    ASSERT_EQ(c.config.route->routes.size(), 2u);
+    EXPECT_TRUE(c.config.route->routes[0].continue_matching);
+    EXPECT_EQ(c.config.route->routes[1].match.at("rule"), "*-regression");
+    ::unsetenv("PERFWATCH_TEST_SMTP_PASSWORD");
+}
+
+TEST(Config, ReceiverAndRouteErrorsNeverQuoteASecret) {
+    ::unsetenv("PERFWATCH_TEST_UNSET");
+    const ConfigLoad c = parse_config_text("cfg.yaml", R"(receivers:
+  - name: chat
+    type: slack
+    url: https://hooks.slack.example/services/INLINE-SECRET
+  - name: pager
+    type: pagerduty
+  - name: mail
+    type: email
+    smtp_url: mail.example.com:25
+    password: INLINE-PASSWORD
+  - name: env
+    type: webhook
+    url_env: PERFWATCH_TEST_UNSET
+route:
+  match: {project: x}
+  routes:
+    - receiver: nobody
+)");
+    std::vector<std::string> got;
+    for (const Diagnostic& d : c.diagnostics) got.push_back(d.to_string().substr(0, d.to_string().find('\n')));
+    for (const std::string& g : got) {
+        EXPECT_EQ(g.find("INLINE-SECRET"), std::string::npos) << g;
+        EXPECT_EQ(g.find("INLINE-PASSWORD"), std::string::npos) << g;
+    }
+    const auto has = [&](const std::string& text) {
+        return std::any_of(got.begin(), got.end(), [&](const std::string& g) { return g.starts_with(text); });
+    };
+    EXPECT_TRUE(has("cfg.yaml:4:10: error: receiver 'chat': a webhook URL is a secret")) << ::testing::PrintToString(got);
+    EXPECT_TRUE(has("cfg.yaml:2:5: error: receiver 'chat' needs url_file or url_env"));
+    EXPECT_TRUE(has("cfg.yaml:6:11: error: receiver 'pager': unknown type 'pagerduty'"));
+    EXPECT_TRUE(has("cfg.yaml:10:15: error: receiver 'mail': give the password with password_file"));
+    EXPECT_TRUE(has("cfg.yaml:7:5: error: receiver 'mail' needs smtp_url, from and to"));
+    EXPECT_TRUE(has("cfg.yaml:9:15: error: receiver 'mail': smtp_url must start with smtp://"));
+    EXPECT_TRUE(has("cfg.yaml:13:14: error: receiver 'env': environment variable PERFWATCH_TEST_UNSET is not set"));
+    EXPECT_TRUE(has("cfg.yaml:15:3: error: the top route takes every alert"));
+    EXPECT_TRUE(has("cfg.yaml:15:3: error: the top route needs 'receiver'"));
+    EXPECT_TRUE(has("cfg.yaml:17:17: error: route names receiver 'nobody'"));
 }
 
 }  // namespace perfwatch

@@ -1,0 +1,205 @@
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "notify/alerts.hpp"
+#include "notify/sinks.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+Finding finding(const std::string& rule, Severity severity, const std::string& kernel, double impact) {
+    Finding f;
+    f.rule = rule;
+    f.title = fmt::format("Title of {}", rule);
+    f.severity = severity;
+    f.entity_name = kernel;
+    f.message = "measured 42% of peak";
+    f.metrics = {{"occupancy", 42}};
+    f.impact = impact;
+    return f;
+}
+
+StoredRun run_with(std::map<std::string, std::string> labels) {
+    StoredRun run;
+    run.id = 7;
+    run.batch.source = "/srv/reports/r.csv";
+    run.batch.labels = std::move(labels);
+    return run;
+}
+
+Route tree() {
+    Route root;
+    root.receiver = "default";
+    root.group_by = std::vector<std::string>{"project"};
+    Route pager;
+    pager.match = {{"severity", "error"}};
+    pager.receiver = "pager";
+    pager.continue_matching = true;
+    Route chat;
+    chat.match = {{"project", "llm*"}, {"severity", "warning"}};
+    chat.receiver = "llm-chat";
+    root.routes = {pager, chat};
+    return root;
+}
+
+const AlertGroup* group_for(const std::vector<AlertGroup>& groups, const std::string& receiver) {
+    for (const AlertGroup& g : groups)
+        if (g.receiver == receiver) return &g;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST(AlertRouting, FirstMatchingRouteUnlessContinueWithInheritedGrouping) {
+    const StoredRun run = run_with({{"project", "llm-7b"}, {"branch", "main"}, {"commit", "abc"}, {"gpu", "NVIDIA H100"}});
+    const std::vector<Finding> findings = {finding("low-occupancy", Severity::warning, "gemm", 5),
+                                           finding("kernel-time-regression", Severity::error, "attn", 20),
+                                           finding("hotspot-top-kernel", Severity::info, "gemm", 1)};
+    const auto groups = group_alerts(tree(), run, findings, {});
+    ASSERT_EQ(groups.size(), 3u);
+    const AlertGroup* pager = group_for(groups, "pager");
+    const AlertGroup* chat = group_for(groups, "llm-chat");
+    const AlertGroup* fallback = group_for(groups, "default");
+    ASSERT_TRUE(pager && chat && fallback);
+    ASSERT_EQ(pager->alerts.size(), 1u);
+    EXPECT_EQ(pager->alerts[0].rule, "kernel-time-regression");
+    // `continue` on the pager route: the error also goes on to the chat route; worst first.
+    ASSERT_EQ(chat->alerts.size(), 2u);
+    EXPECT_EQ(chat->alerts[0].severity, Severity::error);
+    EXPECT_EQ(chat->alerts[1].rule, "low-occupancy");
+    ASSERT_EQ(fallback->alerts.size(), 1u);
+    EXPECT_EQ(fallback->alerts[0].rule, "hotspot-top-kernel");
+    // group_by inherited from the top route.
+    EXPECT_EQ(chat->group_labels.at("project"), "llm-7b");
+    EXPECT_EQ(chat->title(), "perfwatch: 2 findings (1 error, 1 warning) in llm-7b/main @ abc on NVIDIA H100");
+    // One key per run, receiver, group and status; stable.
+    EXPECT_EQ(chat->key(), group_alerts(tree(), run, findings, {})[1].key());
+    EXPECT_NE(chat->key(), pager->key());
+}
+
+TEST(AlertRouting, LongGroupsKeepTheWorstAndCountTheRest) {
+    std::vector<Finding> findings;
+    for (int i = 0; i < 120; ++i) findings.push_back(finding("r", Severity::warning, fmt::format("k{}", i), i));
+    Route root;
+    root.receiver = "all";
+    const auto groups = group_alerts(root, run_with({}), findings, {}, 50);
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].alerts.size(), 50u);
+    EXPECT_EQ(groups[0].omitted, 70u);
+    EXPECT_EQ(groups[0].alerts[0].entity_name, "k119");
+    EXPECT_EQ(groups[0].title(), "perfwatch: 120 findings (50 warnings) in run 7");
+    const auto back = alert_group_from_json(to_json(groups[0]));
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->alerts.size(), 50u);
+    EXPECT_EQ(back->omitted, 70u);
+    EXPECT_EQ(back->key(), groups[0].key());
+}
+
+TEST(AlertRouting, RepeatIntervalSuppressesTheSameAlert) {
+    auto db = Db::open(":memory:");
+    ASSERT_TRUE(db);
+    Route root;
+    root.receiver = "chat";
+    root.repeat_interval = std::chrono::hours(4);
+    RunBatch batch;
+    batch.sha256 = "a";
+    auto stored = db->store(batch);
+    ASSERT_TRUE(stored);
+    StoredRun run = run_with({{"project", "p"}});
+    run.id = stored->run_id;
+    const std::vector<Finding> findings = {finding("low-occupancy", Severity::warning, "gemm", 5)};
+    const std::int64_t t0 = 1'800'000'000'000;
+    auto first = outbox_messages(*db, group_alerts(root, run, findings, {}), t0);
+    ASSERT_TRUE(first);
+    ASSERT_EQ(first->size(), 1u);
+    ASSERT_TRUE(db->complete_run(run.id, *first));
+    // The same alert an hour later: suppressed; a new one in the same group still goes out alone.
+    run.id += 1;
+    auto again = outbox_messages(*db, group_alerts(root, run, findings, {}), t0 + 3600'000);
+    ASSERT_TRUE(again);
+    EXPECT_TRUE(again->empty());
+    std::vector<Finding> more = findings;
+    more.push_back(finding("tail-effect", Severity::warning, "gemm", 1));
+    auto mixed = outbox_messages(*db, group_alerts(root, run, more, {}), t0 + 3600'000);
+    ASSERT_TRUE(mixed);
+    ASSERT_EQ(mixed->size(), 1u);
+    const auto payload = nlohmann::json::parse((*mixed)[0].payload);
+    ASSERT_EQ(payload["alerts"].size(), 1u);
+    EXPECT_EQ(payload["alerts"][0]["rule"], "tail-effect");
+    // After the interval it is sent again.
+    auto later = outbox_messages(*db, group_alerts(root, run, findings, {}), t0 + 5 * 3600'000);
+    ASSERT_TRUE(later);
+    EXPECT_EQ(later->size(), 1u);
+    // Enqueueing the same key twice keeps one message.
+    ASSERT_TRUE(db->complete_run(run.id, *later));
+    EXPECT_EQ(*db->complete_run(run.id, *later), 0u);
+    EXPECT_EQ(*db->outbox_depth(), 2);
+}
+
+TEST(AlertRouting, ResolvedRegressionsMakeAResolvedMessage) {
+    Route root;
+    root.receiver = "chat";
+    const auto groups = group_alerts(root, run_with({{"project", "p"}}), {},
+                                     {{"kernel-time-regression", Severity::error, "kernel", "gemm", "back"}});
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].status, "resolved");
+    EXPECT_EQ(groups[0].title(), "perfwatch: resolved: 1 regression in p");
+}
+
+TEST(AlertSinks, SlackEscapesKernelNamesAndKeepsATextFallback) {
+    Route root;
+    root.receiver = "slack";
+    const auto groups = group_alerts(root, run_with({{"project", "p"}}),
+                                     {finding("r", Severity::error, "void f<float, 4>(A&B)", 3)}, {});
+    const auto doc = nlohmann::json::parse(slack_message(groups[0]));
+    const std::string fallback = doc["text"];
+    EXPECT_NE(fallback.find("void f&lt;float, 4&gt;(A&amp;B)"), std::string::npos) << fallback;
+    EXPECT_EQ(doc["blocks"][0]["type"], "header");
+    const std::string section = doc["blocks"][1]["text"]["text"];
+    EXPECT_EQ(doc["blocks"][1]["text"]["type"], "mrkdwn");
+    EXPECT_NE(section.find("`void f&lt;float, 4&gt;(A&amp;B)`"), std::string::npos) << section;
+    EXPECT_EQ(section.find('<'), std::string::npos);
+    EXPECT_EQ(slack_escape("a<b>&c"), "a&lt;b&gt;&amp;c");
+}
+
+TEST(AlertSinks, TeamsAdaptiveCardMattermostAndEmailBodies) {
+    Route root;
+    root.receiver = "r";
+    const auto g = group_alerts(root, run_with({{"project", "p"}, {"gpu", "A100"}}),
+                                {finding("r", Severity::warning, "k<T>", 3)}, {})[0];
+    const auto teams = nlohmann::json::parse(teams_message(g));
+    EXPECT_EQ(teams["type"], "message");
+    EXPECT_EQ(teams["attachments"][0]["contentType"], "application/vnd.microsoft.card.adaptive");
+    const auto& card = teams["attachments"][0]["content"];
+    EXPECT_EQ(card["type"], "AdaptiveCard");
+    EXPECT_EQ(card["body"][0]["text"], g.title());
+    EXPECT_EQ(card["body"][1]["type"], "FactSet");
+    const auto mm = nlohmann::json::parse(mattermost_message(g));
+    EXPECT_NE(mm["text"].get<std::string>().find("`k<T>`"), std::string::npos);
+    EXPECT_NE(email_html(g).find("<code>k&lt;T&gt;</code>"), std::string::npos);
+    EXPECT_NE(email_text(g).find("[warning] Title of r: kernel 'k<T>'"), std::string::npos) << email_text(g);
+    const auto hook = nlohmann::json::parse(webhook_message(g, "key-1"));
+    EXPECT_EQ(hook["key"], "key-1");
+    EXPECT_EQ(hook["alerts"][0]["metrics"]["occupancy"], 42);
+    ASSERT_EQ(sinks().size(), receiver_types().size());
+    for (std::size_t i = 0; i < sinks().size(); ++i) EXPECT_EQ(sinks()[i]->type(), receiver_types()[i]);
+}
+
+TEST(AlertSinks, RetryDelayIsExponentialWithJitterAndHonoursRetryAfter) {
+    std::mt19937_64 rng(1);
+    for (int i = 0; i < 100; ++i) {
+        const auto first = retry_delay(1, std::nullopt, rng).count();
+        EXPECT_GE(first, 1000);
+        EXPECT_LE(first, 2000);
+        const auto third = retry_delay(3, std::nullopt, rng).count();
+        EXPECT_GE(third, 4000);
+        EXPECT_LE(third, 8000);
+        EXPECT_LE(retry_delay(30, std::nullopt, rng).count(), 600000);
+    }
+    EXPECT_EQ(retry_delay(2, std::chrono::seconds(7), rng).count(), 7000);
+}
+
+}  // namespace perfwatch
