@@ -192,11 +192,14 @@ public:
         curl_mime* alternative = curl_mime_init(c);
         const std::string text = email_text(g), html = email_html(g);
         curl_mimepart* part = curl_mime_addpart(alternative);
+        // Quoted-printable: SMTP refuses lines over 998 bytes, and a kernel name can be longer.
         curl_mime_data(part, text.c_str(), CURL_ZERO_TERMINATED);
         curl_mime_type(part, "text/plain; charset=utf-8");
+        curl_mime_encoder(part, "quoted-printable");
         part = curl_mime_addpart(alternative);
         curl_mime_data(part, html.c_str(), CURL_ZERO_TERMINATED);
         curl_mime_type(part, "text/html; charset=utf-8");
+        curl_mime_encoder(part, "quoted-printable");
         part = curl_mime_addpart(mime.get());
         curl_mime_subparts(part, alternative);
         curl_mime_type(part, "multipart/alternative");

@@ -102,14 +102,14 @@ ProcessResult run_program(const std::vector<std::string>& argv_s) {
 }
 
 BackgroundProcess::BackgroundProcess(const std::vector<std::string>& args, const std::string& log_path,
-                                     const std::vector<std::string>& env)
+                                     const std::vector<std::string>& env, const std::string& program)
     : m_log_path(log_path) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    std::vector<std::string> argv_s{PERFWATCH_BINARY};
+    std::vector<std::string> argv_s{program};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
@@ -121,7 +121,7 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& args, const
     for (auto& e : env_s) envp.push_back(e.data());
     envp.push_back(nullptr);
     pid_t pid = 0;
-    if (posix_spawn(&pid, PERFWATCH_BINARY, &actions, nullptr, argv.data(), envp.data()) == 0) m_pid = pid;
+    if (posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data()) == 0) m_pid = pid;
     posix_spawn_file_actions_destroy(&actions);
 }
 

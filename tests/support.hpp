@@ -51,9 +51,10 @@ ProcessResult run_program(const std::vector<std::string>& argv);
 // to a log file. Killed with SIGKILL at destruction if still running.
 class BackgroundProcess {
 public:
-    // Starts PERFWATCH_BINARY with `args`; `env` entries ("K=V") are added to the environment.
+    // Starts `program` (default PERFWATCH_BINARY) with `args`; `env` entries ("K=V") are added
+    // to the environment.
     BackgroundProcess(const std::vector<std::string>& args, const std::string& log_path,
-                      const std::vector<std::string>& env = {});
+                      const std::vector<std::string>& env = {}, const std::string& program = PERFWATCH_BINARY);
     ~BackgroundProcess();
     BackgroundProcess(const BackgroundProcess&) = delete;
     BackgroundProcess& operator=(const BackgroundProcess&) = delete;

@@ -233,4 +233,105 @@ TEST(Alerts, KillNineDuringDeliverySendsAtMostOnceMoreWithTheSameKey) {
     EXPECT_EQ(daemon.wait_exit(5), 0);
 }
 
+namespace {
+
+// The message with quoted-printable undone: soft line breaks joined, =XX decoded.
+std::string decode_quoted_printable(const std::string& text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '=' && i + 2 < text.size() && text[i + 1] == '\r' && text[i + 2] == '\n') {
+            i += 2;
+        } else if (text[i] == '=' && i + 1 < text.size() && text[i + 1] == '\n') {
+            i += 1;
+        } else if (text[i] == '=' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+                   std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+            out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+            i += 2;
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+unsigned short free_port() {
+    boost::asio::io_context io;
+    tcp::acceptor a(io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+    return a.local_endpoint().port();
+}
+
+}  // namespace
+
+// A real SMTP server on loopback (Debian's python3-aiosmtpd) requiring STARTTLS and AUTH: the
+// mail's subject and both bodies carry the findings; the password never reaches the log.
+TEST(Alerts, EmailOverStartTlsWithAuthCarriesTheFindings) {
+    PERFWATCH_CORPUS_FILE(report, "ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log");
+    if (test::run_program({"/usr/bin/python3", "-c", "import aiosmtpd"}).exit_code != 0)
+        GTEST_SKIP() << "python3-aiosmtpd is not installed (scripts/deps.sh installs it)";
+    if (test::run_program({"openssl", "version"}).exit_code != 0) GTEST_SKIP() << "openssl is not installed";
+    test::TempDir dir;
+    const auto cert = test::run_program({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                                         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                                         dir.file("key.pem"), "-out", dir.file("cert.pem")});
+    ASSERT_EQ(cert.exit_code, 0) << cert.err;
+    const fs::path mail = dir.path() / "mail";
+    fs::create_directories(mail);
+    const std::string password = "p4ss-never-logged-77";
+    const unsigned short port = free_port();
+    test::BackgroundProcess smtp({std::string(PERFWATCH_SOURCE_DIR) + "/tests/app/smtp_peer.py", std::to_string(port),
+                                  mail.string(), dir.file("cert.pem"), dir.file("key.pem"), "perfwatch", password},
+                                 dir.file("smtp.log"), {}, "/usr/bin/python3");
+    ASSERT_TRUE(smtp.wait_for_log("ready", 30)) << smtp.log();
+
+    const fs::path reports = dir.path() / "reports";
+    fs::create_directories(reports);
+    write_file(dir.path() / "smtp-password", password + "\n");
+    write_file(dir.path() / "perfwatch.yaml", fmt::format(R"(database: perfwatch.db
+watch:
+  - path: {}
+    path_template: "{{project}}/{{branch}}/{{commit}}/**"
+listen: off
+quiet_period: 200ms
+receivers:
+  - name: gpu-mail
+    type: email
+    smtp_url: smtp://127.0.0.1:{}
+    from: perfwatch@ci.example
+    to: [gpu-team@example.com]
+    username: perfwatch
+    password_file: smtp-password
+    ca_file: cert.pem
+route:
+  receiver: gpu-mail
+)",
+                                                          reports.string(), port));
+    test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+    write_file(reports / "llm" / "main" / "abc123" / "gemm.csv", test::read_file(report));
+    ASSERT_TRUE(eventually([&] { return fs::exists(mail / "0000.eml"); }, 30s)) << daemon.log() << smtp.log();
+    ASSERT_TRUE(daemon.wait_for_log("alert sent to 'gpu-mail'", 10)) << daemon.log();
+    const std::string raw = test::read_file((mail / "0000.eml").string());
+    EXPECT_NE(raw.find("Content-Transfer-Encoding: quoted-printable"), std::string::npos);
+    const std::string message = decode_quoted_printable(raw);
+    const std::int64_t findings = query_int(dir.path() / "perfwatch.db", "SELECT count(*) FROM findings");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(message, m, std::regex("Subject: (perfwatch: ([0-9]+) findings[^\r\n]*)")))
+        << message;
+    EXPECT_EQ(std::stoll(m[2]), findings);
+    EXPECT_NE(m[1].str().find("in llm/main @ abc123"), std::string::npos) << m[1];
+    EXPECT_NE(message.find("Content-Type: multipart/alternative"), std::string::npos);
+    EXPECT_NE(message.find("Content-Type: text/plain"), std::string::npos);
+    EXPECT_NE(message.find("Content-Type: text/html"), std::string::npos);
+    EXPECT_NE(message.find("Message-ID: <perfwatch-"), std::string::npos);
+    // Every finding's title is in the text body.
+    SQLite::Database d((dir.path() / "perfwatch.db").string(), SQLite::OPEN_READONLY);
+    SQLite::Statement titles(d, "SELECT DISTINCT title FROM findings");
+    while (titles.executeStep()) EXPECT_NE(message.find(titles.getColumn(0).getString()), std::string::npos);
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(5), 0);
+    EXPECT_EQ(daemon.log().find(password), std::string::npos) << "the SMTP password reached the log";
+    smtp.signal(SIGTERM);
+    smtp.wait_exit(5);
+}
+
 }  // namespace perfwatch
