@@ -1,8 +1,11 @@
 #include "app/commands.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <charconv>
+#include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -627,6 +630,114 @@ int run_baseline_show(const std::string& db_path, long long run_id, const std::v
         fmt::print("  {} {} '{}': {} baseline {}, opened at run {}{}, {} run(s) back inside\n", r.rule,
                    to_string(r.entity_kind), r.entity_name, r.metric, metric_text(r.metric, r.baseline), r.opened_run,
                    r.first_bad_run ? fmt::format(" (shift began at run {})", *r.first_bad_run) : "", r.inside_runs);
+    return 0;
+}
+
+namespace {
+
+std::int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// An absolute UTC time (2026-12-01T08:00:00Z, 2026-12-01 08:00, 2026-12-01) or a duration from
+// now (30m, 4h, 2d); nullopt when neither.
+std::optional<std::int64_t> parse_until(const std::string& text, std::int64_t now) {
+    if (!text.empty() && std::isdigit(static_cast<unsigned char>(text.back())) == 0 && text.find('-') == std::string::npos) {
+        double n = 0;
+        const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size() - 1, n);
+        if (ec != std::errc() || p != text.data() + text.size() - 1 || n <= 0) return std::nullopt;
+        const std::map<char, double> unit{{'m', 60e3}, {'h', 3600e3}, {'d', 86400e3}, {'w', 604800e3}};
+        const auto it = unit.find(text.back());
+        if (it == unit.end()) return std::nullopt;
+        return now + static_cast<std::int64_t>(n * it->second);
+    }
+    for (const char* format : {"%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"}) {
+        std::tm tm{};
+        const char* end = strptime(text.c_str(), format, &tm);
+        if (end != nullptr && *end == '\0') return static_cast<std::int64_t>(timegm(&tm)) * 1000;
+    }
+    return std::nullopt;
+}
+
+std::string utc_text(std::int64_t ms) {
+    return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::sys_seconds(std::chrono::seconds(ms / 1000)));
+}
+
+}  // namespace
+
+int run_silence_add(const SilenceAdd& options) {
+    Silence silence;
+    for (const std::string& m : options.matchers) {
+        const auto eq = m.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            fmt::print(stderr, "perfwatch: error: --match '{}' is not KEY=VALUE\n", m);
+            return 2;
+        }
+        silence.matchers[m.substr(0, eq)] = m.substr(eq + 1);
+    }
+    silence.created_ms = now_ms();
+    const auto until = parse_until(options.until, silence.created_ms);
+    if (!until || *until <= silence.created_ms) {
+        fmt::print(stderr, "perfwatch: error: --until '{}' is not a future time (2026-12-01T08:00:00Z, 2026-12-01) "
+                           "or a duration (30m, 4h, 2d)\n",
+                   options.until);
+        return 2;
+    }
+    silence.until_ms = *until;
+    silence.comment = options.comment;
+    auto db = Db::open(options.db_path);
+    if (!db) {
+        print_error(db.error());
+        return 2;
+    }
+    auto id = db->add_silence(silence);
+    if (!id) {
+        print_error(id.error());
+        return 2;
+    }
+    fmt::print("silence {}: {} until {}\n", *id, fmt::join(options.matchers, " "), utc_text(silence.until_ms));
+    return 0;
+}
+
+int run_silence_list(const std::string& db_path, bool all) {
+    auto db = Db::open(db_path);
+    if (!db) {
+        print_error(db.error());
+        return 2;
+    }
+    const std::int64_t now = now_ms();
+    auto list = db->silences(all ? std::nullopt : std::optional<std::int64_t>(now));
+    if (!list) {
+        print_error(list.error());
+        return 2;
+    }
+    if (list->empty()) fmt::print("no {}silences\n", all ? "" : "active ");
+    for (const Silence& s : *list) {
+        std::vector<std::string> matchers;
+        for (const auto& [k, v] : s.matchers) matchers.push_back(k + "=" + v);
+        fmt::print("{:>4}  {:<8} until {}  {}{}\n", s.id, s.until_ms > now ? "active" : "expired", utc_text(s.until_ms),
+                   fmt::join(matchers, " "), s.comment.empty() ? "" : "  # " + s.comment);
+    }
+    return 0;
+}
+
+int run_silence_expire(const std::string& db_path, long long id) {
+    auto db = Db::open(db_path);
+    if (!db) {
+        print_error(db.error());
+        return 2;
+    }
+    auto done = db->expire_silence(id, now_ms());
+    if (!done) {
+        print_error(done.error());
+        return 2;
+    }
+    if (!*done) {
+        fmt::print(stderr, "perfwatch: error: {}: no silence {}\n", db_path, id);
+        return 2;
+    }
+    fmt::print("silence {} expired\n", id);
     return 0;
 }
 

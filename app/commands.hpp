@@ -78,4 +78,15 @@ int run_baseline_pin(const std::string& db_path, long long run_id, const std::st
 int run_baseline_unpin(const std::string& db_path, long long run_id);
 int run_baseline_show(const std::string& db_path, long long run_id, const std::vector<std::string>& rule_paths);
 
+struct SilenceAdd {
+    std::string db_path;
+    std::vector<std::string> matchers;  // KEY=VALUE (value may be a glob)
+    std::string until;                  // 2026-12-01T08:00:00Z, 2026-12-01, or a duration from now: 4h, 2d
+    std::string comment;
+};
+// silence add / list / expire: 0, or 2 on bad input.
+int run_silence_add(const SilenceAdd& options);
+int run_silence_list(const std::string& db_path, bool all);
+int run_silence_expire(const std::string& db_path, long long id);
+
 }  // namespace perfwatch

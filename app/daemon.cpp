@@ -451,7 +451,12 @@ private:
                                     fmt::format("{} is back to its baseline ({}; regression opened at run {})",
                                                 e.state.metric, e.state.resolution, e.state.opened_run)});
             }
-            auto groups = group_alerts(*settings.config.route, run, outcome.evaluation.findings, resolved);
+            auto silences = m_db.silences(wall_now_ms());
+            if (!silences) return std::unexpected(silences.error());
+            std::size_t silenced = 0;
+            auto groups = group_alerts(*settings.config.route, run, outcome.evaluation.findings, resolved, 50,
+                                       *silences, &silenced);
+            if (silenced > 0) log(LogLevel::info, "run {}: {} alerts silenced", run.id, silenced);
             auto built = outbox_messages(m_db, std::move(groups), wall_now_ms());
             if (!built) return std::unexpected(built.error());
             messages = std::move(*built);

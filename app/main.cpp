@@ -128,6 +128,27 @@ int main(int argc, char** argv) {
                                                     "evaluate the rules, serve /healthz and /metrics (needs --config)");
     daemon_cmd->add_option("--db", daemon_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
 
+    perfwatch::SilenceAdd silence_add;
+    std::string silence_db;
+    bool silence_all = false;
+    long long silence_id = 0;
+    auto* silence_cmd = app.add_subcommand("silence", "Alert silences: add, list, expire");
+    silence_cmd->require_subcommand(1);
+    silence_cmd->fallthrough();
+    silence_cmd->add_option("--db", silence_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    auto* silence_add_cmd = silence_cmd->add_subcommand("add", "Stop alerts matching every --match until --until");
+    silence_add_cmd->add_option("--match", silence_add.matchers, "KEY=VALUE on run labels, rule or severity; the "
+                                                                 "value may be a glob (repeatable)")
+        ->required()
+        ->allow_extra_args(false);
+    silence_add_cmd->add_option("--until", silence_add.until, "2026-12-01T08:00:00Z, 2026-12-01, or 30m, 4h, 2d")
+        ->required();
+    silence_add_cmd->add_option("--comment", silence_add.comment, "Why (shown by silence list)");
+    auto* silence_list_cmd = silence_cmd->add_subcommand("list", "Active silences (--all: expired ones too)");
+    silence_list_cmd->add_flag("--all", silence_all, "Include expired silences");
+    auto* silence_expire_cmd = silence_cmd->add_subcommand("expire", "End a silence now");
+    silence_expire_cmd->add_option("id", silence_id, "Silence id")->required();
+
     auto* metrics_cmd = app.add_subcommand("metrics", "List the canonical metric vocabulary rules are written in");
     auto* formats_cmd = app.add_subcommand("formats", "List the supported report formats");
 
@@ -204,6 +225,15 @@ int main(int argc, char** argv) {
         if (pin_cmd->parsed()) return perfwatch::run_baseline_pin(baseline_db, baseline_run, pin_comment);
         if (unpin_cmd->parsed()) return perfwatch::run_baseline_unpin(baseline_db, baseline_run);
         return perfwatch::run_baseline_show(baseline_db, baseline_run, config.rules);
+    }
+    if (silence_cmd->parsed()) {
+        if (silence_db.empty()) silence_db = default_db(config);
+        if (silence_add_cmd->parsed()) {
+            silence_add.db_path = silence_db;
+            return perfwatch::run_silence_add(silence_add);
+        }
+        if (silence_list_cmd->parsed()) return perfwatch::run_silence_list(silence_db, silence_all);
+        return perfwatch::run_silence_expire(silence_db, silence_id);
     }
     if (metrics_cmd->parsed()) return perfwatch::run_metrics();
     if (formats_cmd->parsed()) return perfwatch::run_formats(config.converters);

@@ -158,9 +158,20 @@ Result<AlertGroup> alert_group_from_json(const std::string& text) {
 }
 
 std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, const std::vector<Finding>& findings,
-                                     const std::vector<ResolvedAlert>& resolved, std::size_t max_alerts) {
+                                     const std::vector<ResolvedAlert>& resolved, std::size_t max_alerts,
+                                     const std::vector<Silence>& silences, std::size_t* silenced) {
     std::map<std::string, AlertGroup> groups;  // by status + group key
     auto add = [&](const Labels& labels, Severity severity, const std::string& status, AlertItem item) {
+        const bool muted = std::any_of(silences.begin(), silences.end(), [&](const Silence& s) {
+            return std::all_of(s.matchers.begin(), s.matchers.end(), [&](const auto& m) {
+                const auto it = labels.find(m.first);
+                return it != labels.end() && glob(m.second, it->second);
+            });
+        });
+        if (muted) {
+            if (silenced != nullptr) ++*silenced;
+            return;
+        }
         std::vector<Delivery> deliveries;
         route_alert(root, labels, severity, Delivery{}, deliveries);
         for (const Delivery& d : deliveries) {

@@ -95,8 +95,10 @@ struct ResolvedAlert {
 // Routes the findings (and resolved regressions) of one run through `root` and groups them
 // per receiver and group_by values: one group per receiver and group. At most `max_alerts` per
 // group are carried (the worst); the rest are counted in `omitted`.
+// Alerts matching one of `silences` are left out (counted in `silenced` when given).
 std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, const std::vector<Finding>& findings,
-                                     const std::vector<ResolvedAlert>& resolved, std::size_t max_alerts = 50);
+                                     const std::vector<ResolvedAlert>& resolved, std::size_t max_alerts = 50,
+                                     const std::vector<Silence>& silences = {}, std::size_t* silenced = nullptr);
 
 // Identifies the same alert across runs: rule, entity and group.
 std::string alert_fingerprint(const AlertGroup& group, const AlertItem& alert);

@@ -160,6 +160,13 @@ CREATE TABLE outbox(
     done_ms INTEGER
 );
 CREATE INDEX outbox_due ON outbox(state, next_attempt_ms);
+CREATE TABLE silences(
+    id INTEGER PRIMARY KEY,
+    matchers TEXT NOT NULL,
+    until_ms INTEGER NOT NULL,
+    comment TEXT NOT NULL DEFAULT '',
+    created_ms INTEGER NOT NULL
+);
 CREATE TABLE alert_fingerprints(
     receiver TEXT NOT NULL,
     fingerprint TEXT NOT NULL,
@@ -894,6 +901,66 @@ Result<void> Db::message_attempted(std::int64_t id, const std::string& state, st
 Result<std::int64_t> Db::outbox_depth() const {
     return guarded(m_path, [&]() -> Result<std::int64_t> {
         return m_db->execAndGet("SELECT count(*) FROM outbox WHERE state = 'pending'").getInt64();
+    });
+}
+
+namespace {
+
+// Matchers are stored as lines of KEY=VALUE (keys hold no '=' or newline).
+std::string encode_matchers(const std::map<std::string, std::string>& matchers) {
+    std::string out;
+    for (const auto& [k, v] : matchers) out += k + "=" + v + "\n";
+    return out;
+}
+
+std::map<std::string, std::string> decode_matchers(const std::string& text) {
+    std::map<std::string, std::string> out;
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const auto nl = text.find('\n', at);
+        const std::string line = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+        if (const auto eq = line.find('='); eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+        if (nl == std::string::npos) break;
+        at = nl + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+Result<std::int64_t> Db::add_silence(const Silence& silence) {
+    return guarded(m_path, [&]() -> Result<std::int64_t> {
+        SQLite::Statement st(*m_db, "INSERT INTO silences(matchers, until_ms, comment, created_ms) VALUES(?,?,?,?)");
+        st.bind(1, encode_matchers(silence.matchers));
+        st.bind(2, silence.until_ms);
+        st.bind(3, silence.comment);
+        st.bind(4, silence.created_ms);
+        st.exec();
+        return m_db->getLastInsertRowid();
+    });
+}
+
+Result<std::vector<Silence>> Db::silences(std::optional<std::int64_t> active_at) const {
+    return guarded(m_path, [&]() -> Result<std::vector<Silence>> {
+        SQLite::Statement st(*m_db, active_at ? "SELECT id, matchers, until_ms, comment, created_ms FROM silences "
+                                                "WHERE until_ms > ? ORDER BY id"
+                                              : "SELECT id, matchers, until_ms, comment, created_ms FROM silences "
+                                                "ORDER BY id");
+        if (active_at) st.bind(1, *active_at);
+        std::vector<Silence> out;
+        while (st.executeStep())
+            out.push_back(Silence{st.getColumn(0).getInt64(), decode_matchers(st.getColumn(1).getString()),
+                                  st.getColumn(2).getInt64(), st.getColumn(3).getString(), st.getColumn(4).getInt64()});
+        return out;
+    });
+}
+
+Result<bool> Db::expire_silence(std::int64_t id, std::int64_t now_ms) {
+    return guarded(m_path, [&]() -> Result<bool> {
+        SQLite::Statement st(*m_db, "UPDATE silences SET until_ms = min(until_ms, ?) WHERE id = ?");
+        st.bind(1, now_ms);
+        st.bind(2, id);
+        return st.exec() > 0;
     });
 }
 

@@ -98,6 +98,16 @@ struct OutboxMessage {
     std::int64_t created_ms = 0;
 };
 
+// Alerts whose labels (the run's, plus rule and severity) match every matcher (a value or a glob)
+// are not sent while it lasts.
+struct Silence {
+    std::int64_t id = 0;
+    std::map<std::string, std::string> matchers;
+    std::int64_t until_ms = 0;  // Unix time in ms
+    std::string comment;
+    std::int64_t created_ms = 0;
+};
+
 // The embedded SQLite store. All SQL of the project lives behind this class.
 class Db {
 public:
@@ -172,6 +182,12 @@ public:
     Result<void> message_attempted(std::int64_t id, const std::string& state, std::int64_t next_attempt_ms,
                                    const std::string& error, std::int64_t now_ms);
     Result<std::int64_t> outbox_depth() const;
+
+    Result<std::int64_t> add_silence(const Silence& silence);
+    // Every silence, or those still active at `active_at` (Unix ms).
+    Result<std::vector<Silence>> silences(std::optional<std::int64_t> active_at) const;
+    // Ends a silence now; false when there is no such silence.
+    Result<bool> expire_silence(std::int64_t id, std::int64_t now_ms);
 
 private:
     explicit Db(std::unique_ptr<SQLite::Database> db, std::string path);

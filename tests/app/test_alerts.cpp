@@ -34,6 +34,7 @@ struct Received {
     std::string key;  // Idempotency-Key
     std::string body;
     unsigned status = 0;  // what it was answered
+    std::chrono::steady_clock::time_point at;
 };
 
 // A real HTTP peer on loopback. `answer(n)` gives the status (and Retry-After) of the n-th request
@@ -79,7 +80,8 @@ private:
             {
                 std::lock_guard lock(m_mutex);
                 n = m_received.size();
-                m_received.push_back({std::string(req.target()), std::string(req["Idempotency-Key"]), req.body(), 0});
+                m_received.push_back({std::string(req.target()), std::string(req["Idempotency-Key"]), req.body(), 0,
+                                      std::chrono::steady_clock::now()});
             }
             const Answer a = m_answer(n);
             std::this_thread::sleep_for(a.delay);
@@ -332,6 +334,104 @@ route:
     EXPECT_EQ(daemon.log().find(password), std::string::npos) << "the SMTP password reached the log";
     smtp.signal(SIGTERM);
     smtp.wait_exit(5);
+}
+
+// Several receiver types behind one route tree: one message per receiver and project, Slack's
+// rate limit, a 404 given up at once, a JSON-lines archive, and a silence added from the CLI.
+TEST(Alerts, RouteTreeReceiverTypesRateLimitPermanentFailureAndSilence) {
+    PERFWATCH_CORPUS_FILE(report, "ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log");
+    Receiver receiver([&](std::size_t) { return Receiver::Answer{200, "", 0ms}; });
+    Receiver gone([](std::size_t) { return Receiver::Answer{404, "", 0ms}; });
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "reports";
+    fs::create_directories(reports);
+    for (const char* name : {"slack", "teams", "mattermost"})
+        write_file(dir.path() / (std::string(name) + ".url"), fmt::format("http://127.0.0.1:{}/{}", receiver.port(), name));
+    write_file(dir.path() / "gone.url", fmt::format("http://127.0.0.1:{}/gone", gone.port()));
+    write_file(dir.path() / "perfwatch.yaml", fmt::format(R"(database: perfwatch.db
+watch:
+  - path: {}
+    path_template: "{{project}}/{{branch}}/{{commit}}/**"
+listen: off
+quiet_period: 200ms
+receivers:
+  - {{name: chat, type: slack, url_file: slack.url}}
+  - {{name: p1-team, type: teams, url_file: teams.url}}
+  - {{name: p2-team, type: mattermost, url_file: mattermost.url}}
+  - {{name: gone, type: webhook, url_file: gone.url}}
+  - {{name: archive, type: jsonl, path: alerts.jsonl}}
+route:
+  receiver: archive
+  group_by: [project]
+  routes:
+    - {{receiver: archive, continue: true}}
+    - {{match: {{severity: warning}}, receiver: chat, continue: true}}
+    - {{match: {{project: p1}}, receiver: p1-team, continue: true}}
+    - {{match: {{project: p2}}, receiver: p2-team, continue: true}}
+    - {{match: {{project: p1}}, receiver: gone}}
+)",
+                                                          reports.string()));
+    const auto silenced = test::run_perfwatch({"--config", dir.file("perfwatch.yaml"), "silence", "add", "--match",
+                                               "project=p3", "--until", "1h", "--comment", "known"});
+    ASSERT_EQ(silenced.exit_code, 0) << silenced.err;
+    EXPECT_TRUE(silenced.out.starts_with("silence 1: project=p3 until ")) << silenced.out;
+
+    test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+    const std::string csv = test::read_file(report);
+    for (int i = 1; i <= 3; ++i)
+        write_file(reports / fmt::format("p{}", i) / "main" / "c1" / "gemm.csv", csv + std::string(static_cast<std::size_t>(i), '\n'));
+
+    auto count = [&](const std::string& target) {
+        const auto got = receiver.received();
+        return std::count_if(got.begin(), got.end(), [&](const Received& r) { return r.target == target; });
+    };
+    ASSERT_TRUE(eventually([&] { return count("/slack") == 2 && count("/teams") == 1 && count("/mattermost") == 1; }, 30s))
+        << daemon.log();
+    ASSERT_TRUE(daemon.wait_for_log("failed permanently", 10)) << daemon.log();
+    std::this_thread::sleep_for(1500ms);
+    EXPECT_EQ(count("/slack"), 2);
+    EXPECT_EQ(count("/teams"), 1);
+    EXPECT_EQ(count("/mattermost"), 1);
+    EXPECT_EQ(gone.received().size(), 1u) << "a 404 is not retried";
+    EXPECT_NE(daemon.log().find("alert to 'gone' (webhook) failed permanently after 1 attempt(s): HTTP 404"),
+              std::string::npos);
+    EXPECT_NE(daemon.log().find("alerts silenced"), std::string::npos) << daemon.log();
+
+    std::vector<Received> slack;
+    for (const Received& r : receiver.received()) {
+        const auto doc = nlohmann::json::parse(r.body);
+        if (r.target == "/slack") {
+            slack.push_back(r);
+            EXPECT_EQ(doc["blocks"][0]["type"], "header");
+        } else if (r.target == "/teams") {
+            EXPECT_EQ(doc["attachments"][0]["content"]["type"], "AdaptiveCard");
+            EXPECT_NE(doc["attachments"][0]["content"]["body"][0]["text"].get<std::string>().find("in p1/main"),
+                      std::string::npos);
+        } else {
+            EXPECT_NE(doc["text"].get<std::string>().find("in p2/main"), std::string::npos);
+        }
+        EXPECT_EQ(r.body.find("p3/main"), std::string::npos) << "a silenced project was alerted";
+    }
+    // Slack's default rate limit: one message per second.
+    ASSERT_EQ(slack.size(), 2u);
+    EXPECT_GE(slack[1].at - slack[0].at, 900ms);
+    // The archive has one line per project (p3 silenced).
+    std::ifstream archive(dir.file("alerts.jsonl"));
+    std::vector<std::string> projects;
+    for (std::string line; std::getline(archive, line);)
+        projects.push_back(nlohmann::json::parse(line)["group_labels"]["project"]);
+    std::sort(projects.begin(), projects.end());
+    EXPECT_EQ(projects, (std::vector<std::string>{"p1", "p2"}));
+    EXPECT_EQ(query_int(dir.path() / "perfwatch.db", "SELECT count(*) FROM outbox"), 7);
+    EXPECT_EQ(query_int(dir.path() / "perfwatch.db", "SELECT count(*) FROM outbox WHERE state = 'failed'"), 1);
+
+    const auto list = test::run_perfwatch({"--config", dir.file("perfwatch.yaml"), "silence", "list"});
+    EXPECT_NE(list.out.find("active"), std::string::npos) << list.out;
+    EXPECT_EQ(test::run_perfwatch({"--config", dir.file("perfwatch.yaml"), "silence", "expire", "1"}).exit_code, 0);
+    EXPECT_EQ(test::run_perfwatch({"--config", dir.file("perfwatch.yaml"), "silence", "list"}).out, "no active silences\n");
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(5), 0);
 }
 
 }  // namespace perfwatch
