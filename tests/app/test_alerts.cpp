@@ -189,6 +189,16 @@ TEST(Alerts, WebhookRetriedThrough500And429UntilDeliveredOnce) {
     EXPECT_EQ(static_cast<std::int64_t>(doc["alerts"].size()), findings);
     EXPECT_NE(doc["title"].get<std::string>().find("in llm/main @ abc123"), std::string::npos) << doc["title"];
     EXPECT_EQ(query_int(db, "SELECT count(*) FROM outbox WHERE state = 'sent' AND attempts = 3"), 1);
+    // /metrics: one sent, two failed attempts (not permanent), nothing left in the outbox.
+    std::smatch port;
+    const std::string ready = daemon.log();
+    ASSERT_TRUE(std::regex_search(ready, port, std::regex("http://127\\.0\\.0\\.1:([0-9]+)")));
+    const std::string metrics = test::http_get(static_cast<unsigned short>(std::stoi(port[1])), "/metrics").body;
+    EXPECT_NE(metrics.find("perfwatch_alerts_sent_total{receiver=\"gpu-team\"} 1"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("perfwatch_alerts_failed_total{permanent=\"false\",receiver=\"gpu-team\"} 2"),
+              std::string::npos)
+        << metrics;
+    EXPECT_NE(metrics.find("perfwatch_outbox_depth 0"), std::string::npos) << metrics;
 
     // The Retry-After was honoured: the third attempt came at least 1 s after the second.
     const std::string log = daemon.log();
