@@ -7,6 +7,7 @@
 #include <csignal>
 #include <chrono>
 #include <thread>
+#include <nlohmann/json.hpp>
 
 #include <zlib.h>
 
@@ -186,6 +187,25 @@ HttpReply http_get(unsigned short port, const std::string& target) {
         reply.status = 0;
     }
     return reply;
+}
+
+std::string write_kineto_trace(const TempDir& dir, const std::string& name, double dur_us, int launches,
+                               const std::string& gpu, double start_us) {
+    nlohmann::json events = nlohmann::json::array();
+    double t = start_us;
+    for (int i = 0; i < launches; ++i) {
+        const double d = dur_us * (1 + 0.002 * ((i * 7) % 5 - 2));
+        events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "gemm"}, {"pid", 0}, {"tid", 7}, {"ts", t},
+                          {"dur", d}, {"args", {{"device", 0}, {"stream", 7}}}});
+        t += d + 5;
+    }
+    const nlohmann::json trace = {
+        {"schemaVersion", 1},
+        {"deviceProperties", {{{"id", 0}, {"name", gpu}, {"computeMajor", 9}, {"computeMinor", 0}, {"numSms", 132}}}},
+        {"traceEvents", events}};
+    const std::string path = dir.file(name);
+    std::ofstream(path) << trace.dump();
+    return path;
 }
 
 }  // namespace perfwatch::test

@@ -73,6 +73,11 @@ private:
     std::optional<int> m_status;
 };
 
+// Writes a small Kineto trace: `launches` launches of one kernel "gemm" lasting about `dur_us`
+// each (a deterministic 0.2% wobble), on `gpu`, starting at `start_us`; returns its path.
+std::string write_kineto_trace(const TempDir& dir, const std::string& name, double dur_us, int launches = 40,
+                               const std::string& gpu = "NVIDIA H100", double start_us = 1000);
+
 struct HttpReply {
     int status = 0;  // 0: no connection
     std::string body;

@@ -444,4 +444,55 @@ route:
     EXPECT_EQ(daemon.wait_exit(5), 0);
 }
 
+// A regression opens (a firing alert), then three runs back inside the band resolve it: a
+// resolved message follows.
+TEST(Alerts, ARegressionThatGoesAwaySendsAResolvedMessage) {
+    Receiver receiver([](std::size_t) { return Receiver::Answer{200, "", 0ms}; });
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "reports";
+    fs::create_directories(reports);
+    write_file(dir.path() / "hook.url", fmt::format("http://127.0.0.1:{}/hook", receiver.port()));
+    write_file(dir.path() / "perfwatch.yaml", config_with_webhook(reports, dir.path() / "hook.url"));
+    test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+    test::TempDir scratch;
+    const double series[] = {100, 101, 99, 100, 102, 100, 99, 101, 125, 100, 101, 99};
+    for (std::size_t i = 0; i < std::size(series); ++i) {
+        const std::string trace = test::write_kineto_trace(scratch, fmt::format("t{}.json", i), series[i], 40,
+                                                           "NVIDIA H100", 1000.0 * static_cast<double>(i + 1));
+        const fs::path target = reports / "vision" / "main" / fmt::format("c{}", i) / "trace.json";
+        fs::create_directories(target.parent_path());
+        fs::copy_file(trace, target);
+        ASSERT_TRUE(daemon.wait_for_log(fmt::format("info: run {}:", i + 1), 30)) << daemon.log();
+    }
+    auto find_message = [&](const std::string& status) -> std::optional<nlohmann::json> {
+        for (const Received& r : receiver.received()) {
+            const auto doc = nlohmann::json::parse(r.body);
+            if (doc["status"] != status) continue;
+            for (const auto& a : doc["alerts"])
+                if (a["rule"] == "kernel-time-regression") return doc;
+        }
+        return std::nullopt;
+    };
+    ASSERT_TRUE(eventually([&] { return find_message("resolved").has_value(); }, 30s)) << daemon.log();
+    const auto opened = find_message("firing");
+    ASSERT_TRUE(opened.has_value());
+    EXPECT_EQ((*opened)["labels"]["commit"], "c8");
+    const auto resolved = *find_message("resolved");
+    EXPECT_EQ(resolved["labels"]["commit"], "c11");
+    bool kernel = false;
+    for (const auto& a : resolved["alerts"])
+        kernel = kernel || (a["rule"] == "kernel-time-regression" && a["entity"]["name"] == "gemm");
+    EXPECT_TRUE(kernel) << resolved.dump();
+    EXPECT_EQ(resolved["title"], fmt::format("perfwatch: resolved: {} regressions in vision/main @ c11 on NVIDIA H100",
+                                             resolved["alerts"].size()));
+    // Exactly one resolved message for the episode.
+    std::size_t resolved_messages = 0;
+    for (const Received& r : receiver.received())
+        resolved_messages += nlohmann::json::parse(r.body)["status"] == "resolved" ? 1 : 0;
+    EXPECT_EQ(resolved_messages, 1u);
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(5), 0);
+}
+
 }  // namespace perfwatch

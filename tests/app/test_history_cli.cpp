@@ -13,34 +13,12 @@ namespace {
 
 using test::run_perfwatch;
 
-// A small Kineto trace: `launches` launches of kernel "gemm" of `dur_us` each (with a little
-// deterministic spread), on the GPU model `gpu`, starting at `start_us` (real captures differ in
-// their timestamps, so equal timings still make distinct reports).
-std::string write_trace(const test::TempDir& dir, const std::string& name, double dur_us, int launches = 40,
-                        const std::string& gpu = "NVIDIA H100", double start_us = 1000) {
-    nlohmann::json events = nlohmann::json::array();
-    double t = start_us;
-    for (int i = 0; i < launches; ++i) {
-        const double d = dur_us * (1 + 0.002 * ((i * 7) % 5 - 2));
-        events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "gemm"}, {"pid", 0}, {"tid", 7}, {"ts", t},
-                          {"dur", d}, {"args", {{"device", 0}, {"stream", 7}}}});
-        t += d + 5;
-    }
-    const nlohmann::json trace = {
-        {"schemaVersion", 1},
-        {"deviceProperties", {{{"id", 0}, {"name", gpu}, {"computeMajor", 9}, {"computeMinor", 0}, {"numSms", 132}}}},
-        {"traceEvents", events}};
-    const std::string path = dir.file(name);
-    std::ofstream(path) << trace.dump();
-    return path;
-}
-
 TEST(HistoryCli, LabelsComeFromTemplatesSidecarsAndTheCommandLine) {
     test::TempDir dir;
     const auto job = dir.path() / "builds" / "vision" / "feature-x" / "abc123";
     std::filesystem::create_directories(job);
     test::TempDir scratch;
-    const std::string trace = write_trace(scratch, "t.json", 100);
+    const std::string trace = test::write_kineto_trace(scratch, "t.json", 100);
     const std::string report = (job / "trace.json").string();
     std::filesystem::copy_file(trace, report);
     std::ofstream((job / "perfwatch-labels.yaml").string()) << "batch_size: 32\nprecision: fp16\n";
@@ -60,7 +38,7 @@ TEST(HistoryCli, LabelsComeFromTemplatesSidecarsAndTheCommandLine) {
     EXPECT_EQ(labels["gpu"], "NVIDIA H100");  // from the report itself
 
     std::ofstream(report + ".labels.yaml") << "batch_size: [1, 2]\n";
-    std::filesystem::copy_file(write_trace(scratch, "u.json", 90), (job / "other.json").string());
+    std::filesystem::copy_file(test::write_kineto_trace(scratch, "u.json", 90), (job / "other.json").string());
     std::ofstream((job / "other.json").string() + ".labels.yaml") << "- not a mapping\n";
     const auto bad = run_perfwatch({"ingest", "--db", db, (job / "other.json").string()});
     EXPECT_EQ(bad.exit_code, 2);
@@ -74,7 +52,7 @@ TEST(HistoryCli, CheckNamesTheFirstBadCommitAndHistoryMarksTheChangePoint) {
     std::string last_out;
     for (std::size_t i = 0; i < std::size(series); ++i) {
         const std::string trace =
-            write_trace(dir, fmt::format("run{}.json", i), series[i], 40, "NVIDIA H100", 1000.0 * static_cast<double>(i + 1));
+            test::write_kineto_trace(dir, fmt::format("run{}.json", i), series[i], 40, "NVIDIA H100", 1000.0 * static_cast<double>(i + 1));
         const auto r = run_perfwatch({"check", "--db", db, "--label", fmt::format("commit=c{}", i), "--label",
                                       "project=demo", "--fail-on", "error", trace});
         if (i < 8) {
@@ -119,8 +97,8 @@ TEST(HistoryCli, CheckNamesTheFirstBadCommitAndHistoryMarksTheChangePoint) {
 
 TEST(HistoryCli, CheckAgainstAnExplicitBaselineFileOrRun) {
     test::TempDir dir;
-    const std::string base = write_trace(dir, "base.json", 100, 200);
-    const std::string slow = write_trace(dir, "slow.json", 112, 200);
+    const std::string base = test::write_kineto_trace(dir, "base.json", 100, 200);
+    const std::string slow = test::write_kineto_trace(dir, "slow.json", 112, 200);
     // Per-launch samples on both sides: the rank test decides with one baseline run.
     const auto r = run_perfwatch({"check", "--baseline", base, slow});
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -128,9 +106,9 @@ TEST(HistoryCli, CheckAgainstAnExplicitBaselineFileOrRun) {
         << r.out;
     EXPECT_NE(r.out.find("baseline: run 1 (given)"), std::string::npos) << r.out;
     // The same file as baseline: nothing changed.
-    EXPECT_EQ(run_perfwatch({"check", "--baseline", base, write_trace(dir, "same.json", 100, 199)}).exit_code, 0);
+    EXPECT_EQ(run_perfwatch({"check", "--baseline", base, test::write_kineto_trace(dir, "same.json", 100, 199)}).exit_code, 0);
 
-    const std::string other_gpu = write_trace(dir, "a100.json", 100, 200, "NVIDIA A100");
+    const std::string other_gpu = test::write_kineto_trace(dir, "a100.json", 100, 200, "NVIDIA A100");
     const auto refused = run_perfwatch({"check", "--baseline", other_gpu, slow});
     EXPECT_EQ(refused.exit_code, 2);
     EXPECT_NE(refused.err.find("runs on different GPU models are not compared"), std::string::npos) << refused.err;
@@ -138,7 +116,7 @@ TEST(HistoryCli, CheckAgainstAnExplicitBaselineFileOrRun) {
 
 TEST(HistoryCli, DiffOfTwoReportsAsText) {
     test::TempDir dir;
-    const auto r = run_perfwatch({"diff", write_trace(dir, "a.json", 100), write_trace(dir, "b.json", 80)});
+    const auto r = run_perfwatch({"diff", test::write_kineto_trace(dir, "a.json", 100), test::write_kineto_trace(dir, "b.json", 80)});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("kernels: 0 added, 0 removed, 0 slower, 1 faster, 0 unchanged"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("-20.0%"), std::string::npos) << r.out;
