@@ -204,9 +204,11 @@ std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, co
             AlertItem{r.rule, "Regression resolved", r.severity, r.entity_kind, r.entity_name, r.message, {}, {}});
     std::vector<AlertGroup> out;
     for (auto& [key, g] : groups) {
+        // As `check` ranks findings: estimated impact, then severity.
         std::stable_sort(g.alerts.begin(), g.alerts.end(), [](const AlertItem& a, const AlertItem& b) {
-            if (a.severity != b.severity) return a.severity > b.severity;
-            return a.impact.value_or(-1) > b.impact.value_or(-1);
+            const double ia = a.impact.value_or(-1), ib = b.impact.value_or(-1);
+            if (ia != ib) return ia > ib;
+            return a.severity > b.severity;
         });
         if (g.alerts.size() > max_alerts) {
             g.omitted = g.alerts.size() - max_alerts;

@@ -70,7 +70,7 @@ struct AlertGroup {
     std::int64_t run_id = 0;
     std::string source;
     std::map<std::string, std::string> run_labels;
-    std::vector<AlertItem> alerts;  // worst impact first
+    std::vector<AlertItem> alerts;  // largest estimated impact first, then severity
     std::size_t omitted = 0;        // alerts left out of a long message
     std::int64_t repeat_interval_ms = 0;  // of the route that chose the receiver (not serialized)
 
