@@ -17,6 +17,7 @@
 #include "engine/evaluate.hpp"
 #include "engine/pipeline.hpp"
 #include "engine/rules.hpp"
+#include "notify/alerts.hpp"
 #include "notify/format.hpp"
 #include "storage/db.hpp"
 #include "storage/vocabulary.hpp"
@@ -738,6 +739,29 @@ int run_silence_expire(const std::string& db_path, long long id) {
         return 2;
     }
     fmt::print("silence {} expired\n", id);
+    return 0;
+}
+
+int run_outbox(const std::string& db_path, std::size_t limit) {
+    auto db = Db::open(db_path);
+    if (!db) {
+        print_error(db.error());
+        return 2;
+    }
+    auto messages = db->outbox(limit);
+    if (!messages) {
+        print_error(messages.error());
+        return 2;
+    }
+    if (messages->empty()) fmt::print("the outbox is empty\n");
+    for (const OutboxMessage& m : *messages) {
+        auto group = alert_group_from_json(m.payload);
+        fmt::print("{:>5}  {:<7} {:>2} attempt(s)  {:<16} run {:<5} {}\n", m.id, m.state, m.attempts, m.receiver,
+                   m.run_id, group ? group->title() : "(unreadable payload)");
+        if (!m.last_error.empty()) fmt::print("       last error: {}\n", m.last_error);
+        if (m.state == "pending" && m.attempts > 0)
+            fmt::print("       next attempt: {}\n", utc_text(m.next_attempt_ms));
+    }
     return 0;
 }
 

@@ -88,5 +88,7 @@ struct SilenceAdd {
 int run_silence_add(const SilenceAdd& options);
 int run_silence_list(const std::string& db_path, bool all);
 int run_silence_expire(const std::string& db_path, long long id);
+// The newest outbox messages: state, attempts, receiver, title and last error.
+int run_outbox(const std::string& db_path, std::size_t limit);
 
 }  // namespace perfwatch

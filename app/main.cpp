@@ -149,6 +149,12 @@ int main(int argc, char** argv) {
     auto* silence_expire_cmd = silence_cmd->add_subcommand("expire", "End a silence now");
     silence_expire_cmd->add_option("id", silence_id, "Silence id")->required();
 
+    std::string outbox_db;
+    std::size_t outbox_limit = 20;
+    auto* outbox_cmd = app.add_subcommand("outbox", "The newest alert messages: state, attempts, last error");
+    outbox_cmd->add_option("--db", outbox_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    outbox_cmd->add_option("--limit", outbox_limit, "How many (default 20)");
+
     auto* metrics_cmd = app.add_subcommand("metrics", "List the canonical metric vocabulary rules are written in");
     auto* formats_cmd = app.add_subcommand("formats", "List the supported report formats");
 
@@ -235,6 +241,7 @@ int main(int argc, char** argv) {
         if (silence_list_cmd->parsed()) return perfwatch::run_silence_list(silence_db, silence_all);
         return perfwatch::run_silence_expire(silence_db, silence_id);
     }
+    if (outbox_cmd->parsed()) return perfwatch::run_outbox(outbox_db.empty() ? default_db(config) : outbox_db, outbox_limit);
     if (metrics_cmd->parsed()) return perfwatch::run_metrics();
     if (formats_cmd->parsed()) return perfwatch::run_formats(config.converters);
     return 2;

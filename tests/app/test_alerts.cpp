@@ -435,6 +435,11 @@ route:
     EXPECT_EQ(projects, (std::vector<std::string>{"p1", "p2"}));
     EXPECT_EQ(query_int(dir.path() / "perfwatch.db", "SELECT count(*) FROM outbox"), 7);
     EXPECT_EQ(query_int(dir.path() / "perfwatch.db", "SELECT count(*) FROM outbox WHERE state = 'failed'"), 1);
+    // The permanent failure is reported by `perfwatch outbox` too.
+    const auto outbox = test::run_perfwatch({"--config", dir.file("perfwatch.yaml"), "outbox"});
+    EXPECT_EQ(outbox.exit_code, 0) << outbox.err;
+    EXPECT_NE(outbox.out.find("failed   1 attempt(s)  gone"), std::string::npos) << outbox.out;
+    EXPECT_NE(outbox.out.find("last error: HTTP 404"), std::string::npos) << outbox.out;
 
     const auto list = test::run_perfwatch({"--config", dir.file("perfwatch.yaml"), "silence", "list"});
     EXPECT_NE(list.out.find("active"), std::string::npos) << list.out;
