@@ -136,36 +136,19 @@ Delivery http_post_json(const Receiver& receiver, const std::string& body, const
     return classify(code, status, response);
 }
 
-class SlackSink final : public Sink {
+// The chat and webhook sinks: a JSON body POSTed to the receiver's URL.
+class JsonPostSink final : public Sink {
 public:
-    std::string_view type() const override { return "slack"; }
+    using Body = std::string (*)(const AlertGroup&, const std::string& key);
+    JsonPostSink(std::string_view type, Body body) : m_type(type), m_body(body) {}
+    std::string_view type() const override { return m_type; }
     Delivery deliver(const Receiver& r, const AlertGroup& g, const std::string& key) const override {
-        return http_post_json(r, slack_message(g), key);
+        return http_post_json(r, m_body(g, key), key);
     }
-};
 
-class TeamsSink final : public Sink {
-public:
-    std::string_view type() const override { return "teams"; }
-    Delivery deliver(const Receiver& r, const AlertGroup& g, const std::string& key) const override {
-        return http_post_json(r, teams_message(g), key);
-    }
-};
-
-class MattermostSink final : public Sink {
-public:
-    std::string_view type() const override { return "mattermost"; }
-    Delivery deliver(const Receiver& r, const AlertGroup& g, const std::string& key) const override {
-        return http_post_json(r, mattermost_message(g), key);
-    }
-};
-
-class WebhookSink final : public Sink {
-public:
-    std::string_view type() const override { return "webhook"; }
-    Delivery deliver(const Receiver& r, const AlertGroup& g, const std::string& key) const override {
-        return http_post_json(r, webhook_message(g, key), key);
-    }
+private:
+    std::string_view m_type;
+    Body m_body;
 };
 
 class EmailSink final : public Sink {
@@ -253,10 +236,10 @@ public:
     }
 };
 
-const SlackSink k_slack;
-const TeamsSink k_teams;
-const MattermostSink k_mattermost;
-const WebhookSink k_webhook;
+const JsonPostSink k_slack{"slack", [](const AlertGroup& g, const std::string&) { return slack_message(g); }};
+const JsonPostSink k_teams{"teams", [](const AlertGroup& g, const std::string&) { return teams_message(g); }};
+const JsonPostSink k_mattermost{"mattermost", [](const AlertGroup& g, const std::string&) { return mattermost_message(g); }};
+const JsonPostSink k_webhook{"webhook", &webhook_message};
 const EmailSink k_email;
 const JsonLinesSink k_jsonl;
 const StdoutSink k_stdout;

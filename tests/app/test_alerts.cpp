@@ -109,14 +109,21 @@ void write_file(const fs::path& p, const std::string& content) {
     std::ofstream(p, std::ios::binary) << content;
 }
 
-std::string config_with_webhook(const fs::path& reports, const fs::path& secret_file) {
+// The configuration's start: the database, `reports` watched with a project/branch/commit
+// template, a short quiet period; then `rest` (receivers and route).
+std::string daemon_config(const fs::path& reports, const std::string& listen, const std::string& rest) {
     return fmt::format(R"(database: perfwatch.db
 watch:
   - path: {}
     path_template: "{{project}}/{{branch}}/{{commit}}/**"
-listen: 127.0.0.1:0
+listen: {}
 quiet_period: 200ms
-receivers:
+{})",
+                       reports.string(), listen, rest);
+}
+
+std::string config_with_webhook(const fs::path& reports, const fs::path& secret_file) {
+    return daemon_config(reports, "127.0.0.1:0", fmt::format(R"(receivers:
   - name: gpu-team
     type: webhook
     url_file: {}
@@ -124,7 +131,7 @@ route:
   receiver: gpu-team
   group_by: [project]
 )",
-                       reports.string(), secret_file.string());
+                                                             secret_file.string()));
 }
 
 std::int64_t query_int(const fs::path& db, const std::string& sql) {
@@ -298,13 +305,7 @@ TEST(Alerts, EmailOverStartTlsWithAuthCarriesTheFindings) {
     const fs::path reports = dir.path() / "reports";
     fs::create_directories(reports);
     write_file(dir.path() / "smtp-password", password + "\n");
-    write_file(dir.path() / "perfwatch.yaml", fmt::format(R"(database: perfwatch.db
-watch:
-  - path: {}
-    path_template: "{{project}}/{{branch}}/{{commit}}/**"
-listen: off
-quiet_period: 200ms
-receivers:
+    write_file(dir.path() / "perfwatch.yaml", daemon_config(reports, "off", fmt::format(R"(receivers:
   - name: gpu-mail
     type: email
     smtp_url: smtp://127.0.0.1:{}
@@ -316,7 +317,7 @@ receivers:
 route:
   receiver: gpu-mail
 )",
-                                                          reports.string(), port));
+                                                                                       port)));
     test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
     write_file(reports / "llm" / "main" / "abc123" / "gemm.csv", test::read_file(report));
@@ -358,29 +359,22 @@ TEST(Alerts, RouteTreeReceiverTypesRateLimitPermanentFailureAndSilence) {
     for (const char* name : {"slack", "teams", "mattermost"})
         write_file(dir.path() / (std::string(name) + ".url"), fmt::format("http://127.0.0.1:{}/{}", receiver.port(), name));
     write_file(dir.path() / "gone.url", fmt::format("http://127.0.0.1:{}/gone", gone.port()));
-    write_file(dir.path() / "perfwatch.yaml", fmt::format(R"(database: perfwatch.db
-watch:
-  - path: {}
-    path_template: "{{project}}/{{branch}}/{{commit}}/**"
-listen: off
-quiet_period: 200ms
-receivers:
-  - {{name: chat, type: slack, url_file: slack.url}}
-  - {{name: p1-team, type: teams, url_file: teams.url}}
-  - {{name: p2-team, type: mattermost, url_file: mattermost.url}}
-  - {{name: gone, type: webhook, url_file: gone.url}}
-  - {{name: archive, type: jsonl, path: alerts.jsonl}}
+    write_file(dir.path() / "perfwatch.yaml", daemon_config(reports, "off", R"(receivers:
+  - {name: chat, type: slack, url_file: slack.url}
+  - {name: p1-team, type: teams, url_file: teams.url}
+  - {name: p2-team, type: mattermost, url_file: mattermost.url}
+  - {name: gone, type: webhook, url_file: gone.url}
+  - {name: archive, type: jsonl, path: alerts.jsonl}
 route:
   receiver: archive
   group_by: [project]
   routes:
-    - {{receiver: archive, continue: true}}
-    - {{match: {{severity: warning}}, receiver: chat, continue: true}}
-    - {{match: {{project: p1}}, receiver: p1-team, continue: true}}
-    - {{match: {{project: p2}}, receiver: p2-team, continue: true}}
-    - {{match: {{project: p1}}, receiver: gone}}
-)",
-                                                          reports.string()));
+    - {receiver: archive, continue: true}
+    - {match: {severity: warning}, receiver: chat, continue: true}
+    - {match: {project: p1}, receiver: p1-team, continue: true}
+    - {match: {project: p2}, receiver: p2-team, continue: true}
+    - {match: {project: p1}, receiver: gone}
+)"));
     const auto silenced = test::run_perfwatch({"--config", dir.file("perfwatch.yaml"), "silence", "add", "--match",
                                                "project=p3", "--until", "1h", "--comment", "known"});
     ASSERT_EQ(silenced.exit_code, 0) << silenced.err;
