@@ -26,19 +26,22 @@ std::string impact_text(const AlertItem& a) {
     return a.impact ? fmt::format(" (impact {:.1f}% of GPU time)", *a.impact) : std::string();
 }
 
-std::string html_escape(std::string_view text) {
+// &, <, > (and " when `quote`) as entities: Slack mrkdwn needs the first three, HTML all four.
+std::string entity_escape(std::string_view text, bool quote) {
     std::string out;
     for (const char c : text) {
         switch (c) {
             case '&': out += "&amp;"; break;
             case '<': out += "&lt;"; break;
             case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
+            case '"': out += quote ? "&quot;" : "\""; break;
             default: out += c;
         }
     }
     return out;
 }
+
+std::string html_escape(std::string_view text) { return entity_escape(text, true); }
 
 // Markdown (Mattermost, Teams text): backslash-escape the characters that would format.
 std::string markdown_escape(std::string_view text) {
@@ -257,18 +260,7 @@ const Sink* find_sink(std::string_view type) {
     return nullptr;
 }
 
-std::string slack_escape(std::string_view text) {
-    std::string out;
-    for (const char c : text) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            default: out += c;
-        }
-    }
-    return out;
-}
+std::string slack_escape(std::string_view text) { return entity_escape(text, false); }
 
 std::string slack_message(const AlertGroup& g) {
     json blocks = json::array();
