@@ -33,6 +33,16 @@ void print_error(const Error& e) {
     fmt::print(stderr, "perfwatch: {}: {}\n", e.skipped ? "skipped" : "error", e.to_string());
 }
 
+// Opens the database, printing why not; nullopt when it cannot be opened.
+std::optional<Db> open_db(const std::string& path) {
+    auto db = Db::open(path);
+    if (!db) {
+        print_error(db.error());
+        return std::nullopt;
+    }
+    return std::move(*db);
+}
+
 std::string value_text(double v) {
     if (v == static_cast<double>(static_cast<long long>(v)) && std::fabs(v) < 1e15) return fmt::format("{:.0f}", v);
     return fmt::format("{:.6g}", v);
@@ -149,11 +159,8 @@ std::string show_json(const StoredRun& run) {
 }  // namespace
 
 int run_ingest(const IngestOptions& options) {
-    auto db = Db::open(options.db_path);
-    if (!db) {
-        print_error(db.error());
-        return 2;
-    }
+    auto db = open_db(options.db_path);
+    if (!db) return 2;
     int status = 0;
     for (const std::string& file : options.files) {
         RunBatch batch;
@@ -174,11 +181,8 @@ int run_ingest(const IngestOptions& options) {
 }
 
 int run_show(const ShowOptions& options) {
-    auto db = Db::open(options.db_path);
-    if (!db) {
-        print_error(db.error());
-        return 2;
-    }
+    auto db = open_db(options.db_path);
+    if (!db) return 2;
     auto run = db->load(options.run_id);
     if (!run) {
         print_error(run.error());
@@ -228,11 +232,8 @@ int run_check(const CheckOptions& options) {
     for (const Diagnostic& d : rules.diagnostics) fmt::print(stderr, "{}\n", d.to_string());
     if (rules.has_errors()) return 2;
 
-    auto db = Db::open(options.db_path.empty() ? std::string(":memory:") : options.db_path);
-    if (!db) {
-        print_error(db.error());
-        return 2;
-    }
+    auto db = open_db(options.db_path.empty() ? std::string(":memory:") : options.db_path);
+    if (!db) return 2;
     PipelineOptions pipeline;
     if (!options.baseline.empty()) {
         auto id = baseline_run_id(*db, options.baseline, options);
@@ -462,11 +463,8 @@ int run_diff(const DiffCommand& options) {
 }
 
 int run_history(const HistoryCommand& options) {
-    auto db = Db::open(options.db_path);
-    if (!db) {
-        print_error(db.error());
-        return 2;
-    }
+    auto db = open_db(options.db_path);
+    if (!db) return 2;
     auto runs = db->find_runs(options.labels);
     if (!runs) {
         print_error(runs.error());
@@ -543,11 +541,8 @@ int run_history(const HistoryCommand& options) {
 }
 
 int run_baseline_pin(const std::string& db_path, long long run_id, const std::string& comment) {
-    auto db = Db::open(db_path);
-    if (!db) {
-        print_error(db.error());
-        return 2;
-    }
+    auto db = open_db(db_path);
+    if (!db) return 2;
     auto pinned = db->pin_baseline(run_id, comment);
     if (!pinned) {
         print_error(pinned.error());
@@ -562,11 +557,8 @@ int run_baseline_pin(const std::string& db_path, long long run_id, const std::st
 }
 
 int run_baseline_unpin(const std::string& db_path, long long run_id) {
-    auto db = Db::open(db_path);
-    if (!db) {
-        print_error(db.error());
-        return 2;
-    }
+    auto db = open_db(db_path);
+    if (!db) return 2;
     auto removed = db->unpin_baseline(run_id);
     if (!removed) {
         print_error(removed.error());
@@ -581,11 +573,8 @@ int run_baseline_unpin(const std::string& db_path, long long run_id) {
 }
 
 int run_baseline_show(const std::string& db_path, long long run_id, const std::vector<std::string>& rule_paths) {
-    auto db = Db::open(db_path);
-    if (!db) {
-        print_error(db.error());
-        return 2;
-    }
+    auto db = open_db(db_path);
+    if (!db) return 2;
     auto pins = db->baseline_pins();
     if (!pins) {
         print_error(pins.error());
@@ -687,11 +676,8 @@ int run_silence_add(const SilenceAdd& options) {
     }
     silence.until_ms = *until;
     silence.comment = options.comment;
-    auto db = Db::open(options.db_path);
-    if (!db) {
-        print_error(db.error());
-        return 2;
-    }
+    auto db = open_db(options.db_path);
+    if (!db) return 2;
     auto id = db->add_silence(silence);
     if (!id) {
         print_error(id.error());
@@ -702,11 +688,8 @@ int run_silence_add(const SilenceAdd& options) {
 }
 
 int run_silence_list(const std::string& db_path, bool all) {
-    auto db = Db::open(db_path);
-    if (!db) {
-        print_error(db.error());
-        return 2;
-    }
+    auto db = open_db(db_path);
+    if (!db) return 2;
     const std::int64_t now = now_ms();
     auto list = db->silences(all ? std::nullopt : std::optional<std::int64_t>(now));
     if (!list) {
@@ -724,11 +707,8 @@ int run_silence_list(const std::string& db_path, bool all) {
 }
 
 int run_silence_expire(const std::string& db_path, long long id) {
-    auto db = Db::open(db_path);
-    if (!db) {
-        print_error(db.error());
-        return 2;
-    }
+    auto db = open_db(db_path);
+    if (!db) return 2;
     auto done = db->expire_silence(id, now_ms());
     if (!done) {
         print_error(done.error());
@@ -743,11 +723,8 @@ int run_silence_expire(const std::string& db_path, long long id) {
 }
 
 int run_outbox(const std::string& db_path, std::size_t limit) {
-    auto db = Db::open(db_path);
-    if (!db) {
-        print_error(db.error());
-        return 2;
-    }
+    auto db = open_db(db_path);
+    if (!db) return 2;
     auto messages = db->outbox(limit);
     if (!messages) {
         print_error(messages.error());
