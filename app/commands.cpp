@@ -235,6 +235,7 @@ int run_check(const CheckOptions& options) {
     auto db = open_db(options.db_path.empty() ? std::string(":memory:") : options.db_path);
     if (!db) return 2;
     PipelineOptions pipeline;
+    pipeline.record_checks = options.format == "junit";
     if (!options.baseline.empty()) {
         auto id = baseline_run_id(*db, options.baseline, options);
         if (!id) {
@@ -270,12 +271,23 @@ int run_check(const CheckOptions& options) {
         ref.baselines = outcome->baselines;
         for (const RegressionEvent& e : outcome->events) ref.regressions.push_back(regression_sentence(e));
         report.runs.push_back(std::move(ref));
+        for (const DecidedCheck& c : outcome->evaluation.checks) {
+            const Entity& e = (*run)->batch.entities[c.entity];
+            report.cases.push_back({(*run)->id, rules.rules[c.rule].spec.id, e.kind, e.name});
+        }
         report.evaluated += outcome->evaluation.evaluated;
         report.not_applicable += outcome->evaluation.not_applicable;
         for (Finding& f : outcome->evaluation.findings) report.findings.push_back(std::move(f));
     }
     rank_findings(report.findings);
-    fmt::print("{}", options.format == "json" ? format_check_json(report) : format_check_text(report));
+    if (options.format == "json")
+        fmt::print("{}", format_check_json(report));
+    else if (options.format == "markdown")
+        fmt::print("{}", format_check_markdown(report));
+    else if (options.format == "junit")
+        fmt::print("{}", format_check_junit(report, fail_on));
+    else
+        fmt::print("{}", format_check_text(report));
     if (status != 0) return status;
     for (const Finding& f : report.findings)
         if (f.severity >= fail_on) return 1;

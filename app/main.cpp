@@ -64,7 +64,9 @@ int main(int argc, char** argv) {
         ->allow_extra_args(false);
     check_cmd->add_option("--baseline", check.baseline,
                           "Compare with this run id or report file instead of the history (same GPU model only)");
-    check_cmd->add_option("--format", check.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+    check_cmd->add_option("--format", check.format, "text, json, markdown (pull-request comment, < 65,000 characters) "
+                                                    "or junit (JUnit XML for Jenkins and GitLab)")
+        ->check(CLI::IsMember({"text", "json", "markdown", "junit"}));
     check_cmd->add_option("--fail-on", check.fail_on, "info, warning or error (default error)")
         ->check(CLI::IsMember({"info", "warning", "error"}));
     check_cmd->add_option("files", check.files, "Report files")->required();

@@ -126,7 +126,8 @@ void collect_values(const std::set<std::string>& names, const EntityScope& scope
 
 }  // namespace
 
-Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::vector<const RunHistory*>& histories) {
+Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::vector<const RunHistory*>& histories,
+                        bool record_checks) {
     Evaluation result;
     const RunBatch& batch = run.batch;
     const Entity* run_entity = nullptr;
@@ -156,6 +157,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
                 continue;
             }
             ++result.evaluated;
+            if (record_checks) result.checks.push_back({r, i});
             if (!*fired) continue;
 
             Finding f;
@@ -169,6 +171,19 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
             f.message = rule.message.render(scope);
             collect_values(rule.when.metrics_read(), scope, f.metrics);
             collect_values(rule.message.metrics_read(), scope, f.metrics);
+            // A regression carries its comparison: baseline, change (%) and confidence (%).
+            if (history != nullptr)
+                for (const RegressionCheck& check : rule.regressions) {
+                    const Entity* subject = check.run_level ? run_entity : &entity;
+                    if (subject == nullptr) continue;
+                    if (const auto c = history->compare(*subject, check.metric)) {
+                        const std::string m = check.run_level ? "run." + check.metric : check.metric;
+                        f.metrics["baseline(" + m + ")"] = c->baseline;
+                        f.metrics["change(" + m + ")"] = c->change_pct;
+                        f.metrics["confidence(" + m + ")"] =
+                            100.0 * (check.higher_is_worse ? c->confidence_up : c->confidence_down);
+                    }
+                }
             f.estimated_speedup_pct = tool_speedup(rule, batch, i, launches_of);
             if (!f.estimated_speedup_pct && rule.estimated_speedup) {
                 const Value s = rule.estimated_speedup->evaluate(scope);

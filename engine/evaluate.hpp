@@ -10,17 +10,26 @@
 
 namespace perfwatch {
 
+// One rule decided on one entity (recorded on request, for JUnit test cases).
+struct DecidedCheck {
+    std::size_t rule = 0;    // index into the rule set
+    std::size_t entity = 0;  // index into the run's entities
+};
+
 struct Evaluation {
     std::vector<Finding> findings;  // ranked by impact (see rank_findings)
     std::size_t evaluated = 0;      // rule x entity pairs whose condition could be decided
     std::size_t not_applicable = 0; // pairs whose condition read a metric the report lacks
+    std::vector<DecidedCheck> checks;  // every decided pair, when asked for
 };
 
 // Evaluates every rule on the entities of its scope in `run`. A finding's estimated speedup
 // comes from the profiler's own rule result when the rule names one (tool_finding) and the
 // report has it, else from the rule's estimated_speedup expression. `histories[i]` is the
 // baseline rule i's history functions read (missing or nullptr: none, so they are not applicable).
-Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::vector<const RunHistory*>& histories = {});
+// `record_checks` fills Evaluation::checks.
+Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::vector<const RunHistory*>& histories = {},
+                        bool record_checks = false);
 
 // Orders findings: highest impact first, then severity, then share of GPU time, then rule id.
 void rank_findings(std::vector<Finding>& findings);

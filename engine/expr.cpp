@@ -1005,23 +1005,7 @@ namespace {
 
 // "{x:time}" prints nanoseconds in the largest fitting unit; "{x:bytes}" prints bytes in SI units.
 std::optional<std::string> format_human(double d, const std::string& spec) {
-    struct Step {
-        double factor;
-        std::string_view unit;
-    };
-    static constexpr Step k_time[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"}};
-    static constexpr Step k_bytes[] = {{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "KB"}, {1, "B"}};
-    std::span<const Step> steps;
-    if (spec == "time") steps = k_time;
-    else if (spec == "bytes") steps = k_bytes;
-    else return std::nullopt;
-    for (const Step& s : steps)
-        if (std::fabs(d) >= s.factor || s.factor == 1) {
-            const double x = d / s.factor;
-            const int decimals = std::fabs(x) >= 100 ? 0 : std::fabs(x) >= 10 ? 1 : 2;
-            return fmt::format("{:.{}f} {}", x, decimals, s.unit);
-        }
-    return std::nullopt;
+    return spec == "time" || spec == "bytes" ? format_in_unit(d, spec) : std::nullopt;
 }
 
 }  // namespace

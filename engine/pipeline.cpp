@@ -120,7 +120,7 @@ Result<RunOutcome> process_run(Db& db, const RuleSet& rules, const StoredRun& ru
         }
         per_rule[i] = it->second.get();
     }
-    out.evaluation = evaluate_run(rules, run, per_rule);
+    out.evaluation = evaluate_run(rules, run, per_rule, options.record_checks);
     if (auto stored = db.store_findings(run.id, out.evaluation.findings); !stored)
         return std::unexpected(stored.error());
     if (options.baseline_run) return out;

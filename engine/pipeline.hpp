@@ -20,6 +20,8 @@ struct PipelineOptions {
     // False: the caller marks the run processed itself (the daemon does, with its alerts, in one
     // transaction).
     bool mark_processed = true;
+    // Record every decided rule x entity pair in the evaluation (check --format junit).
+    bool record_checks = false;
 };
 
 // A regression that opened or resolved with this run.

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "storage/vocabulary.hpp"
 
 namespace perfwatch {
 
@@ -80,6 +83,197 @@ std::string format_check_json(const CheckReport& report) {
                       {"evaluated", report.evaluated},
                       {"not_applicable", report.not_applicable}};
     return doc.dump(2) + "\n";
+}
+
+namespace {
+
+std::string severity_counts(const std::vector<Finding>& findings) {
+    std::map<Severity, int> counts;
+    for (const Finding& f : findings) ++counts[f.severity];
+    return fmt::format("{} error{}, {} warning{}, {} info", counts[Severity::error], counts[Severity::error] == 1 ? "" : "s",
+                       counts[Severity::warning], counts[Severity::warning] == 1 ? "" : "s", counts[Severity::info]);
+}
+
+// Markdown inline text: characters that would start formatting or break a table are escaped.
+std::string md(std::string_view text) {
+    std::string out;
+    for (const char c : text) {
+        if (c == '\n' || c == '\r') {
+            out += ' ';
+            continue;
+        }
+        if (std::string_view("\\`*_[]<>|#~").find(c) != std::string_view::npos) out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+// Inline code that survives backticks in the text.
+std::string md_code(std::string_view text) {
+    std::string clean(text);
+    for (char& c : clean)
+        if (c == '\n' || c == '|') c = ' ';
+    if (clean.find('`') == std::string::npos) return fmt::format("`{}`", clean);
+    return fmt::format("`` {} ``", clean);
+}
+
+struct RegressionRow {
+    const Finding* finding;
+    std::string metric;
+};
+
+std::vector<RegressionRow> regression_rows(const std::vector<Finding>& findings) {
+    std::vector<RegressionRow> rows;
+    for (const Finding& f : findings)
+        for (const auto& [key, value] : f.metrics)
+            if (key.starts_with("baseline(") && key.ends_with(")"))
+                rows.push_back({&f, key.substr(9, key.size() - 10)});
+    return rows;
+}
+
+std::string xml(std::string_view text) {
+    std::string out;
+    for (const char c : text) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&apos;"; break;
+            default:
+                // Control characters other than tab and newline are not allowed in XML 1.0.
+                if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+                    out += ' ';
+                else
+                    out += c;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string format_check_markdown(const CheckReport& report, std::size_t max_chars) {
+    std::string head = fmt::format("### perfwatch: {} finding{} ({})\n\n", report.findings.size(),
+                                   report.findings.size() == 1 ? "" : "s", severity_counts(report.findings));
+    std::size_t shown_runs = 0;
+    for (const RunRef& r : report.runs) {
+        if (++shown_runs > 10) {
+            head += fmt::format("- and {} more runs\n", report.runs.size() - 10);
+            break;
+        }
+        head += fmt::format("- run {}: {} ({})", r.id, md_code(r.source), md(r.format));
+        if (!r.labels.empty()) head += fmt::format(" {}", md(labels_text(r.labels)));
+        head += "\n";
+        for (const std::string& b : r.baselines) head += fmt::format("  - baseline: {}\n", md(b));
+    }
+    head += fmt::format("\n<sub>{} checks evaluated, {} not applicable</sub>\n", report.evaluated, report.not_applicable);
+
+    // Keeps what fits, leaving room for the closing line.
+    const std::size_t budget = max_chars > 400 ? max_chars - 400 : max_chars / 2;
+    std::string body = head;
+    std::size_t omitted_rows = 0;
+    const auto rows = regression_rows(report.findings);
+    if (!rows.empty()) {
+        body += "\n#### Regressions\n\n| | entity | metric | before | after | change | confidence |\n"
+                "|---|---|---|---:|---:|---:|---:|\n";
+        for (const RegressionRow& row : rows) {
+            const Finding& f = *row.finding;
+            const auto value = [&](const std::string& key) -> std::optional<double> {
+                const auto it = f.metrics.find(key);
+                return it == f.metrics.end() ? std::nullopt : std::optional<double>(it->second);
+            };
+            const std::string plain = row.metric.starts_with("run.") ? row.metric.substr(4) : row.metric;
+            const auto before = value("baseline(" + row.metric + ")");
+            const auto after = value(row.metric);
+            const auto change = value("change(" + row.metric + ")");
+            const auto confidence = value("confidence(" + row.metric + ")");
+            const std::string line = fmt::format(
+                "| **{}** | {} {} | {} | {} | {} | {} | {} |\n", to_string(f.severity), to_string(f.entity_kind),
+                md_code(f.entity_name), md(plain), before ? format_metric(plain, *before) : "",
+                after ? format_metric(plain, *after) : "", change ? fmt::format("{:+.1f}%", *change) : "",
+                confidence ? fmt::format("{:.1f}%", *confidence) : "");
+            if (body.size() + line.size() > budget / 2) {
+                ++omitted_rows;
+                continue;
+            }
+            body += line;
+        }
+        if (omitted_rows > 0) body += fmt::format("\n_{} more regressions not shown._\n", omitted_rows);
+    }
+
+    body += "\n#### Findings, largest estimated impact first\n\n";
+    std::size_t shown = 0;
+    for (const Finding& f : report.findings) {
+        std::string facts;
+        if (f.share_pct) facts += fmt::format("{:.1f}% of GPU time", *f.share_pct);
+        if (f.impact) facts += fmt::format("{}impact {:.2f}", facts.empty() ? "" : ", ", *f.impact);
+        std::string item = fmt::format("{}. **[{}] {}**: {} {}{}<br>\n   {} <sub>(rule {})</sub>\n", shown + 1,
+                                       to_string(f.severity), md(f.title), to_string(f.entity_kind),
+                                       md_code(f.entity_name), facts.empty() ? std::string() : fmt::format(" ({})", facts), md(f.message),
+                                       md_code(f.rule));
+        if (body.size() + item.size() > budget) break;
+        body += item;
+        ++shown;
+    }
+    if (shown < report.findings.size()) {
+        std::vector<Finding> rest(report.findings.begin() + static_cast<std::ptrdiff_t>(shown), report.findings.end());
+        body += fmt::format("\n_{} more findings not shown ({}); `perfwatch check` prints them all._\n",
+                            rest.size(), severity_counts(rest));
+    }
+    return body;
+}
+
+std::string format_check_junit(const CheckReport& report, Severity fail_on) {
+    std::size_t total_tests = 0, total_failures = 0;
+    std::string suites;
+    for (const RunRef& run : report.runs) {
+        // The findings of this run by (rule, kind, entity).
+        std::map<std::tuple<std::string, EntityKind, std::string>, std::vector<const Finding*>> by_case;
+        for (const Finding& f : report.findings)
+            if (f.run_id == run.id) by_case[{f.rule, f.entity_kind, f.entity_name}].push_back(&f);
+        std::string cases;
+        std::size_t tests = 0, failures = 0;
+        for (const CheckCase& c : report.cases) {
+            if (c.run_id != run.id) continue;
+            ++tests;
+            cases += fmt::format("    <testcase name=\"{} '{}'\" classname=\"perfwatch.{}\" time=\"0\"", to_string(c.entity_kind),
+                                 xml(c.entity_name), xml(c.rule));
+            const auto it = by_case.find({c.rule, c.entity_kind, c.entity_name});
+            if (it == by_case.end()) {
+                cases += "/>\n";
+                continue;
+            }
+            cases += ">\n";
+            std::string out;
+            bool failed = false;
+            for (const Finding* f : it->second) {
+                if (f->severity >= fail_on) {
+                    failed = true;
+                    cases += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n", xml(f->title),
+                                         to_string(f->severity), xml(f->message));
+                } else {
+                    out += fmt::format("[{}] {}: {}\n", to_string(f->severity), f->title, f->message);
+                }
+            }
+            if (!out.empty()) cases += fmt::format("      <system-out>{}</system-out>\n", xml(out));
+            cases += "    </testcase>\n";
+            failures += failed ? 1 : 0;
+        }
+        std::string properties;
+        for (const auto& [k, v] : run.labels)
+            properties += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml(k), xml(v));
+        suites += fmt::format("  <testsuite name=\"run {}: {}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\" "
+                              "time=\"0\">\n",
+                              run.id, xml(run.source), tests, failures);
+        if (!properties.empty()) suites += fmt::format("    <properties>\n{}    </properties>\n", properties);
+        suites += cases + "  </testsuite>\n";
+        total_tests += tests;
+        total_failures += failures;
+    }
+    return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"perfwatch\" tests=\"{}\" "
+                       "failures=\"{}\" errors=\"0\" time=\"0\">\n{}</testsuites>\n",
+                       total_tests, total_failures, suites);
 }
 
 }  // namespace perfwatch

@@ -20,12 +20,21 @@ struct RunRef {
     std::vector<std::string> regressions;  // regressions this run opened or resolved, as sentences
 };
 
+// One rule decided on one entity of a run: a JUnit test case.
+struct CheckCase {
+    std::int64_t run_id = 0;
+    std::string rule;
+    EntityKind entity_kind = EntityKind::kernel;
+    std::string entity_name;
+};
+
 // What `check` found: the runs it looked at and the ranked findings over all of them.
 struct CheckReport {
     std::vector<RunRef> runs;
     std::vector<Finding> findings;
     std::size_t evaluated = 0;
     std::size_t not_applicable = 0;
+    std::vector<CheckCase> cases;  // filled for JUnit output
 };
 
 // Human-readable report: one block per finding, worst impact first.
@@ -34,5 +43,15 @@ std::string format_check_text(const CheckReport& report);
 // {"runs":[{"id","source","format","labels","notes","baselines","regressions"}],"findings":[{"rule","severity","run","entity":{"kind","name"},
 //   "message","metrics":{...},"estimated_speedup_pct"}], ...}
 std::string format_check_json(const CheckReport& report);
+
+// GitHub-flavoured Markdown for a pull-request comment: a summary line, the runs, a table of
+// regressions (before, after, change, confidence), then the findings with their guidance, worst
+// first. Never longer than `max_chars`: findings that do not fit are counted, not shown.
+std::string format_check_markdown(const CheckReport& report, std::size_t max_chars = 65000);
+
+// JUnit XML (the schema Jenkins and GitLab read): a test suite per run, a test case per rule
+// and entity decided, a failure for each finding at or above `fail_on`; findings below it are
+// the case's system-out.
+std::string format_check_junit(const CheckReport& report, Severity fail_on);
 
 }  // namespace perfwatch

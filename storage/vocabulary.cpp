@@ -1,5 +1,9 @@
 #include "storage/vocabulary.hpp"
 
+#include <fmt/format.h>
+
+#include <cmath>
+
 #include <algorithm>
 #include <array>
 
@@ -142,6 +146,39 @@ std::span<const MetricDef> metric_vocabulary() { return k_vocabulary; }
 const MetricDef* find_metric_def(std::string_view name) {
     auto it = std::find_if(k_vocabulary.begin(), k_vocabulary.end(), [&](const MetricDef& d) { return d.name == name; });
     return it == k_vocabulary.end() ? nullptr : &*it;
+}
+
+std::optional<std::string> format_in_unit(double d, std::string_view kind) {
+    struct Step {
+        double factor;
+        std::string_view unit;
+    };
+    static constexpr Step k_time[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"}};
+    static constexpr Step k_bytes[] = {{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "KB"}, {1, "B"}};
+    std::span<const Step> steps;
+    if (kind == "time")
+        steps = k_time;
+    else if (kind == "bytes")
+        steps = k_bytes;
+    else
+        return std::nullopt;
+    for (const Step& s : steps)
+        if (std::fabs(d) >= s.factor || s.factor == 1) {
+            const double x = d / s.factor;
+            const int decimals = std::fabs(x) >= 100 ? 0 : std::fabs(x) >= 10 ? 1 : 2;
+            return fmt::format("{:.{}f} {}", x, decimals, s.unit);
+        }
+    return std::nullopt;
+}
+
+std::string format_metric(std::string_view metric, double value) {
+    const MetricDef* def = find_metric_def(metric);
+    const std::string_view unit = def != nullptr ? def->unit : std::string_view();
+    if (unit == "ns") return *format_in_unit(value, "time");
+    if (unit == "byte") return *format_in_unit(value, "bytes");
+    if (unit == "percent") return fmt::format("{:.1f}%", value);
+    if (value == std::floor(value) && std::fabs(value) < 1e15) return fmt::format("{:.0f}", value);
+    return fmt::format("{:.4g}", value);
 }
 
 }  // namespace perfwatch

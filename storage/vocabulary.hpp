@@ -1,6 +1,8 @@
 #pragma once
 
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace perfwatch {
@@ -19,5 +21,13 @@ struct MetricDef {
 std::span<const MetricDef> metric_vocabulary();
 
 const MetricDef* find_metric_def(std::string_view name);
+
+// `value` in the largest fitting unit: `kind` "time" takes nanoseconds ("1.25 ms"), "bytes"
+// bytes in SI units ("3.2 GB"); nullopt for another kind.
+std::optional<std::string> format_in_unit(double value, std::string_view kind);
+
+// A metric's value as people read it: times and byte counts in fitting units, percentages with
+// a %, other numbers plain.
+std::string format_metric(std::string_view metric, double value);
 
 }  // namespace perfwatch

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <regex>
+
 #include <nlohmann/json.hpp>
 
 #include "notify/format.hpp"
@@ -50,6 +54,80 @@ TEST(Format, TextNamesRunsAndCountsFindings) {
     EXPECT_NE(text.find("1 finding(s): 1 error, 0 warning, 0 info"), std::string::npos);
     EXPECT_NE(text.find("[error] Title"), std::string::npos);
     EXPECT_NE(text.find("12.5% of GPU time"), std::string::npos);
+}
+
+TEST(Format, MarkdownOfFiveHundredFindingsStaysUnderTheLimitWorstFirst) {
+    CheckReport report;
+    report.runs.push_back({12, "builds/llm/main/abc/trace.json", "kineto", {{"branch", "main"}, {"commit", "abc"}}, {},
+                           {"last 10 comparable run(s) on main"}, {}});
+    for (int i = 0; i < 500; ++i) {
+        Finding f;
+        f.rule = i % 10 == 0 ? "kernel-time-regression" : "low-occupancy";
+        f.title = i % 10 == 0 ? "Kernel slower than its baseline" : "Low achieved occupancy";
+        f.severity = i % 10 == 0 ? Severity::error : Severity::warning;
+        f.run_id = 12;
+        f.entity_name = fmt::format("void kernel_{}<float, 128>(float const*, float*, int)", i);
+        f.message = std::string(400, 'x');
+        f.impact = 500.0 - i;  // already ranked, worst first
+        f.share_pct = 1;
+        f.metrics["duration"] = 1000.0 + i;
+        if (f.severity == Severity::error) {
+            f.metrics["baseline(duration)"] = 900;
+            f.metrics["change(duration)"] = 11.1;
+            f.metrics["confidence(duration)"] = 99.95;
+        }
+        report.findings.push_back(f);
+    }
+    const std::string md = format_check_markdown(report);
+    EXPECT_LT(md.size(), 65000u);
+    EXPECT_TRUE(md.starts_with("### perfwatch: 500 findings (50 errors, 450 warnings, 0 info)")) << md.substr(0, 200);
+    // The regression table: before, after, change, confidence, with times in units.
+    EXPECT_NE(md.find("| **error** | kernel `void kernel_0<float, 128>(float const*, float*, int)` | duration | 900 ns | "
+                      "1.00 us | +11.1% | 100.0% |"),
+              std::string::npos)
+        << md.substr(0, 2000);
+    // Worst first, and what did not fit is counted.
+    const auto first = md.find("1. **[error] Kernel slower than its baseline**");
+    ASSERT_NE(first, std::string::npos);
+    EXPECT_NE(md.find("kernel_0<", first), std::string::npos);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(md, m, std::regex("_([0-9]+) more findings not shown")));
+    const int omitted = std::stoi(m[1]);
+    EXPECT_GT(omitted, 0);
+    EXPECT_EQ(md.find(fmt::format("{}. **[", 500 - omitted + 1)), std::string::npos);
+    EXPECT_NE(md.find(fmt::format("{}. **[", 500 - omitted)), std::string::npos);
+    // A tiny limit still holds.
+    EXPECT_LE(format_check_markdown(report, 5000).size(), 5000u);
+}
+
+TEST(Format, JunitCasesFailOnlyAtOrAboveFailOn) {
+    CheckReport report;
+    report.runs.push_back({1, "a&b.csv", "ncu-csv", {{"branch", "main"}}, {}, {}, {}});
+    report.cases = {{1, "low-occupancy", EntityKind::kernel, "k<1>"}, {1, "tail-effect", EntityKind::kernel, "k<1>"},
+                    {1, "low-occupancy", EntityKind::kernel, "other"}};
+    Finding warn;
+    warn.rule = "low-occupancy";
+    warn.title = "Low occupancy";
+    warn.severity = Severity::warning;
+    warn.run_id = 1;
+    warn.entity_name = "k<1>";
+    warn.message = "occupancy 12% < 50%";
+    Finding info = warn;
+    info.rule = "tail-effect";
+    info.severity = Severity::info;
+    info.title = "Tail";
+    report.findings = {warn, info};
+    const std::string x = format_check_junit(report, Severity::warning);
+    EXPECT_NE(x.find("<testsuites name=\"perfwatch\" tests=\"3\" failures=\"1\""), std::string::npos) << x;
+    EXPECT_NE(x.find("<testsuite name=\"run 1: a&amp;b.csv\" tests=\"3\" failures=\"1\""), std::string::npos) << x;
+    EXPECT_NE(x.find("<testcase name=\"kernel 'k&lt;1&gt;'\" classname=\"perfwatch.low-occupancy\" time=\"0\">\n"
+                     "      <failure message=\"Low occupancy\" type=\"warning\">occupancy 12% &lt; 50%</failure>"),
+              std::string::npos)
+        << x;
+    EXPECT_NE(x.find("<system-out>[info] Tail: occupancy 12% &lt; 50%\n</system-out>"), std::string::npos) << x;
+    EXPECT_NE(x.find("<testcase name=\"kernel 'other'\" classname=\"perfwatch.low-occupancy\" time=\"0\"/>"),
+              std::string::npos);
+    EXPECT_NE(format_check_junit(report, Severity::error).find("failures=\"0\""), std::string::npos);
 }
 
 }  // namespace perfwatch
