@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/config.hpp"
+#include "app/report.hpp"
 #include "app/rule_tests.hpp"
 #include "collectors/collector.hpp"
 #include "engine/diff.hpp"
@@ -751,6 +752,19 @@ int run_outbox(const std::string& db_path, std::size_t limit) {
         if (m.state == "pending" && m.attempts > 0)
             fmt::print("       next attempt: {}\n", utc_text(m.next_attempt_ms));
     }
+    return 0;
+}
+
+int run_report(const std::string& db_path, long long run_id, const std::string& html_path) {
+    auto db = open_db(db_path);
+    if (!db) return 2;
+    if (auto written = write_html_report(*db, run_id, html_path); !written) {
+        Error e = written.error();
+        if (e.file.empty()) e.file = db_path;
+        print_error(e);
+        return 2;
+    }
+    fmt::print("run {}: report written to {}\n", run_id, html_path);
     return 0;
 }
 

@@ -88,6 +88,9 @@ struct SilenceAdd {
 int run_silence_add(const SilenceAdd& options);
 int run_silence_list(const std::string& db_path, bool all);
 int run_silence_expire(const std::string& db_path, long long id);
+// report RUN --html FILE: writes the run's self-contained HTML report; 0, or 2.
+int run_report(const std::string& db_path, long long run_id, const std::string& html_path);
+
 // The newest outbox messages: state, attempts, receiver, title and last error.
 int run_outbox(const std::string& db_path, std::size_t limit);
 

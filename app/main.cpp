@@ -151,6 +151,14 @@ int main(int argc, char** argv) {
     auto* silence_expire_cmd = silence_cmd->add_subcommand("expire", "End a silence now");
     silence_expire_cmd->add_option("id", silence_id, "Silence id")->required();
 
+    std::string report_db, report_html;
+    long long report_run = 0;
+    auto* report_cmd = app.add_subcommand("report", "Write a run's self-contained HTML report (charts, findings, "
+                                                    "regression trends)");
+    report_cmd->add_option("run", report_run, "Run id")->required();
+    report_cmd->add_option("--db", report_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    report_cmd->add_option("--html", report_html, "The HTML file to write")->required();
+
     std::string outbox_db;
     std::size_t outbox_limit = 20;
     auto* outbox_cmd = app.add_subcommand("outbox", "The newest alert messages: state, attempts, last error");
@@ -243,6 +251,8 @@ int main(int argc, char** argv) {
         if (silence_list_cmd->parsed()) return perfwatch::run_silence_list(silence_db, silence_all);
         return perfwatch::run_silence_expire(silence_db, silence_id);
     }
+    if (report_cmd->parsed())
+        return perfwatch::run_report(report_db.empty() ? default_db(config) : report_db, report_run, report_html);
     if (outbox_cmd->parsed()) return perfwatch::run_outbox(outbox_db.empty() ? default_db(config) : outbox_db, outbox_limit);
     if (metrics_cmd->parsed()) return perfwatch::run_metrics();
     if (formats_cmd->parsed()) return perfwatch::run_formats(config.converters);
