@@ -60,6 +60,8 @@ public:
                     else
                         m_out.config.listen = *v;
                 }
+            } else if (key == "reports") {
+                reports(kv.second);
             } else if (key == "receivers") {
                 receivers(kv.second);
             } else if (key == "route") {
@@ -76,7 +78,7 @@ public:
             } else {
                 diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, rules, converters, "
                                                   "path_templates, watch, workers, quiet_period, listen, "
-                                                  "shutdown_timeout, log_level, receivers or route)",
+                                                  "shutdown_timeout, log_level, reports, receivers or route)",
                                                   key));
             }
         }
@@ -248,6 +250,30 @@ private:
         std::string value = std::move(*text);
         while (!value.empty() && (value.back() == '\n' || value.back() == '\r' || value.back() == ' ')) value.pop_back();
         return value;
+    }
+
+    void reports(const YAML::Node& n) {
+        if (!n.IsMap()) {
+            diag(n.Mark(), "'reports' must be a mapping with 'directory' (and 'base_url')");
+            return;
+        }
+        for (const auto& kv : n) {
+            const std::string key = kv.first.as<std::string>("");
+            if (key == "directory") {
+                if (auto v = scalar(kv.second, key)) m_out.config.reports_directory = resolve(*v);
+            } else if (key == "base_url") {
+                if (auto v = scalar(kv.second, key)) {
+                    if (!v->starts_with("http://") && !v->starts_with("https://"))
+                        diag(kv.second.Mark(), fmt::format("'base_url' must start with http:// or https://; found '{}'", *v));
+                    else
+                        m_out.config.reports_base_url = v->ends_with('/') ? *v : *v + "/";
+                }
+            } else {
+                diag(kv.first.Mark(), fmt::format("unknown reports setting '{}' (expected directory or base_url)", key));
+            }
+        }
+        if (!m_out.config.reports_base_url.empty() && m_out.config.reports_directory.empty())
+            diag(n.Mark(), "'reports' has a base_url but no 'directory' to write the reports to");
     }
 
     void receivers(const YAML::Node& n) {

@@ -35,6 +35,11 @@ struct Config {
     std::chrono::milliseconds shutdown_timeout{10000};
     std::string log_level = "info";
 
+    // The daemon writes each run's HTML report as run-ID.html in `reports_directory` (empty: none);
+    // with `reports_base_url`, alert messages link to base URL + run-ID.html.
+    std::string reports_directory;
+    std::string reports_base_url;
+
     // Alerts: where they go, and the route tree choosing receivers (none: no alerts).
     std::vector<Receiver> receivers;
     std::optional<Route> route;

@@ -28,6 +28,7 @@
 #include "app/daemon_metrics.hpp"
 #include "app/http_server.hpp"
 #include "app/log.hpp"
+#include "app/report.hpp"
 #include "collectors/collector.hpp"
 #include "collectors/watcher.hpp"
 #include "engine/pipeline.hpp"
@@ -399,9 +400,20 @@ private:
                 database_failed(result.error());
                 return finish(job, false, true);
             }
+            std::string report_url;
+            if (!job.settings->config.reports_directory.empty()) {
+                const std::string file = fmt::format("run-{}.html", stored->run_id);
+                std::error_code ec;
+                std::filesystem::create_directories(job.settings->config.reports_directory, ec);
+                const std::string path = (std::filesystem::path(job.settings->config.reports_directory) / file).string();
+                if (auto written = write_html_report(m_db, stored->run_id, path); !written)
+                    log(LogLevel::warning, "run {}: HTML report not written: {}", stored->run_id, written.error().to_string());
+                else if (!job.settings->config.reports_base_url.empty())
+                    report_url = job.settings->config.reports_base_url + file;
+            }
             // The alerts go to the outbox in the transaction that marks the run processed: a
             // crash before it re-evaluates the run, and the same keys are enqueued once.
-            auto queued = enqueue_alerts(*job.settings, **run, *result);
+            auto queued = enqueue_alerts(*job.settings, **run, *result, report_url);
             if (!queued) {
                 database_failed(queued.error());
                 return finish(job, false, true);
@@ -437,7 +449,8 @@ private:
         finish(job, stored->inserted, false);
     }
 
-    Result<std::size_t> enqueue_alerts(const Settings& settings, const StoredRun& run, const RunOutcome& outcome) {
+    Result<std::size_t> enqueue_alerts(const Settings& settings, const StoredRun& run, const RunOutcome& outcome,
+                                       const std::string& report_url) {
         std::vector<OutboxMessage> messages;
         if (settings.config.route) {
             std::vector<ResolvedAlert> resolved;
@@ -457,6 +470,7 @@ private:
             auto groups = group_alerts(*settings.config.route, run, outcome.evaluation.findings, resolved, 50,
                                        *silences, &silenced);
             if (silenced > 0) log(LogLevel::info, "run {}: {} alerts silenced", run.id, silenced);
+            for (AlertGroup& g : groups) g.report_url = report_url;
             auto built = outbox_messages(m_db, std::move(groups), wall_now_ms());
             if (!built) return std::unexpected(built.error());
             messages = std::move(*built);

@@ -123,7 +123,7 @@ std::string to_json(const AlertGroup& g) {
     nlohmann::json doc = {{"receiver", g.receiver},   {"status", g.status},       {"group_key", g.group_key},
                           {"group_labels", g.group_labels}, {"run", g.run_id},     {"source", g.source},
                           {"labels", g.run_labels},   {"title", g.title()},       {"alerts", alerts},
-                          {"omitted", g.omitted}};
+                          {"omitted", g.omitted},     {"report_url", g.report_url}};
     return doc.dump();
 }
 
@@ -139,6 +139,7 @@ Result<AlertGroup> alert_group_from_json(const std::string& text) {
         g.source = doc.at("source").get<std::string>();
         g.run_labels = doc.at("labels").get<Labels>();
         g.omitted = doc.at("omitted").get<std::size_t>();
+        g.report_url = doc.value("report_url", std::string());
         for (const auto& a : doc.at("alerts")) {
             AlertItem item;
             item.rule = a.at("rule").get<std::string>();

@@ -72,6 +72,7 @@ struct AlertGroup {
     std::map<std::string, std::string> run_labels;
     std::vector<AlertItem> alerts;  // largest estimated impact first, then severity
     std::size_t omitted = 0;        // alerts left out of a long message
+    std::string report_url;         // the run's HTML report, when the daemon publishes them
     std::int64_t repeat_interval_ms = 0;  // of the route that chose the receiver (not serialized)
 
     // "perfwatch: 3 findings (1 error) in llm/main @ abc123 on NVIDIA H100".

@@ -280,7 +280,10 @@ std::string slack_message(const AlertGroup& g) {
     }
     AlertGroup rest = g;
     rest.omitted += g.alerts.size() - shown;
-    blocks.push_back({{"type", "context"}, {"elements", json::array({{{"type", "mrkdwn"}, {"text", slack_escape(footer(rest))}}})}});
+    std::string context = slack_escape(footer(rest));
+    if (!g.report_url.empty()) context += fmt::format(" | <{}|HTML report>", g.report_url);
+    blocks.push_back({{"type", "context"}, {"elements", json::array({{{"type", "mrkdwn"}, {"text", context}}})}});
+    if (!g.report_url.empty()) fallback += fmt::format("\nReport: {}", g.report_url);
     return json{{"text", fallback}, {"blocks", blocks}}.dump();
 }
 
@@ -304,6 +307,8 @@ std::string teams_message(const AlertGroup& g) {
                  {"type", "AdaptiveCard"},
                  {"version", "1.4"},
                  {"body", body}};
+    if (!g.report_url.empty())
+        card["actions"] = json::array({{{"type", "Action.OpenUrl"}, {"title", "HTML report"}, {"url", g.report_url}}});
     return json{{"type", "message"},
                 {"attachments", json::array({{{"contentType", "application/vnd.microsoft.card.adaptive"},
                                               {"contentUrl", nullptr},
@@ -317,6 +322,7 @@ std::string mattermost_message(const AlertGroup& g) {
         text += fmt::format("- **[{}] {}** {} `{}`{}: {}\n", severity_text(a.severity), markdown_escape(a.title),
                             a.entity_kind, a.entity_name, impact_text(a), markdown_escape(a.message));
     text += "_" + markdown_escape(footer(g)) + "_";
+    if (!g.report_url.empty()) text += fmt::format(" [HTML report]({})", g.report_url);
     return json{{"username", "perfwatch"}, {"text", text}}.dump();
 }
 
@@ -333,6 +339,7 @@ std::string email_text(const AlertGroup& g) {
     for (const AlertItem& a : g.alerts)
         text += fmt::format("[{}] {}: {} '{}'{}\n  {}\n  rule {}\n\n", severity_text(a.severity), a.title, a.entity_kind,
                             a.entity_name, impact_text(a), a.message, a.rule);
+    if (!g.report_url.empty()) text += fmt::format("Report: {}\n", g.report_url);
     return text + footer(g) + "\n";
 }
 
@@ -346,6 +353,8 @@ std::string email_html(const AlertGroup& g) {
                             severity_text(a.severity), html_escape(a.title), html_escape(a.entity_kind),
                             html_escape(a.entity_name), html_escape(impact_text(a)), html_escape(a.message),
                             html_escape(a.rule));
+    if (!g.report_url.empty())
+        html += fmt::format("</ul><p><a href=\"{}\">HTML report</a></p><ul>", html_escape(g.report_url));
     return html + fmt::format("</ul><p><small>{}</small></p></body></html>", html_escape(footer(g)));
 }
 

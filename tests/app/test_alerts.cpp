@@ -123,7 +123,10 @@ quiet_period: 200ms
 }
 
 std::string config_with_webhook(const fs::path& reports, const fs::path& secret_file) {
-    return daemon_config(reports, "127.0.0.1:0", fmt::format(R"(receivers:
+    return daemon_config(reports, "127.0.0.1:0", fmt::format(R"(reports:
+  directory: {}
+  base_url: https://perfwatch.example/reports
+receivers:
   - name: gpu-team
     type: webhook
     url_file: {}
@@ -131,6 +134,7 @@ route:
   receiver: gpu-team
   group_by: [project]
 )",
+                                                             (reports.parent_path() / "html").string(),
                                                              secret_file.string()));
 }
 
@@ -195,6 +199,10 @@ TEST(Alerts, WebhookRetriedThrough500And429UntilDeliveredOnce) {
     ASSERT_GT(findings, 0);
     EXPECT_EQ(static_cast<std::int64_t>(doc["alerts"].size()), findings);
     EXPECT_NE(doc["title"].get<std::string>().find("in llm/main @ abc123"), std::string::npos) << doc["title"];
+    // The daemon wrote the run's HTML report, and the message links to it.
+    EXPECT_EQ(doc["report_url"], "https://perfwatch.example/reports/run-1.html");
+    const std::string html = test::read_file((dir.path() / "html" / "run-1.html").string());
+    EXPECT_NE(html.find("<h1>perfwatch: run 1</h1>"), std::string::npos);
     EXPECT_EQ(query_int(db, "SELECT count(*) FROM outbox WHERE state = 'sent' AND attempts = 3"), 1);
     // /metrics: one sent, two failed attempts (not permanent), nothing left in the outbox.
     std::smatch port;

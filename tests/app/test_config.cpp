@@ -224,4 +224,18 @@ route:
     EXPECT_TRUE(has("cfg.yaml:17:17: error: route names receiver 'nobody'"));
 }
 
+TEST(Config, ReportsDirectoryAndBaseUrl) {
+    const ConfigLoad ok = parse_config_text("/etc/perfwatch/config.yaml",
+                                            "reports:\n  directory: html\n  base_url: https://ci.example/perfwatch\n");
+    ASSERT_TRUE(ok.ok()) << ok.diagnostics[0].to_string();
+    EXPECT_EQ(ok.config.reports_directory, "/etc/perfwatch/html");
+    EXPECT_EQ(ok.config.reports_base_url, "https://ci.example/perfwatch/");
+    const ConfigLoad bad = parse_config_text("c.yaml", "reports:\n  base_url: ftp://x\n  dir: y\n");
+    std::vector<std::string> got;
+    for (const Diagnostic& d : bad.diagnostics) got.push_back(d.to_string().substr(0, d.to_string().find('\n')));
+    ASSERT_EQ(got.size(), 2u) << ::testing::PrintToString(got);
+    EXPECT_TRUE(got[0].starts_with("c.yaml:2:13: error: 'base_url' must start with http:// or https://")) << got[0];
+    EXPECT_TRUE(got[1].starts_with("c.yaml:3:3: error: unknown reports setting 'dir'")) << got[1];
+}
+
 }  // namespace perfwatch

@@ -181,6 +181,16 @@ TEST(AlertSinks, TeamsAdaptiveCardMattermostAndEmailBodies) {
     EXPECT_NE(mm["text"].get<std::string>().find("`k<T>`"), std::string::npos);
     EXPECT_NE(email_html(g).find("<code>k&lt;T&gt;</code>"), std::string::npos);
     EXPECT_NE(email_text(g).find("[warning] Title of r: kernel 'k<T>'"), std::string::npos) << email_text(g);
+    // With a published HTML report, every message links to it.
+    AlertGroup linked = g;
+    linked.report_url = "https://perfwatch.example/reports/run-7.html";
+    EXPECT_NE(slack_message(linked).find("<https://perfwatch.example/reports/run-7.html|HTML report>"), std::string::npos);
+    EXPECT_EQ(nlohmann::json::parse(teams_message(linked))["attachments"][0]["content"]["actions"][0]["url"],
+              linked.report_url);
+    EXPECT_NE(mattermost_message(linked).find("[HTML report](https://perfwatch.example/reports/run-7.html)"),
+              std::string::npos);
+    EXPECT_NE(email_html(linked).find("<a href=\"https://perfwatch.example/reports/run-7.html\">"), std::string::npos);
+    EXPECT_NE(email_text(linked).find("Report: https://perfwatch.example/reports/run-7.html"), std::string::npos);
     const auto hook = nlohmann::json::parse(webhook_message(g, "key-1"));
     EXPECT_EQ(hook["key"], "key-1");
     EXPECT_EQ(hook["alerts"][0]["metrics"]["occupancy"], 42);
