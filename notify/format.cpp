@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "notify/escape.hpp"
 #include "storage/vocabulary.hpp"
 
 namespace perfwatch {
@@ -131,25 +132,7 @@ std::vector<RegressionRow> regression_rows(const std::vector<Finding>& findings)
     return rows;
 }
 
-std::string xml(std::string_view text) {
-    std::string out;
-    for (const char c : text) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&apos;"; break;
-            default:
-                // Control characters other than tab and newline are not allowed in XML 1.0.
-                if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
-                    out += ' ';
-                else
-                    out += c;
-        }
-    }
-    return out;
-}
+std::string xml(std::string_view text) { return escape_markup(text, Markup::xml); }
 
 }  // namespace
 

@@ -5,25 +5,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "notify/escape.hpp"
 #include "storage/vocabulary.hpp"
 
 namespace perfwatch {
 
 namespace {
 
-std::string esc(std::string_view text) {
-    std::string out;
-    for (const char c : text) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            default: out += c;
-        }
-    }
-    return out;
-}
+std::string esc(std::string_view text) { return escape_markup(text, Markup::html); }
 
 std::string time_of(double ns) { return *format_in_unit(ns, "time"); }
 

@@ -14,6 +14,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "notify/escape.hpp"
+
 namespace perfwatch {
 
 namespace {
@@ -26,22 +28,7 @@ std::string impact_text(const AlertItem& a) {
     return a.impact ? fmt::format(" (impact {:.1f}% of GPU time)", *a.impact) : std::string();
 }
 
-// &, <, > (and " when `quote`) as entities: Slack mrkdwn needs the first three, HTML all four.
-std::string entity_escape(std::string_view text, bool quote) {
-    std::string out;
-    for (const char c : text) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += quote ? "&quot;" : "\""; break;
-            default: out += c;
-        }
-    }
-    return out;
-}
-
-std::string html_escape(std::string_view text) { return entity_escape(text, true); }
+std::string html_escape(std::string_view text) { return escape_markup(text, Markup::html); }
 
 // Markdown (Mattermost, Teams text): backslash-escape the characters that would format.
 std::string markdown_escape(std::string_view text) {
@@ -260,7 +247,7 @@ const Sink* find_sink(std::string_view type) {
     return nullptr;
 }
 
-std::string slack_escape(std::string_view text) { return entity_escape(text, false); }
+std::string slack_escape(std::string_view text) { return escape_markup(text, Markup::slack); }
 
 std::string slack_message(const AlertGroup& g) {
     json blocks = json::array();
