@@ -287,18 +287,32 @@ private:
         m_metrics.queue(static_cast<double>(m_pending.size() + m_ready.size()), static_cast<double>(m_in_flight));
     }
 
-    void done(const std::string& path, bool stored, bool failed) {
+    // What became of a report: nothing to do (unchanged, a duplicate, gone), stored, failed for
+    // good (until it changes), or to retry (the database failed).
+    enum class Outcome { none, stored, failed, retry };
+
+    void done(const Job& job, Outcome outcome) {
         --m_in_flight;
-        m_busy.erase(path);
-        m_stored += stored ? 1 : 0;
-        m_failed += failed ? 1 : 0;
+        m_busy.erase(job.path);
+        m_stored += outcome == Outcome::stored ? 1 : 0;
+        m_failed += outcome == Outcome::failed || outcome == Outcome::retry ? 1 : 0;
         if (m_stopping) {
             if (m_in_flight == 0) m_io.stop();
             return;
         }
+        const auto now = Clock::now();
+        if (outcome == Outcome::retry) {
+            // The database failed (locked, full, read-only): read the report again later, waiting
+            // longer each time (2 s doubling to 1 min) until a report is stored again.
+            m_pending[job.path] = Pending{job.watch, now + m_retry_delay, job.since, stat_file(job.path).value_or(FileStat{})};
+            log(LogLevel::warning, "{}: retried in {} s", job.path,
+                std::chrono::duration_cast<std::chrono::seconds>(m_retry_delay).count());
+            m_retry_delay = std::min<std::chrono::milliseconds>(m_retry_delay * 2, std::chrono::minutes(1));
+        } else if (outcome == Outcome::stored) {
+            m_retry_delay = k_first_retry;
+        }
         dispatch();
         arm_tick();
-        const auto now = Clock::now();
         if (now - m_last_status > std::chrono::seconds(1)) {
             m_last_status = now;
             notify_systemd(fmt::format("STATUS={} reports stored, {} failed, {} waiting", m_stored, m_failed,
@@ -306,29 +320,29 @@ private:
         }
     }
 
-    void finish(const Job& job, bool stored, bool failed) {
-        asio::post(m_io, [this, path = job.path, stored, failed] { done(path, stored, failed); });
+    void finish(const Job& job, Outcome outcome) {
+        asio::post(m_io, [this, job, outcome] { done(job, outcome); });
     }
 
     // Writer thread: owns the database.
 
     void consider(Job job) {
-        if (m_stopping) return finish(job, false, false);
+        if (m_stopping) return finish(job, Outcome::none);
         const auto stat = stat_file(job.path);
-        if (!stat) return finish(job, false, false);
+        if (!stat) return finish(job, Outcome::none);
         auto mark = m_db.file_mark(job.path);
         if (mark && *mark && (*mark)->size == stat->size && (*mark)->mtime_ns == stat->mtime_ns) {
             log(LogLevel::debug, "{}: unchanged since it was read", job.path);
-            return finish(job, false, false);
+            return finish(job, Outcome::none);
         }
         asio::post(m_workers, [this, job = std::move(job)]() mutable { parse(std::move(job)); });
     }
 
     // Worker thread: reads and parses one report.
     void parse(Job job) {
-        if (m_stopping) return finish(job, false, false);
+        if (m_stopping) return finish(job, Outcome::none);
         const auto stat = stat_file(job.path);
-        if (!stat) return finish(job, false, false);
+        if (!stat) return finish(job, Outcome::none);
         const Settings& s = *job.settings;
         LabelSources labels;
         const WatchSpec& watch = s.config.watch[job.watch];
@@ -353,7 +367,7 @@ private:
             store_and_evaluate(job, stat, std::move(batch));
         } catch (const std::exception& e) {
             log(LogLevel::error, "{}: internal error while storing the report: {}", job.path, e.what());
-            finish(job, false, true);
+            finish(job, Outcome::failed);
         }
     }
 
@@ -370,19 +384,19 @@ private:
             log(e.skipped ? LogLevel::notice : LogLevel::warning, "not ingested: {}", why);
             mark.error = why;
             if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
-            return finish(job, false, true);
+            return finish(job, Outcome::failed);
         }
         auto stored = m_db.store(*batch);
         if (!stored) {
             database_failed(stored.error());
-            return finish(job, false, true);
+            return finish(job, Outcome::retry);
         }
         mark.sha256 = batch->sha256;
         mark.run_id = stored->run_id;
         auto processed = m_db.is_processed(stored->run_id);
         if (!processed) {
             database_failed(processed.error());
-            return finish(job, false, true);
+            return finish(job, Outcome::retry);
         }
         std::string outcome = "already evaluated";
         if (!*processed) {
@@ -390,7 +404,7 @@ private:
             auto run = m_runs.get(m_db, stored->run_id);
             if (!run || !*run) {
                 database_failed(run ? Error{m_db_path, 0, 0, false, "a stored run vanished"} : run.error());
-                return finish(job, false, true);
+                return finish(job, Outcome::retry);
             }
             PipelineOptions options;
             options.cache = &m_runs;
@@ -398,7 +412,7 @@ private:
             auto result = process_run(m_db, job.settings->rules, **run, options);
             if (!result) {
                 database_failed(result.error());
-                return finish(job, false, true);
+                return finish(job, Outcome::retry);
             }
             std::string report_url;
             if (!job.settings->config.reports_directory.empty()) {
@@ -416,7 +430,7 @@ private:
             auto queued = enqueue_alerts(*job.settings, **run, *result, report_url);
             if (!queued) {
                 database_failed(queued.error());
-                return finish(job, false, true);
+                return finish(job, Outcome::retry);
             }
             if (*queued > 0) schedule_delivery();
             m_metrics.rules_evaluated(static_cast<double>(result->evaluation.evaluated));
@@ -434,7 +448,6 @@ private:
                     e.state.entity_name, e.state.rule);
         }
         if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
-        m_database_ok = true;
         const double latency_s = std::chrono::duration<double>(Clock::now() - job.since).count();
         m_metrics.ingest_latency(latency_s);
         if (stored->inserted) {
@@ -446,7 +459,8 @@ private:
             log(LogLevel::info, "{}: same content as run {} in {:.0f} ms: {}", job.path, stored->run_id,
                 latency_s * 1000, outcome);
         }
-        finish(job, stored->inserted, false);
+        m_database_ok = true;
+        finish(job, stored->inserted ? Outcome::stored : Outcome::none);
     }
 
     Result<std::size_t> enqueue_alerts(const Settings& settings, const StoredRun& run, const RunOutcome& outcome,
@@ -732,6 +746,8 @@ private:
     std::size_t m_stored = 0;
     std::size_t m_failed = 0;
     std::string m_last_reload = "none";
+    static constexpr std::chrono::milliseconds k_first_retry{2000};
+    std::chrono::milliseconds m_retry_delay = k_first_retry;
 };
 
 }  // namespace

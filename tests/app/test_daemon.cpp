@@ -389,4 +389,34 @@ TEST(Deploy, ShippedConfigParsesAndTheUnitPassesSystemdAnalyzeVerify) {
     EXPECT_EQ(verify.err, "") << "systemd-analyze has remarks on the unit";
 }
 
+// Another process holds the database's write lock past the busy timeout: the report is not lost,
+// /healthz says so, and it is stored once the lock is gone.
+TEST(Daemon, ADatabaseLockedByAnotherProcessIsRetriedUntilTheReportIsStored) {
+    const auto corpus = load_corpus();
+    if (!corpus) GTEST_SKIP() << "corpus not found (../shared/corpus or $PERFWATCH_CORPUS)";
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "reports", db = dir.path() / "perfwatch.db";
+    fs::create_directories(reports);
+    write_file(dir.path() / "perfwatch.yaml", config_text(reports, "", 1));
+    test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+    const unsigned short port = port_of(daemon.log());
+    {
+        SQLite::Database holder(db.string(), SQLite::OPEN_READWRITE);
+        holder.exec("BEGIN EXCLUSIVE");
+        write_file(reports / "p" / "main" / "c1" / corpus->texts[0].first, corpus->texts[0].second);
+        ASSERT_TRUE(daemon.wait_for_log("database is locked", 30)) << daemon.log();
+        ASSERT_TRUE(daemon.wait_for_log("retried in 2 s", 5)) << daemon.log();
+        const auto health = test::http_get(port, "/healthz");
+        EXPECT_EQ(health.status, 503) << health.body;
+        EXPECT_NE(health.body.find("database error"), std::string::npos);
+        holder.exec("COMMIT");
+    }
+    EXPECT_TRUE(wait_idle_with(port, db, 1, 60)) << daemon.log();
+    EXPECT_EQ(test::http_get(port, "/healthz").status, 200);
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs WHERE processed_at IS NOT NULL"), 1);
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(5), 0);
+}
+
 }  // namespace perfwatch
