@@ -121,6 +121,12 @@ TEST(Daemon, IngestsHundredsOfReportsExactlyOnceAndStaysHealthy) {
         distinct.insert(content);
         ++files;
     };
+    // Symbolic-link loops (a directory pointing at its parent, two files at each other) are
+    // never followed and never stop the daemon.
+    fs::create_directories(reports / "links");
+    fs::create_directory_symlink(reports, reports / "links" / "up");
+    fs::create_symlink(reports / "links" / "b.json", reports / "links" / "a.json");
+    fs::create_symlink(reports / "links" / "a.json", reports / "links" / "b.json");
     // Reports there before the start are caught up.
     for (int i = 0; i < 3; ++i)
         drop(reports / "early" / "main" / fmt::format("e{}", i) / corpus->texts[0].first,

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
+#include "collectors/collector.hpp"
 #include "collectors/kineto.hpp"
 #include "tests/collectors/ncu_helpers.hpp"
 #include "tests/support.hpp"
@@ -121,6 +124,28 @@ TEST(Kineto, TruncatedInputsAreErrorsNamingTheFile) {
     ASSERT_FALSE(t);
     EXPECT_EQ(t.error().file, "cut.json.gz");
     EXPECT_NE(t.error().message.find("gzip"), std::string::npos) << t.error().message;
+}
+
+// A gzip bomb: a small file inflating to hundreds of MB of a valid-looking trace. Refused with a
+// clear error once the ratio passes 1000:1, without inflating it all.
+TEST(Kineto, GzipBombIsRefusedWithAClearError) {
+    TempDir dir;
+    const std::string path = dir.file("bomb.json.gz");
+    {
+        gzFile gz = gzopen(path.c_str(), "wb9");
+        ASSERT_NE(gz, nullptr);
+        const std::string head = R"({"schemaVersion": 1, "deviceProperties": [], "traceEvents": [)";
+        gzwrite(gz, head.data(), static_cast<unsigned>(head.size()));
+        const std::string spaces(1 << 20, ' ');
+        for (int i = 0; i < 300; ++i) gzwrite(gz, spaces.data(), static_cast<unsigned>(spaces.size()));
+        gzwrite(gz, "]}", 2);
+        gzclose(gz);
+    }
+    EXPECT_LT(std::filesystem::file_size(path), 1u << 20);
+    const auto batch = collect_file(path);
+    ASSERT_FALSE(batch.has_value());
+    EXPECT_NE(batch.error().message.find("gzip bomb"), std::string::npos) << batch.error().to_string();
+    EXPECT_EQ(batch.error().file, path);
 }
 
 }  // namespace perfwatch::test
