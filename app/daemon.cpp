@@ -50,13 +50,8 @@ struct Settings {
     RuleSet rules;
 };
 
-std::string one_line(const Diagnostic& d) {
-    std::string where = d.loc.file;
-    if (d.loc.line > 0) where += fmt::format(":{}", d.loc.line);
-    if (d.loc.col > 0) where += fmt::format(":{}", d.loc.col);
-    const std::string rule = d.rule_id.empty() ? "" : fmt::format("rule '{}': ", d.rule_id);
-    return fmt::format("{}: {}{}{}", where, d.level == Diagnostic::Level::warning ? "warning: " : "", rule, d.message);
-}
+// A diagnostic as one log line; the log line's level says error, a warning says so itself.
+std::string one_line(const Diagnostic& d) { return d.headline(d.level == Diagnostic::Level::warning); }
 
 // Reads and checks the configuration and its rules; nullptr with every problem in `problems`.
 std::shared_ptr<const Settings> load_settings(const std::string& path, std::vector<std::string>& problems) {

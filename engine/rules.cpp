@@ -308,15 +308,15 @@ std::string line_of(std::string_view text, int line) {
     return std::string(text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos));
 }
 
-std::string Diagnostic::to_string() const {
-    std::string out;
-    const std::string_view lvl = level == Level::error ? "error" : "warning";
-    if (loc.line > 0)
-        out = fmt::format("{}:{}:{}: {}: ", loc.file, loc.line, loc.col, lvl);
-    else
-        out = fmt::format("{}: {}: ", loc.file, lvl);
+std::string Diagnostic::headline(bool with_level) const {
+    std::string out = loc.line > 0 ? fmt::format("{}:{}:{}: ", loc.file, loc.line, loc.col) : loc.file + ": ";
+    if (with_level) out += level == Level::error ? "error: " : "warning: ";
     if (!rule_id.empty()) out += fmt::format("rule '{}': ", rule_id);
-    out += message;
+    return out + message;
+}
+
+std::string Diagnostic::to_string() const {
+    std::string out = headline();
     if (!source_line.empty()) {
         out += "\n  " + source_line + "\n  ";
         std::string caret;

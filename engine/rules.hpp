@@ -31,6 +31,10 @@ struct Diagnostic {
     std::string message;
     std::string source_line;
 
+    // The first line: "file:line:col: error: rule 'id': message" (without "error: " or
+    // "warning: " when `with_level` is false, for logs that carry the level themselves).
+    std::string headline(bool with_level = true) const;
+    // The headline, then the offending line and a caret under the column.
     std::string to_string() const;
 };
 
