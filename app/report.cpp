@@ -26,11 +26,6 @@ std::string lower(std::string_view text) {
     return out;
 }
 
-std::string label_of(const std::map<std::string, std::string>& labels, const std::string& key) {
-    const auto it = labels.find(key);
-    return it == labels.end() ? std::string() : it->second;
-}
-
 double kernel_time(const Entity& e) {
     if (auto total = e.value("duration_total")) return *total;
     return e.value("duration").value_or(0) * e.value("launches").value_or(1);
@@ -41,7 +36,7 @@ Result<std::optional<Trend>> trend_for(const Db& db, const StoredRun& run, Entit
                                        const std::string& metric, const std::string& title) {
     BaselineSpec spec;
     spec.runs = 30;
-    const std::string branch = label_of(run.batch.labels, "branch");
+    const std::string branch = label_value(run.batch.labels, "branch");
     if (!branch.empty()) spec.branch = branch;
     auto baseline = select_baseline(db, run, spec);
     if (!baseline) return std::unexpected(baseline.error());
@@ -49,10 +44,10 @@ Result<std::optional<Trend>> trend_for(const Db& db, const StoredRun& run, Entit
     std::map<std::int64_t, std::string> labels;
     for (const auto& r : baseline->runs) {
         ids.push_back(r->id);
-        labels[r->id] = label_of(r->batch.labels, "commit");
+        labels[r->id] = label_value(r->batch.labels, "commit");
     }
     ids.push_back(run.id);
-    labels[run.id] = label_of(run.batch.labels, "commit");
+    labels[run.id] = label_value(run.batch.labels, "commit");
     auto series = db.metric_series(kind, name, metric, ids);
     if (!series) return std::unexpected(series.error());
     if (series->size() < 2) return std::optional<Trend>{};
@@ -155,7 +150,7 @@ Result<HtmlReport> build_html_report(const Db& db, std::int64_t run_id) {
                  {"findings", fmt::format("{} error{}, {} warning{}, {} info", counts[Severity::error],
                                           counts[Severity::error] == 1 ? "" : "s", counts[Severity::warning],
                                           counts[Severity::warning] == 1 ? "" : "s", counts[Severity::info])}};
-    if (const std::string gpu = label_of(run.batch.labels, "gpu"); !gpu.empty()) r.summary.push_back({"GPU", gpu});
+    if (const std::string gpu = label_value(run.batch.labels, "gpu"); !gpu.empty()) r.summary.push_back({"GPU", gpu});
 
     for (const Finding& f : r.findings)
         for (const auto& [key, value] : f.metrics) {

@@ -20,24 +20,19 @@ std::string branch_of(const Labels& labels, const std::string& default_branch) {
     return it == labels.end() ? default_branch : it->second;
 }
 
-std::string label_or(const Labels& labels, const std::string& key) {
-    auto it = labels.find(key);
-    return it == labels.end() ? std::string() : it->second;
-}
-
 }  // namespace
 
 bool is_identity_label(std::string_view key) {
     return std::find(k_identity_labels.begin(), k_identity_labels.end(), key) != k_identity_labels.end();
 }
 
-std::string gpu_of(const Labels& labels) { return label_or(labels, "gpu"); }
+std::string gpu_of(const Labels& labels) { return label_value(labels, "gpu"); }
 
 bool comparable(const Labels& a, const Labels& b, const std::vector<std::string>& match) {
     if (gpu_of(a) != gpu_of(b)) return false;
     if (!match.empty()) {
         for (const std::string& k : match)
-            if (label_or(a, k) != label_or(b, k)) return false;
+            if (label_value(a, k) != label_value(b, k)) return false;
         return true;
     }
     auto config = [](const Labels& l) {
@@ -330,7 +325,7 @@ std::string RunHistory::describe_run(std::int64_t run_id, const Labels& current_
     for (const auto& r : m_baseline.runs)
         if (r->id == run_id) labels = &r->batch.labels;
     if (labels == nullptr) labels = &current_labels;
-    const std::string commit = label_or(*labels, "commit");
+    const std::string commit = label_value(*labels, "commit");
     return commit.empty() ? fmt::format("run {}", run_id) : fmt::format("commit {} (run {})", commit, run_id);
 }
 

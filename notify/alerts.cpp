@@ -71,11 +71,6 @@ std::uint64_t fnv1a(std::string_view text) {
     return h;
 }
 
-std::string label_or(const Labels& labels, const std::string& key) {
-    const auto it = labels.find(key);
-    return it == labels.end() ? std::string() : it->second;
-}
-
 }  // namespace
 
 const std::vector<std::string>& receiver_types() {
@@ -97,11 +92,11 @@ std::string AlertGroup::title() const {
         if (!parts.empty()) what += " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
     }
     std::string where;
-    const std::string project = label_or(run_labels, "project"), branch = label_or(run_labels, "branch");
+    const std::string project = label_value(run_labels, "project"), branch = label_value(run_labels, "branch");
     if (!project.empty() || !branch.empty())
         where += " in " + project + (project.empty() || branch.empty() ? "" : "/") + branch;
-    if (const std::string commit = label_or(run_labels, "commit"); !commit.empty()) where += " @ " + commit;
-    if (const std::string gpu = label_or(run_labels, "gpu"); !gpu.empty()) where += " on " + gpu;
+    if (const std::string commit = label_value(run_labels, "commit"); !commit.empty()) where += " @ " + commit;
+    if (const std::string gpu = label_value(run_labels, "gpu"); !gpu.empty()) where += " on " + gpu;
     if (where.empty()) where = fmt::format(" in run {}", run_id);
     return "perfwatch: " + what + where;
 }
@@ -179,7 +174,7 @@ std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, co
             Labels group_labels;
             std::string key = d.receiver;
             for (const std::string& k : d.group_by) {
-                group_labels[k] = label_or(labels, k);
+                group_labels[k] = label_value(labels, k);
                 key += fmt::format("|{}={}", k, group_labels[k]);
             }
             AlertGroup& g = groups[status + "\n" + key];

@@ -88,4 +88,9 @@ std::vector<double> evenly_spaced(const std::vector<double>& values, std::size_t
     return out;
 }
 
+std::string label_value(const std::map<std::string, std::string>& labels, const std::string& key) {
+    const auto it = labels.find(key);
+    return it == labels.end() ? std::string() : it->second;
+}
+
 }  // namespace perfwatch

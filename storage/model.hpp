@@ -61,6 +61,9 @@ struct Entity {
     void set(Metric m);
 };
 
+// The value of label `key`; empty when the labels lack it.
+std::string label_value(const std::map<std::string, std::string>& labels, const std::string& key);
+
 // What a collector produces from one report: plain data, no storage ids.
 struct RunBatch {
     std::string source;        // path of the report as given
