@@ -49,13 +49,7 @@ std::string value_text(double v) {
     return fmt::format("{:.6g}", v);
 }
 
-std::string time_text(double ns) { return format_value(Value(ns), "time"); }
-
-// A metric's value as people read it: times as "1.25 ms", others as plain numbers.
-std::string metric_text(const std::string& metric, double v) {
-    const MetricDef* def = find_metric_def(metric);
-    return def != nullptr && def->unit == "ns" ? time_text(v) : value_text(v);
-}
+std::string time_text(double ns) { return *format_in_unit(ns, "time"); }
 
 std::optional<std::int64_t> as_run_id(const std::string& text) {
     std::int64_t id = 0;
@@ -204,7 +198,7 @@ std::string regression_sentence(const RegressionEvent& e) {
     if (e.kind == RegressionEvent::Kind::resolved)
         return fmt::format("resolved: {} '{}' ({}): {}", to_string(r.entity_kind), r.entity_name, r.rule, r.resolution);
     std::string out = fmt::format("opened: {} '{}' ({}): {} baseline {}", to_string(r.entity_kind), r.entity_name,
-                                  r.rule, r.metric, metric_text(r.metric, r.baseline));
+                                  r.rule, r.metric, format_metric(r.metric, r.baseline));
     if (r.first_bad_run) out += fmt::format(", shift began at run {}", *r.first_bad_run);
     return out;
 }
@@ -510,7 +504,7 @@ int run_history(const HistoryCommand& options) {
     for (std::size_t i = 0; i + 1 < bounds.size(); ++i)
         seg_median.push_back(median(std::vector<double>(values.begin() + static_cast<std::ptrdiff_t>(bounds[i]),
                                                         values.begin() + static_cast<std::ptrdiff_t>(bounds[i + 1]))));
-    auto show = [&](double v) { return metric_text(options.metric, v); };
+    auto show = [&](double v) { return format_metric(options.metric, v); };
     if (options.format == "json") {
         nlohmann::json points = nlohmann::json::array(), changes = nlohmann::json::array();
         for (const SeriesPoint& p : *series)
@@ -631,7 +625,7 @@ int run_baseline_show(const std::string& db_path, long long run_id, const std::v
     fmt::print("\n{} open regression(s)\n", open->size());
     for (const RegressionState& r : *open)
         fmt::print("  {} {} '{}': {} baseline {}, opened at run {}{}, {} run(s) back inside\n", r.rule,
-                   to_string(r.entity_kind), r.entity_name, r.metric, metric_text(r.metric, r.baseline), r.opened_run,
+                   to_string(r.entity_kind), r.entity_name, r.metric, format_metric(r.metric, r.baseline), r.opened_run,
                    r.first_bad_run ? fmt::format(" (shift began at run {})", *r.first_bad_run) : "", r.inside_runs);
     return 0;
 }
