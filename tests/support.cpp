@@ -1,5 +1,7 @@
 #include "tests/support.hpp"
 
+#include <SQLiteCpp/SQLiteCpp.h>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -67,6 +69,17 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
     std::error_code ec;
     std::filesystem::remove_all(m_path, ec);
+}
+
+void write_file(const std::filesystem::path& path, const std::string& content) {
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary) << content;
+}
+
+std::int64_t query_int(const std::filesystem::path& db, const std::string& sql) {
+    SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
+    d.setBusyTimeout(5000);
+    return d.execAndGet(sql).getInt64();
 }
 
 ProcessResult run_perfwatch(const std::vector<std::string>& args) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <map>
@@ -41,6 +42,12 @@ struct ProcessResult {
     std::string out;
     std::string err;
 };
+
+// Writes `content` to `path`, creating its directories.
+void write_file(const std::filesystem::path& path, const std::string& content);
+
+// The single integer `sql` selects from the SQLite database at `db` (read-only, waiting out locks).
+std::int64_t query_int(const std::filesystem::path& db, const std::string& sql);
 
 // Runs the real perfwatch binary with `args` (no shell), capturing its output.
 ProcessResult run_perfwatch(const std::vector<std::string>& args);

@@ -29,6 +29,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
+using test::query_int;
+using test::write_file;
+
 struct Received {
     std::string target;
     std::string key;  // Idempotency-Key
@@ -104,11 +107,6 @@ private:
     std::vector<Received> m_received;
 };
 
-void write_file(const fs::path& p, const std::string& content) {
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << content;
-}
-
 // The configuration's start: the database, `reports` watched with a project/branch/commit
 // template, a short quiet period; then `rest` (receivers and route).
 std::string daemon_config(const fs::path& reports, const std::string& listen, const std::string& rest) {
@@ -136,12 +134,6 @@ route:
 )",
                                                              (reports.parent_path() / "html").string(),
                                                              secret_file.string()));
-}
-
-std::int64_t query_int(const fs::path& db, const std::string& sql) {
-    SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
-    d.setBusyTimeout(5000);
-    return d.execAndGet(sql).getInt64();
 }
 
 template <typename Pred>

@@ -27,15 +27,9 @@ const nlohmann::json* find_finding(const nlohmann::json& doc, const std::string&
     return nullptr;
 }
 
-std::int64_t count_runs(const std::string& db) {
-    SQLite::Database raw(db);
-    return raw.execAndGet("SELECT count(*) FROM runs").getInt64();
-}
+std::int64_t count_runs(const std::string& db) { return test::query_int(db, "SELECT count(*) FROM runs"); }
 
-void write(const std::string& path, const std::string& content) {
-    std::ofstream out(path, std::ios::binary);
-    out << content;
-}
+using test::write_file;
 
 }  // namespace
 
@@ -98,9 +92,9 @@ TEST(Cli, BadInputsExitTwoNameTheFileAndStoreNothing) {
     const std::string text = read_file(path);
     const std::string truncated = dir.file("truncated.csv"), binary = dir.file("binary.bin"),
                       empty = dir.file("empty.txt");
-    write(truncated, text.substr(0, text.size() / 2));
-    write(binary, std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16));
-    write(empty, "");
+    write_file(truncated, text.substr(0, text.size() / 2));
+    write_file(binary, std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16));
+    write_file(empty, "");
     const std::string stats = fixture("nsys/bad_instances.txt");  // "many" where Instances belong
     for (const std::string& file : {truncated, binary, empty, stats}) {
         const auto r = run_perfwatch({"check", "--db", db, file});
@@ -178,7 +172,7 @@ TEST(Cli, EveryCorpusNcuFileIngests) {
 TEST(Cli, CustomRulesAndRuleErrors) {
     TempDir dir;
     const std::string rules = dir.file("team.yaml");
-    write(rules,
+    write_file(rules,
           "rules:\n"
           "  - id: team-slow-kernel\n"
           "    title: Kernel slower than budget\n"
@@ -195,7 +189,7 @@ TEST(Cli, CustomRulesAndRuleErrors) {
     EXPECT_EQ((*slow)["message"], "stencil2d(float const*, float*, int, int) takes 1.37 ms per launch (budget 1 ms)");
 
     const std::string broken = dir.file("broken.yaml");
-    write(broken, "rules:\n  - id: x\n    when: duration_mean > 1 parsec\n    message: m\n");
+    write_file(broken, "rules:\n  - id: x\n    when: duration_mean > 1 parsec\n    message: m\n");
     const auto bad = run_perfwatch({"check", "--rules", broken, fixture("ncu/raw_page.csv")});
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_NE(bad.err.find(broken + ":3:"), std::string::npos) << bad.err;
@@ -237,9 +231,9 @@ TEST(Cli, FormatsListsEveryCollector) {
 TEST(Cli, BinaryReportsAreConvertedByTheConfiguredTool) {
     TempDir dir;
     const std::string rep = dir.file("gemm.ncu-rep"), db = dir.file("p.db"), cfg = dir.file("perfwatch.yaml");
-    write(rep, read_file(fixture("ncu/details_2020_thousands.csv")));
+    write_file(rep, read_file(fixture("ncu/details_2020_thousands.csv")));
     // `cat` stands in for `ncu --import`: both print the details CSV on stdout.
-    write(cfg, "converters:\n  - extension: .ncu-rep\n    command: [cat, \"{input}\"]\n");
+    write_file(cfg, "converters:\n  - extension: .ncu-rep\n    command: [cat, \"{input}\"]\n");
     const auto r = run_perfwatch({"--config", cfg, "ingest", "--db", db, rep});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("(ncu-csv,"), std::string::npos) << r.out;
@@ -253,8 +247,8 @@ TEST(Cli, BinaryReportsAreConvertedByTheConfiguredTool) {
 TEST(Cli, BinaryReportWithoutItsToolIsSkippedByIngestAndFailsCheck) {
     TempDir dir;
     const std::string rep = dir.file("timeline.nsys-rep"), db = dir.file("p.db"), cfg = dir.file("perfwatch.yaml");
-    write(rep, std::string("\x01\x02" "binary" "\0" "report", 15));
-    write(cfg, "converters:\n  - extension: .nsys-rep\n    command: [perfwatch-no-such-nsys, export, \"{input}\"]\n");
+    write_file(rep, std::string("\x01\x02" "binary" "\0" "report", 15));
+    write_file(cfg, "converters:\n  - extension: .nsys-rep\n    command: [perfwatch-no-such-nsys, export, \"{input}\"]\n");
     const auto r = run_perfwatch({"--config", cfg, "ingest", "--db", db, rep});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("perfwatch: skipped: " + rep), std::string::npos) << r.err;
@@ -267,9 +261,9 @@ TEST(Cli, BinaryReportWithoutItsToolIsSkippedByIngestAndFailsCheck) {
 TEST(Cli, ConfigCheck) {
     TempDir dir;
     const std::string good = dir.file("good.yaml"), bad = dir.file("bad.yaml");
-    write(good, "database: perfwatch.db\nrules: [team.yaml]\n");
+    write_file(good, "database: perfwatch.db\nrules: [team.yaml]\n");
     std::filesystem::copy_file(std::string(PERFWATCH_SOURCE_DIR) + "/examples/rules/team.yaml", dir.file("team.yaml"));
-    write(bad, "database: x.db\nwatchers: /builds\n");
+    write_file(bad, "database: x.db\nwatchers: /builds\n");
     const auto ok = run_perfwatch({"config", "check", good});
     EXPECT_EQ(ok.exit_code, 0) << ok.err;
     EXPECT_NE(ok.out.find(": ok (1 rule file(s)"), std::string::npos) << ok.out;

@@ -26,10 +26,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-void write_file(const fs::path& p, const std::string& content) {
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << content;
-}
+using test::query_int;
+using test::write_file;
 
 std::string config_text(const fs::path& reports, const std::string& extra = "", int workers = 2) {
     return fmt::format(R"(database: perfwatch.db
@@ -49,12 +47,6 @@ unsigned short port_of(const std::string& log) {
     std::smatch m;
     if (!std::regex_search(log, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)"))) return 0;
     return static_cast<unsigned short>(std::stoi(m[1]));
-}
-
-std::int64_t query_int(const fs::path& db, const std::string& sql) {
-    SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
-    d.setBusyTimeout(5000);
-    return d.execAndGet(sql).getInt64();
 }
 
 // The sum of every series of `name` in a Prometheus exposition.

@@ -13,10 +13,7 @@ namespace perfwatch::test {
 
 namespace {
 
-void write(const std::string& path, const std::string& content) {
-    std::ofstream out(path, std::ios::binary);
-    out << content;
-}
+using test::write_file;
 
 std::vector<std::string> shipped_tests() {
     std::vector<std::string> out;
@@ -62,7 +59,7 @@ TEST(RulesCli, ReadmeTestExamplePasses) {
     const std::size_t end = readme.find("```", body);
     TempDir dir;
     const std::string t = dir.file("readme_test.yaml");
-    write(t, readme.substr(body, end - body));
+    write_file(t, readme.substr(body, end - body));
     const auto corpus = corpus_dir();
     if (corpus) setenv("PERFWATCH_CORPUS", corpus->c_str(), 1);
     const RuleTestSummary s = run_rule_tests({t});
@@ -74,7 +71,7 @@ TEST(RulesCli, ReadmeTestExamplePasses) {
 TEST(RulesCli, TestCommandReportsFailuresAndExitsOne) {
     TempDir dir;
     const std::string t = dir.file("t.yaml");
-    write(t, R"(tests:
+    write_file(t, R"(tests:
   - name: wrong message
     entities:
       - {kind: run, metrics: {gpu_time: 1ms}}
@@ -100,9 +97,9 @@ TEST(RulesCli, TestCommandReportsFailuresAndExitsOne) {
 TEST(RulesCli, LintReportsEveryErrorWithLineAndColumn) {
     TempDir dir;
     const std::string a = dir.file("a.yaml"), b = dir.file("b.yaml"), good = dir.file("good.yaml");
-    write(a, "rules:\n  - id: x\n    when: occupancy_achieved < 50 and nme ~ \"gemm\"\n    message: m\n    sevrity: error\n");
-    write(b, "rules:\n  - id: ncu-tail-effect\n    override: true\n    let: {min_tail_pct: '30%%'}\n");
-    write(good, "rules:\n  - id: ncu-tail-effect\n    override: true\n    let: {min_tail_pct: 30}\n");
+    write_file(a, "rules:\n  - id: x\n    when: occupancy_achieved < 50 and nme ~ \"gemm\"\n    message: m\n    sevrity: error\n");
+    write_file(b, "rules:\n  - id: ncu-tail-effect\n    override: true\n    let: {min_tail_pct: '30%%'}\n");
+    write_file(good, "rules:\n  - id: ncu-tail-effect\n    override: true\n    let: {min_tail_pct: 30}\n");
     const auto r = run_perfwatch({"rules", "lint", a, b});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find(a + ":5:5: error: rule 'x': unknown key 'sevrity'"), std::string::npos) << r.err;
@@ -116,7 +113,7 @@ TEST(RulesCli, LintReportsEveryErrorWithLineAndColumn) {
 TEST(RulesCli, ListShowsTheEffectiveRules) {
     TempDir dir;
     const std::string team = dir.file("team.yaml");
-    write(team, R"(rules:
+    write_file(team, R"(rules:
   - id: ncu-small-grid
     enabled: false
   - id: ncu-tail-effect
@@ -134,7 +131,7 @@ TEST(RulesCli, ListShowsTheEffectiveRules) {
     EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(ncu-small-grid +disabled)"))) << r.out;
     // The configuration's rule files are part of the effective set too.
     const std::string cfg = dir.file("perfwatch.yaml");
-    write(cfg, "rules: [team.yaml]\n");
+    write_file(cfg, "rules: [team.yaml]\n");
     const auto c = run_perfwatch({"--config", cfg, "rules", "list"});
     EXPECT_TRUE(std::regex_search(c.out, std::regex(R"(ncu-small-grid +disabled)"))) << c.out << c.err;
 }
