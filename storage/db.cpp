@@ -808,10 +808,7 @@ Result<std::size_t> Db::complete_run(std::int64_t run_id, const std::vector<Outb
                 fp.reset();
             }
         }
-        SQLite::Statement mark(*m_db, "UPDATE runs SET processed_at = ? WHERE id = ?");
-        mark.bind(1, now_utc());
-        mark.bind(2, run_id);
-        mark.exec();
+        if (auto marked = mark_processed(run_id); !marked) return std::unexpected(marked.error());
         tx.commit();
         return added;
     });
