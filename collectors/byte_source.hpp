@@ -19,7 +19,7 @@ struct InflateLimits {
 
 bool is_gzip(std::string_view data);
 
-// A stream of bytes read in chunks: plain memory or gzip inflated on the fly.
+// A stream of bytes read in chunks: memory, a file, or gzip inflated on the fly.
 class ByteSource {
 public:
     virtual ~ByteSource() = default;
@@ -27,12 +27,46 @@ public:
     virtual Result<std::size_t> read(char* buffer, std::size_t n) = 0;
 };
 
+// A report file read from the start with read(2), in the caller's chunks, never whole. It hashes
+// every byte it hands out (SHA-256) and, at the end, fails when the file shrank or grew while it
+// was read (truncated or still being written by another process). A file deleted while being
+// read is read to its end: the open descriptor keeps its content.
+class FileSource final : public ByteSource {
+public:
+    // Opens `path` for reading: errors for a missing, unreadable or non-regular file.
+    static Result<std::unique_ptr<FileSource>> open(const std::string& path);
+    ~FileSource() override;
+
+    Result<std::size_t> read(char* buffer, std::size_t n) override;
+    // Up to `n` bytes from the start of the file, without moving the read position.
+    Result<std::string> head(std::size_t n) const;
+    // Reads what was not read yet and returns the lower-case hex SHA-256 of the whole file.
+    Result<std::string> finish_sha256();
+    std::uint64_t size_at_open() const { return m_size; }
+
+private:
+    FileSource(std::string path, int fd, std::uint64_t size);
+
+    std::string m_path;
+    int m_fd;
+    std::uint64_t m_size;
+    std::uint64_t m_offset = 0;
+    struct Hash;
+    std::unique_ptr<Hash> m_hash;
+};
+
+// Decompresses gzip (or zlib) read from `compressed`, with the limits. `compressed` must outlive it.
+std::unique_ptr<ByteSource> gunzip(const std::string& path, ByteSource& compressed, InflateLimits limits = {});
+
 // Plain bytes, or gzip when `data` starts with the gzip magic.
 std::unique_ptr<ByteSource> open_source(const std::string& path, std::string_view data, InflateLimits limits = {});
 
 // The first `max_bytes` of the data, decompressed when it is gzip (for format detection);
 // empty when it cannot be inflated.
 std::string sniff_prefix(std::string_view data, std::size_t max_bytes);
+
+// Everything `source` still holds.
+Result<std::string> read_rest(ByteSource& source);
 
 // The whole content, decompressed when it is gzip (with the limits).
 Result<std::string> read_all(const std::string& path, std::string_view data, InflateLimits limits = {});

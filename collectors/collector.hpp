@@ -5,11 +5,16 @@
 #include <string_view>
 #include <vector>
 
+#include "collectors/byte_source.hpp"
 #include "collectors/convert.hpp"
 #include "storage/error.hpp"
 #include "storage/model.hpp"
 
 namespace perfwatch {
+
+// How a collector wants a report file: whole in memory, as a stream of (decompressed) bytes in
+// bounded memory, or by path (SQLite databases, opened in place).
+enum class CollectorInput { whole, stream, path };
 
 // One report format. A collector recognizes its format from content (never the file name) and
 // turns a whole report into a RunBatch, or an Error naming the line or offset at fault.
@@ -21,8 +26,16 @@ public:
     virtual std::string_view description() const = 0;
     // True when `head` (the first bytes of the report, up to k_sniff_bytes) is in this format.
     virtual bool recognizes(std::string_view head) const = 0;
-    // Parses `content`; `path` is only used in messages and as the run's source.
+    // Parses `content`; `path` is only used in messages and as the run's source (except for
+    // CollectorInput::path collectors, which open `path` and ignore `content`).
     virtual Result<RunBatch> collect(const std::string& path, std::string_view content) const = 0;
+    virtual CollectorInput input() const { return CollectorInput::whole; }
+    // For CollectorInput::stream: parses the report from `source`, already decompressed.
+    virtual Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const {
+        auto content = read_rest(source);
+        if (!content) return std::unexpected(content.error());
+        return collect(path, *content);
+    }
 };
 
 inline constexpr std::size_t k_sniff_bytes = 1 << 20;
@@ -38,7 +51,8 @@ const Collector* detect(std::string_view content);
 std::string detect_file_format(const std::string& path);
 
 // Reads a report file, rejects empty, binary and unrecognised input with a clear error,
-// parses it and fills source and sha256.
+// parses it and fills source and sha256. Streaming collectors read it in bounded memory; the
+// file must not change while it is read (an error says so when it shrank or grew).
 Result<RunBatch> collect_file(const std::string& path);
 
 // Like collect_file, but a file whose extension one of `converters` names is first converted by

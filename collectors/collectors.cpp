@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 #include <fstream>
+#include <functional>
 #include <memory>
 
 #include "collectors/clintercept.hpp"
@@ -81,20 +82,9 @@ std::string sha256_hex(std::string_view data) {
 }
 
 Result<std::string> sha256_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return fail(path, 0, fmt::format("cannot open: {}", std::strerror(errno)));
-    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-    EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-    std::vector<char> buf(1 << 20);
-    while (in) {
-        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-        if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(in.gcount()));
-    }
-    if (in.bad()) return fail(path, 0, fmt::format("read error: {}", std::strerror(errno)));
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx.get(), digest, &len);
-    return hex(digest, len);
+    auto file = FileSource::open(path);
+    if (!file) return std::unexpected(file.error());
+    return (*file)->finish_sha256();
 }
 
 void add_report_labels(RunBatch& batch) {
@@ -108,28 +98,45 @@ void add_report_labels(RunBatch& batch) {
     if (!batch.tool_version.empty()) batch.labels.emplace("tool_version", batch.tool_version);
 }
 
-Result<RunBatch> collect_content(const std::string& path, std::string_view content) {
-    if (content.empty()) return fail(path, 0, "file is empty (expected a profiler report)");
-    const Collector* c = detect(content);
-    if (c == nullptr) {
-        if (is_gzip(content)) {
-            if (auto whole = read_all(path, content); !whole) return std::unexpected(whole.error());
-            return fail(path, 0, "gzip-compressed, but what it holds is in no format perfwatch reads "
-                                 "(see `perfwatch formats`)");
-        }
-        const std::string_view head = content.substr(0, std::min(content.size(), k_sniff_bytes));
-        if (const auto nul = head.find('\0'); nul != std::string_view::npos)
-            return fail_at_offset(path, nul,
-                                  "binary data (NUL byte) in no format perfwatch reads (see `perfwatch formats`)");
-        std::string names;
-        for (const Collector* k : collectors()) names += fmt::format("\n  {}: {}", k->id(), k->description());
-        return fail(path, 0, fmt::format("unrecognised report format; expected one of:{}", names));
+namespace {
+
+// Why no collector takes `head` (the start of a report, raw): empty, binary, corrupt gzip or
+// simply unknown. `whole` inflates the rest of a gzip report to report its own error.
+Error unrecognised(const std::string& path, std::string_view head, const std::function<Result<void>()>& inflate_all) {
+    if (head.empty()) return fail(path, 0, "file is empty (expected a profiler report)").error();
+    if (is_gzip(head)) {
+        if (auto whole = inflate_all(); !whole) return whole.error();
+        return fail(path, 0, "gzip-compressed, but what it holds is in no format perfwatch reads "
+                             "(see `perfwatch formats`)")
+            .error();
     }
+    const std::string_view start = head.substr(0, std::min(head.size(), k_sniff_bytes));
+    if (const auto nul = start.find('\0'); nul != std::string_view::npos)
+        return fail_at_offset(path, nul, "binary data (NUL byte) in no format perfwatch reads (see `perfwatch formats`)")
+            .error();
+    std::string names;
+    for (const Collector* k : collectors()) names += fmt::format("\n  {}: {}", k->id(), k->description());
+    return fail(path, 0, fmt::format("unrecognised report format; expected one of:{}", names)).error();
+}
+
+void finish_batch(RunBatch& batch, const std::string& path, std::string sha256) {
+    batch.source = path;
+    batch.sha256 = std::move(sha256);
+    add_report_labels(batch);
+}
+
+}  // namespace
+
+Result<RunBatch> collect_content(const std::string& path, std::string_view content) {
+    const Collector* c = content.empty() ? nullptr : detect(content);
+    if (c == nullptr)
+        return std::unexpected(unrecognised(path, content, [&]() -> Result<void> {
+            if (auto whole = read_all(path, content); !whole) return std::unexpected(whole.error());
+            return {};
+        }));
     auto batch = c->collect(path, content);
     if (!batch) return batch;
-    batch->source = path;
-    batch->sha256 = sha256_hex(content);
-    add_report_labels(*batch);
+    finish_batch(*batch, path, sha256_hex(content));
     return batch;
 }
 
@@ -143,9 +150,48 @@ std::string detect_file_format(const std::string& path) {
 }
 
 Result<RunBatch> collect_file(const std::string& path) {
-    auto content = read_whole_file(path);
-    if (!content) return std::unexpected(content.error());
-    return collect_content(path, *content);
+    auto file = FileSource::open(path);
+    if (!file) return std::unexpected(file.error());
+    FileSource& raw = **file;
+    auto head = raw.head(k_sniff_bytes);
+    if (!head) return std::unexpected(head.error());
+    const Collector* c = head->empty() ? nullptr : detect(*head);
+    if (c == nullptr)
+        return std::unexpected(unrecognised(path, *head, [&]() -> Result<void> {
+            auto inflated = gunzip(path, raw);
+            std::vector<char> sink(1 << 20);
+            while (true) {
+                auto got = inflated->read(sink.data(), sink.size());
+                if (!got) return std::unexpected(got.error());
+                if (*got == 0) return {};
+            }
+        }));
+    Result<RunBatch> batch;
+    switch (c->input()) {
+    case CollectorInput::stream:
+        if (is_gzip(*head)) {
+            auto inflated = gunzip(path, raw);
+            batch = c->collect_stream(path, *inflated);
+        } else {
+            batch = c->collect_stream(path, raw);
+        }
+        break;
+    case CollectorInput::path:
+        batch = c->collect(path, {});
+        break;
+    case CollectorInput::whole: {
+        auto content = read_rest(raw);
+        if (!content) return std::unexpected(content.error());
+        batch = c->collect(path, *content);
+        break;
+    }
+    }
+    if (!batch) return batch;
+    // Hashes what the collector did not read and checks the file did not change meanwhile.
+    auto sha = raw.finish_sha256();
+    if (!sha) return std::unexpected(sha.error());
+    finish_batch(*batch, path, std::move(*sha));
+    return batch;
 }
 
 Result<RunBatch> collect_file(const std::string& path, const std::vector<Converter>& converters) {

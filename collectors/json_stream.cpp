@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <bit>
 #include <cctype>
+#include <cstring>
 
 namespace perfwatch {
 
@@ -10,13 +13,24 @@ namespace {
 constexpr int k_eof = -1;
 }
 
+Result<std::size_t> JsonEventStream::refill() {
+    const std::size_t capacity = m_buffer.size() - k_json_padding;
+    if (m_len == capacity) {
+        // The value being scanned fills the buffer: grow it (one event or member at a time).
+        m_buffer.resize(capacity * 2 + k_json_padding);
+    }
+    auto r = m_source.read(m_buffer.data() + m_len, m_buffer.size() - k_json_padding - m_len);
+    if (!r) return std::unexpected(r.error());
+    m_len += *r;
+    return *r;
+}
+
 Result<int> JsonEventStream::peek() {
     if (m_pos == m_len) {
-        auto r = m_source.read(m_buffer.data(), m_buffer.size());
+        m_pos = m_len = 0;
+        auto r = refill();
         if (!r) return std::unexpected(r.error());
-        m_len = *r;
-        m_pos = 0;
-        if (m_len == 0) return k_eof;
+        if (*r == 0) return k_eof;
     }
     return static_cast<unsigned char>(m_buffer[m_pos]);
 }
@@ -84,33 +98,158 @@ Result<void> JsonEventStream::read_string(std::string* out) {
     }
 }
 
-Result<void> JsonEventStream::value(std::string* out) {
-    if (auto r = skip_ws(); !r) return r;
-    int depth = 0;
-    while (true) {
-        auto c = peek();
-        if (!c) return std::unexpected(c.error());
-        if (*c == k_eof) return eof_error("inside a value");
-        if (*c == '"') {
-            if (auto r = read_string(out); !r) return r;
-        } else {
-            const char ch = static_cast<char>(*c);
-            if (depth == 0 && (ch == ',' || ch == '}' || ch == ']')) return {};  // end of a scalar
-            ++m_pos;
-            ++m_offset;
-            if (out) out->push_back(ch);
-            if (ch == '{' || ch == '[') ++depth;
-            if (ch == '}' || ch == ']') --depth;
-        }
-        if (depth == 0) {
-            // A container closed, or a string or scalar character was read at top level.
-            auto n = peek();
-            if (!n) return std::unexpected(n.error());
-            if (*n == k_eof) return {};
-            const char next = static_cast<char>(*n);
-            if (next == ',' || next == '}' || next == ']' || std::isspace(*n)) return {};
-        }
+namespace {
+
+// Character classes for the scanner: what ends a run of plain characters.
+enum : unsigned char { k_plain, k_quote, k_open, k_close, k_separator };
+
+constexpr std::array<unsigned char, 256> k_classes = [] {
+    std::array<unsigned char, 256> t{};
+    t['"'] = k_quote;
+    t['{'] = t['['] = k_open;
+    t['}'] = t[']'] = k_close;
+    t[','] = t[' '] = t['\n'] = t['\r'] = t['\t'] = k_separator;
+    return t;
+}();
+
+// The first '"' or '\\' in buf[i, end), or end; eight bytes at a time (the buffer is padded,
+// so reading up to 8 bytes past `end` is safe; matches there are ignored).
+std::size_t find_quote_or_backslash(const char* buf, std::size_t i, std::size_t end) {
+    if constexpr (std::endian::native != std::endian::little) {
+        while (i < end && buf[i] != '"' && buf[i] != '\\') ++i;
+        return i;
     }
+    // The lowest flagged byte is exact (and the first in memory on little-endian machines).
+    constexpr std::uint64_t k_ones = 0x0101010101010101ULL, k_highs = 0x8080808080808080ULL;
+    while (i < end) {
+        std::uint64_t v;
+        std::memcpy(&v, buf + i, sizeof v);
+        const std::uint64_t q = v ^ (k_ones * '"'), b = v ^ (k_ones * '\\');
+        const std::uint64_t hit = (((q - k_ones) & ~q) | ((b - k_ones) & ~b)) & k_highs;
+        if (hit != 0) return std::min(end, i + static_cast<std::size_t>(__builtin_ctzll(hit) >> 3));
+        i += 8;
+    }
+    return end;
+}
+
+}  // namespace
+
+Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
+    if (auto r = skip_ws(); !r) return std::unexpected(r.error());
+    std::size_t start = m_pos, i = m_pos;
+    int depth = 0;
+    bool in_string = false, started = false;
+    // Top-level keys of the value: whether the next string is a key, and which hint (if any)
+    // the next string value fills, as offsets from `start`.
+    bool expect_key = false;
+    std::size_t string_start = 0, capture_for = 0;  // 1: ph, 2: cat
+    std::size_t hint_at[3] = {0, 0, 0}, hint_len[3] = {0, 0, 0};
+    bool string_escaped = false, escape_pending = false;
+    while (true) {
+        if (i == m_len) {
+            // Out of buffered input: move the value's start to the front (or drop what was
+            // scanned when it is skipped) and read more.
+            const std::size_t from = keep ? start : i;
+            m_offset += from - m_pos;
+            std::memmove(m_buffer.data(), m_buffer.data() + from, m_len - from);
+            m_len -= from;
+            i -= from;
+            string_start -= std::min(string_start, from);
+            start -= from;
+            m_pos = 0;
+            auto r = refill();
+            if (!r) return std::unexpected(r.error());
+            if (*r == 0) {
+                if (started && depth == 0 && !in_string) break;  // a scalar at the very end
+                m_offset += i;
+                return eof_error(in_string ? "inside a string" : "inside a value");
+            }
+        }
+        const char* buf = m_buffer.data();
+        if (in_string) {
+            if (escape_pending) {  // the character after a backslash that ended the last buffer
+                escape_pending = false;
+                ++i;
+                continue;
+            }
+            i = find_quote_or_backslash(buf, i, m_len);
+            if (i == m_len) continue;
+            if (buf[i] == '\\') {
+                string_escaped = true;
+                if (i + 1 < m_len) {
+                    i += 2;
+                } else {
+                    escape_pending = true;
+                    i = m_len;
+                }
+                continue;
+            }
+            in_string = false;
+            ++i;
+            if (depth == 0) break;
+            if (depth == 1 && hints != nullptr) {
+                const std::size_t text_at = string_start + 1, text_len = i - 1 - text_at;
+                if (expect_key) {
+                    const std::string_view key(buf + text_at, text_len);
+                    capture_for = key == "ph" ? 1 : key == "cat" ? 2 : 0;
+                    expect_key = false;
+                } else if (capture_for != 0) {
+                    if (!string_escaped) {
+                        hint_at[capture_for] = text_at - start;
+                        hint_len[capture_for] = text_len;
+                    }
+                    capture_for = 0;
+                }
+            }
+            continue;
+        }
+        while (i < m_len && k_classes[static_cast<unsigned char>(buf[i])] == k_plain) {
+            started = true;
+            ++i;
+        }
+        if (i == m_len) continue;
+        const char c = buf[i];
+        switch (k_classes[static_cast<unsigned char>(c)]) {
+        case k_quote:
+            in_string = true;
+            string_escaped = false;
+            string_start = i;
+            started = true;
+            break;
+        case k_open:
+            ++depth;
+            started = true;
+            if (depth == 1) expect_key = c == '{';
+            else if (depth == 2) capture_for = 0;  // a non-string value
+            break;
+        case k_close:
+            if (depth == 0) goto done;  // the end of a scalar value
+            if (--depth == 0) {
+                ++i;
+                goto done;
+            }
+            break;
+        case k_separator:
+            if (depth == 0) goto done;
+            if (depth == 1 && c == ',') {
+                expect_key = buf[start] == '{';
+                capture_for = 0;
+            }
+            break;
+        default:
+            break;
+        }
+        ++i;
+    }
+done:
+    const std::string_view text(m_buffer.data() + start, i - start);
+    m_offset += i - m_pos;
+    m_pos = i;
+    if (hints != nullptr) {
+        hints->ph = hint_len[1] > 0 ? text.substr(hint_at[1], hint_len[1]) : std::string_view();
+        hints->cat = hint_len[2] > 0 ? text.substr(hint_at[2], hint_len[2]) : std::string_view();
+    }
+    return keep ? text : std::string_view();
 }
 
 Result<void> JsonEventStream::events(const EventFn& on_event) {
@@ -123,10 +262,11 @@ Result<void> JsonEventStream::events(const EventFn& on_event) {
     }
     std::size_t index = 0;
     while (true) {
-        m_scratch.clear();
-        if (auto r = value(&m_scratch); !r) return r;
+        Hints hints;
+        auto event = value(true, &hints);
+        if (!event) return std::unexpected(event.error());
         ++index;
-        if (auto r = on_event(m_scratch); !r) return r;
+        if (auto r = on_event(*event, hints); !r) return r;
         if (auto r = skip_ws(); !r) return r;
         auto sep = get();
         if (!sep) return std::unexpected(sep.error());
@@ -145,7 +285,7 @@ Result<void> JsonEventStream::run(const WantFn& want_member, const MemberFn& on_
     if (!first) return std::unexpected(first.error());
     if (*first == '[') return events(on_event);
     if (*first != '{') return fail_at_offset(m_path, 0, "expected a JSON object or array of trace events");
-    std::string key, member;
+    std::string key;
     if (auto r = skip_ws(); !r) return r;
     if (auto c = peek(); c && *c == '}') return {};
     while (true) {
@@ -162,11 +302,11 @@ Result<void> JsonEventStream::run(const WantFn& want_member, const MemberFn& on_
             if (auto r = expect('[', "the traceEvents array"); !r) return r;
             if (auto r = events(on_event); !r) return r;
         } else if (want_member(name)) {
-            member.clear();
-            if (auto r = value(&member); !r) return r;
-            if (auto r = on_member(name, member); !r) return r;
+            auto member = value(true);
+            if (!member) return std::unexpected(member.error());
+            if (auto r = on_member(name, *member); !r) return r;
         } else {
-            if (auto r = value(nullptr); !r) return r;
+            if (auto r = value(false); !r) return std::unexpected(r.error());
         }
         if (auto r = skip_ws(); !r) return r;
         auto sep = get();

@@ -8,13 +8,23 @@
 
 namespace perfwatch {
 
+inline constexpr std::size_t k_json_padding = 64;  // >= SIMDJSON_PADDING, and >= 8 for word reads
+
 // Walks a trace document without holding it: a JSON array of events, or an object whose
 // "traceEvents" array holds them. Each event's JSON text is handed to `on_event` and then
 // forgotten; each other top-level member's text goes to `on_member` when `want_member(key)`,
-// else it is skipped. Memory stays at one event (or wanted member) plus a read buffer.
+// else it is skipped. Memory stays at one event (or wanted member) plus a read buffer. The text
+// handed over is a view into the read buffer followed by at least k_json_padding readable bytes
+// (so simdjson can parse it in place), valid until the callback returns.
 class JsonEventStream {
 public:
-    using EventFn = std::function<Result<void>(std::string_view json)>;
+    // The raw text of an event's top-level "ph" and "cat" string values, found while scanning
+    // (empty when absent, not a plain string, or holding escapes): lets a reader skip events it
+    // ignores without parsing them.
+    struct Hints {
+        std::string_view ph, cat;
+    };
+    using EventFn = std::function<Result<void>(std::string_view json, const Hints& hints)>;
     using MemberFn = std::function<Result<void>(std::string_view key, std::string_view json)>;
     using WantFn = std::function<bool(std::string_view key)>;
 
@@ -31,16 +41,17 @@ private:
     Result<void> skip_ws();
     Result<void> expect(char c, std::string_view what);
     Result<void> read_string(std::string* out);  // at '"'; appends the raw text with quotes when out
-    Result<void> value(std::string* out);          // copies (or skips) one JSON value
+    // Scans one JSON value in the buffer; its text when `keep`, else consumed bytes are dropped.
+    Result<std::string_view> value(bool keep, Hints* hints = nullptr);
+    Result<std::size_t> refill();  // appends input after m_len, growing the buffer when full
     Result<void> events(const EventFn& on_event);
     std::unexpected<Error> eof_error(std::string_view where) const;
 
     const std::string& m_path;
     ByteSource& m_source;
-    std::string m_buffer = std::string(1 << 16, '\0');
+    std::string m_buffer = std::string((1 << 20) + k_json_padding, '\0');
     std::size_t m_pos = 0, m_len = 0;
-    std::uint64_t m_offset = 0;
-    std::string m_scratch;
+    std::uint64_t m_offset = 0;  // input offset of m_buffer[m_pos]
 };
 
 }  // namespace perfwatch

@@ -5,14 +5,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <optional>
-#include <regex>
 #include <unordered_map>
 
 #include "collectors/byte_source.hpp"
 #include "collectors/json_number.hpp"
 #include "collectors/json_stream.hpp"
+
+static_assert(perfwatch::k_json_padding >= simdjson::SIMDJSON_PADDING, "event views must be parseable in place");
 #include "collectors/timeline.hpp"
 #include "collectors/units.hpp"
 
@@ -42,8 +44,8 @@ Cat category(std::string_view cat) {
 
 // HTA's kernel type: communication kernels by name.
 bool is_comm_kernel(std::string_view name) {
-    static const std::regex k_comm(R"(^nccl|ncclKernel|ncclDevKernel|^rccl|^hccl)");
-    return std::regex_search(name.begin(), name.end(), k_comm);
+    return name.starts_with("nccl") || name.starts_with("rccl") || name.starts_with("hccl") ||
+           name.find("ncclKernel") != std::string_view::npos || name.find("ncclDevKernel") != std::string_view::npos;
 }
 
 struct Stats {
@@ -112,18 +114,45 @@ double overlap_length(std::vector<Span> a, std::vector<Span> b) {
     return total;
 }
 
+// Launches (or kernels) waiting for their other half, by correlation ID. Bounded: past
+// k_max_pending the oldest waiting entries are dropped (a runtime call whose kernel never comes,
+// such as cudaStreamSynchronize, would otherwise stay forever).
+class PendingMatches {
+public:
+    static constexpr std::size_t k_max_pending = 1 << 18;
+
+    void put(std::int64_t id, std::pair<double, double> value) {
+        m_waiting[id] = value;
+        m_order.push_back(id);
+        while (m_order.size() > 2 * k_max_pending || m_waiting.size() > k_max_pending) {
+            m_waiting.erase(m_order.front());
+            m_order.pop_front();
+        }
+    }
+    std::optional<std::pair<double, double>> take(std::int64_t id) {
+        auto it = m_waiting.find(id);
+        if (it == m_waiting.end()) return std::nullopt;
+        const auto value = it->second;
+        m_waiting.erase(it);
+        return value;
+    }
+
+private:
+    std::unordered_map<std::int64_t, std::pair<double, double>> m_waiting;
+    std::deque<std::int64_t> m_order;
+};
+
 class KinetoReader {
 public:
     explicit KinetoReader(const std::string& path) : m_path(path) {}
 
-    Result<RunBatch> run(std::string_view content) {
-        auto source = open_source(m_path, content);
-        JsonEventStream stream(m_path, *source);
+    Result<RunBatch> run(ByteSource& source) {
+        JsonEventStream stream(m_path, source);
         auto want = [](std::string_view key) {
             return key == "deviceProperties" || key == "distributedInfo" || key == "schemaVersion";
         };
         auto member = [&](std::string_view key, std::string_view json) { return take_member(key, json); };
-        auto event = [&](std::string_view json) { return take_event(json); };
+        auto event = [&](std::string_view json, const JsonEventStream::Hints& hints) { return take_event(json, hints); };
         if (auto r = stream.run(want, member, event); !r) return std::unexpected(r.error());
         return finish();
     }
@@ -131,7 +160,7 @@ public:
 private:
     Result<void> take_member(std::string_view key, std::string_view json) {
         simdjson::dom::element root;
-        if (m_parser.parse(json.data(), json.size()).get(root))
+        if (m_parser.parse(json.data(), json.size(), false).get(root))
             return fail(m_path, 0, fmt::format("top-level member \"{}\" is not valid JSON", key));
         if (key == "schemaVersion") {
             if (root.is_int64()) m_schema = fmt::format("schema {}", int64_t(root));
@@ -192,10 +221,20 @@ private:
         return p;
     }
 
-    Result<void> take_event(std::string_view json) {
+    Result<void> take_event(std::string_view json, const JsonEventStream::Hints& hints) {
         ++m_events;
+        // Events that only count (or not at all) are not parsed once the time base is known.
+        if (!hints.ph.empty() && hints.ph != "X") return {};
+        if (m_base && hints.ph == "X" && !hints.cat.empty()) {
+            const Cat c = category(hints.cat);
+            if (c == Cat::other) return {};
+            if (c == Cat::cpu_op) {
+                ++m_cpu_ops;
+                return {};
+            }
+        }
         simdjson::dom::element root;
-        if (m_parser.parse(json.data(), json.size()).get(root))
+        if (m_parser.parse(json.data(), json.size(), false).get(root))
             return fail(m_path, 0, fmt::format("trace event {} is not valid JSON", m_events));
         simdjson::dom::object o;
         if (root.get_object().get(o)) return fail(m_path, 0, fmt::format("trace event {} is not an object", m_events));
@@ -321,25 +360,15 @@ private:
     // HTA: launch delay = kernel start - (runtime call start + its duration); a short kernel is
     // one whose launch call took <= 50 us and whose GPU time is below that call's time.
     void match_kernel(double correlation, double start, double length) {
-        auto it = m_pending_runtime.find(correlation);
-        if (it == m_pending_runtime.end()) {
-            m_pending_kernels[correlation] = {start, length};
-            return;
-        }
-        record_launch(it->second, {start, length});
-        m_pending_runtime.erase(it);
+        const auto id = static_cast<std::int64_t>(correlation);
+        if (auto cpu = m_pending_runtime.take(id)) record_launch(*cpu, {start, length});
+        else m_pending_kernels.put(id, {start, length});
     }
-
     void match_runtime(double correlation, double start, double length) {
-        auto it = m_pending_kernels.find(correlation);
-        if (it == m_pending_kernels.end()) {
-            m_pending_runtime[correlation] = {start, length};
-            return;
-        }
-        record_launch({start, length}, it->second);
-        m_pending_kernels.erase(it);
+        const auto id = static_cast<std::int64_t>(correlation);
+        if (auto gpu = m_pending_kernels.take(id)) record_launch({start, length}, *gpu);
+        else m_pending_runtime.put(id, {start, length});
     }
-
     void record_launch(std::pair<double, double> cpu, std::pair<double, double> gpu) {
         const double delay = gpu.first - (cpu.first + cpu.second);
         m_delays.add(delay);
@@ -456,7 +485,7 @@ private:
     std::map<std::string, double> m_bytes;
     std::map<std::string, Stats> m_api;
     std::map<std::string, Stats> m_sync_kinds;
-    std::unordered_map<double, std::pair<double, double>> m_pending_runtime, m_pending_kernels;
+    PendingMatches m_pending_runtime, m_pending_kernels;
     Stats m_delays, m_steps, m_sync;
     double m_delay_outliers = 0, m_short_kernels = 0, m_runtime_outliers = 0, m_cpu_ops = 0;
     double m_comm_time = 0, m_compute_time = 0, m_memory_time = 0;
@@ -478,8 +507,14 @@ public:
         return false;
     }
 
+    CollectorInput input() const override { return CollectorInput::stream; }
+
     Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
-        return KinetoReader(path).run(content);
+        return collect_stream(path, *open_source(path, content));
+    }
+
+    Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
+        return KinetoReader(path).run(source);
     }
 };
 

@@ -60,6 +60,7 @@ public:
         return "Nsight Systems SQLite export (nsys export --type sqlite), schemas 2021-2025";
     }
 
+    CollectorInput input() const override { return CollectorInput::path; }
     bool recognizes(std::string_view head) const override { return head.starts_with(k_sqlite_magic); }
 
     Result<RunBatch> collect(const std::string& path, std::string_view) const override {

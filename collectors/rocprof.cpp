@@ -140,6 +140,7 @@ public:
         return "rocprof SQLite: v1 results.db (KERN/OPS/HIP/COPY) and the rocprofv3 rocpd database";
     }
 
+    CollectorInput input() const override { return CollectorInput::path; }
     bool recognizes(std::string_view head) const override {
         if (!head.starts_with(k_sqlite_magic)) return false;
         return head.find("rocpd_kernel_dispatch") != std::string_view::npos ||
