@@ -13,6 +13,7 @@
 #include "collectors/byte_source.hpp"
 #include "collectors/json_number.hpp"
 #include "collectors/json_stream.hpp"
+#include "collectors/span_set.hpp"
 
 static_assert(perfwatch::k_json_padding >= simdjson::SIMDJSON_PADDING, "event views must be parseable in place");
 #include "collectors/timeline.hpp"
@@ -69,50 +70,6 @@ struct KernelExtra {
     std::string limiter;
     std::string device;
 };
-
-struct Span {
-    double start, end;
-};
-
-double union_length(std::vector<Span>& spans) {
-    if (spans.empty()) return 0;
-    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
-    double total = 0, s = spans[0].start, e = spans[0].end;
-    for (const Span& x : spans) {
-        if (x.start <= e) {
-            e = std::max(e, x.end);
-        } else {
-            total += e - s;
-            s = x.start;
-            e = x.end;
-        }
-    }
-    return total + e - s;
-}
-
-// Length of the intersection of two unions of intervals.
-double overlap_length(std::vector<Span> a, std::vector<Span> b) {
-    auto merge = [](std::vector<Span>& v) {
-        std::sort(v.begin(), v.end(), [](const Span& x, const Span& y) { return x.start < y.start; });
-        std::vector<Span> out;
-        for (const Span& x : v) {
-            if (!out.empty() && x.start <= out.back().end)
-                out.back().end = std::max(out.back().end, x.end);
-            else
-                out.push_back(x);
-        }
-        return out;
-    };
-    const auto ma = merge(a), mb = merge(b);
-    double total = 0;
-    std::size_t i = 0, j = 0;
-    while (i < ma.size() && j < mb.size()) {
-        const double lo = std::max(ma[i].start, mb[j].start), hi = std::min(ma[i].end, mb[j].end);
-        if (hi > lo) total += hi - lo;
-        (ma[i].end < mb[j].end) ? ++i : ++j;
-    }
-    return total;
-}
 
 // Launches (or kernels) waiting for their other half, by correlation ID. Bounded: past
 // k_max_pending the oldest waiting entries are dropped (a runtime call whose kernel never comes,
@@ -269,7 +226,7 @@ private:
                 ev.end_ns = start + length;
                 if (ev.kind == TimelineEvent::Kind::kernel) {
                     kernel_extra(ev, args, has_args, length);
-                    (is_comm_kernel(name) ? m_comm_spans : m_compute_spans).push_back({start, start + length});
+                    (is_comm_kernel(name) ? m_comm_spans : m_compute_spans).add(start, start + length);
                     (is_comm_kernel(name) ? m_comm_time : m_compute_time) += length;
                     if (correlation >= 0) match_kernel(correlation, start, length);
                 } else {
@@ -448,10 +405,8 @@ private:
         run.set(plain("gpu_time_comm", m_comm_time, "ns"));
         run.set(plain("gpu_time_compute", m_compute_time, "ns"));
         run.set(plain("gpu_time_memory", m_memory_time, "ns"));
-        const double comm_union = union_length(m_comm_spans);
-        if (comm_union > 0)
-            run.set(plain("comm_compute_overlap_pct", 100.0 * overlap_length(m_comm_spans, m_compute_spans) / comm_union,
-                          "percent"));
+        const Overlap comm = overlap(m_comm_spans, m_compute_spans);
+        if (comm.a_length > 0) run.set(plain("comm_compute_overlap_pct", 100.0 * comm.both / comm.a_length, "percent"));
         if (m_delays.count > 0) {
             run.set(plain("launch_delay_mean", m_delays.total / m_delays.count, "ns"));
             run.set(plain("launch_delay_max", m_delays.max, "ns"));
@@ -489,7 +444,7 @@ private:
     Stats m_delays, m_steps, m_sync;
     double m_delay_outliers = 0, m_short_kernels = 0, m_runtime_outliers = 0, m_cpu_ops = 0;
     double m_comm_time = 0, m_compute_time = 0, m_memory_time = 0;
-    std::vector<Span> m_comm_spans, m_compute_spans;
+    SpanSet m_comm_spans, m_compute_spans;
 };
 
 class KinetoCollector final : public Collector {

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
+#include <limits>
+#include <optional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -32,7 +35,7 @@ std::string_view memory_kind_name(long long kind) {
 
 class Export {
 public:
-    explicit Export(const std::string& path) : m_db(path, SQLite::OPEN_READONLY) {
+    explicit Export(const std::string& path) : m_path(path), m_db(path, SQLite::OPEN_READONLY) {
         SQLite::Statement st(m_db, "SELECT name FROM sqlite_master WHERE type IN ('table','view')");
         while (st.executeStep()) m_tables.insert(st.getColumn(0).getString());
     }
@@ -47,10 +50,60 @@ public:
     }
 
     SQLite::Database& db() { return m_db; }
+    const std::string& path() const { return m_path; }
 
 private:
+    std::string m_path;
     SQLite::Database m_db;
     std::set<std::string> m_tables;
+};
+
+// The start of the runtime call that launched a kernel, by correlation ID, without joining the
+// two tables (an automatic index over every runtime row): CUPTI numbers calls in order and both
+// tables are written roughly in that order, so the runtime rows are read alongside the kernels,
+// keeping those read ahead in a bounded map. A kernel whose call was read long before (evicted)
+// or never comes gets no latency.
+class LaunchMatcher {
+public:
+    static constexpr std::size_t k_max_waiting = 1 << 18;
+
+    LaunchMatcher(SQLite::Database& db, bool enabled) {
+        if (enabled)
+            m_runtime.emplace(db, "SELECT correlationId, start FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+                                  "WHERE correlationId IS NOT NULL");
+    }
+
+    std::optional<double> launch_start(long long correlation) {
+        if (auto it = m_waiting.find(correlation); it != m_waiting.end()) {
+            const double start = it->second;
+            m_waiting.erase(it);
+            return start;
+        }
+        // Read ahead until this call, or past it.
+        while (m_runtime && m_last_read <= correlation) {
+            if (!m_runtime->executeStep()) {
+                m_runtime.reset();
+                break;
+            }
+            const long long id = m_runtime->getColumn(0).getInt64();
+            const double start = m_runtime->getColumn(1).getDouble();
+            m_last_read = std::max(m_last_read, id);
+            if (id == correlation) return start;
+            m_waiting[id] = start;
+            m_order.push_back(id);
+            while (m_waiting.size() > k_max_waiting || m_order.size() > 2 * k_max_waiting) {
+                m_waiting.erase(m_order.front());
+                m_order.pop_front();
+            }
+        }
+        return std::nullopt;
+    }
+
+private:
+    std::optional<SQLite::Statement> m_runtime;
+    long long m_last_read = std::numeric_limits<long long>::min();
+    std::unordered_map<long long, double> m_waiting;
+    std::deque<long long> m_order;
 };
 
 class NsysSqliteCollector final : public Collector {
@@ -117,68 +170,85 @@ private:
             }
         }
 
-        auto device_name = [&](long long id) {
+        auto device_name = [&](long long id) -> const std::string& {
             auto it = device_names.find(id);
-            return it != device_names.end() ? it->second : fmt::format("device {}", id);
+            if (it == device_names.end()) it = device_names.emplace(id, fmt::format("device {}", id)).first;
+            return it->second;
         };
-        std::vector<TimelineEvent> events;
-        // Per kernel name: launch configuration of its longest launch, launch latency statistics.
+        // Rows stream into the timeline (bounded memory, whatever the number of kernels).
+        TimelineBuilder timeline(TimelineOptions{false});
+        // Per kernel name (by string ID): launch configuration of its longest launch, launch latency.
         struct KernelExtra {
+            std::string name;
             double longest = -1;
             double grid = 0, block = 0, registers = 0, static_smem = 0, dynamic_smem = 0;
             std::string grid_text, block_text, short_name;
-            std::vector<double> latencies;
+            double latency_count = 0, latency_sum = 0, latency_max = 0;
         };
-        std::unordered_map<std::string, KernelExtra> extras;
-        std::vector<double> all_latencies;
+        std::unordered_map<long long, KernelExtra> extras;
+        double latency_count = 0, latency_sum = 0, latency_max = 0;
         std::size_t kernel_rows = 0;
         if (ex.has("CUPTI_ACTIVITY_KIND_KERNEL")) {
             const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_KERNEL");
             const bool demangled = cols.contains("demangledName");
             const std::string name_col = demangled ? "demangledName" : "shortName";
             const bool latency = ex.has("CUPTI_ACTIVITY_KIND_RUNTIME") && cols.contains("correlationId");
-            const std::string sql = fmt::format(
-                "SELECT k.start, k.end, k.deviceId, k.streamId, n.value, s.value, k.gridX, k.gridY, k.gridZ, "
-                "k.blockX, k.blockY, k.blockZ, k.registersPerThread, k.staticSharedMemory, k.dynamicSharedMemory, "
-                "{} FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds n ON n.id = k.{} "
-                "LEFT JOIN StringIds s ON s.id = k.shortName {}",
-                latency ? "r.start" : "NULL", name_col,
-                latency ? "LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId" : "");
-            SQLite::Statement st(ex.db(), sql);
+            // Names are looked up once per kernel name, not joined to every row.
+            SQLite::Statement name_of(ex.db(), "SELECT value FROM StringIds WHERE id = ?");
+            auto string_id = [&](long long id) -> std::optional<std::string> {
+                name_of.reset();
+                name_of.bind(1, static_cast<int64_t>(id));
+                if (!name_of.executeStep() || name_of.getColumn(0).isNull()) return std::nullopt;
+                return name_of.getColumn(0).getString();
+            };
+            LaunchMatcher launches(ex.db(), latency);
+            SQLite::Statement st(ex.db(), fmt::format("SELECT start, end, deviceId, {}, shortName, gridX, gridY, gridZ, "
+                                                      "blockX, blockY, blockZ, registersPerThread, staticSharedMemory, "
+                                                      "dynamicSharedMemory, {} FROM CUPTI_ACTIVITY_KIND_KERNEL",
+                                                      name_col, latency ? "correlationId" : "NULL"));
             while (st.executeStep()) {
                 ++kernel_rows;
-                TimelineEvent ev;
-                ev.kind = TimelineEvent::Kind::kernel;
-                ev.start_ns = st.getColumn(0).getDouble();
-                ev.end_ns = st.getColumn(1).getDouble();
-                ev.device = device_name(st.getColumn(2).getInt64());
-                ev.queue = st.getColumn(3).getString();
-                ev.name = st.getColumn(4).getString();
-                KernelExtra& x = extras[ev.name];
-                const double duration = ev.end_ns - ev.start_ns;
+                const double start = st.getColumn(0).getDouble(), end = st.getColumn(1).getDouble();
+                const std::string& device = device_name(st.getColumn(2).getInt64());
+                auto [xit, fresh] = extras.try_emplace(st.getColumn(3).getInt64());
+                KernelExtra& x = xit->second;
+                if (fresh) {
+                    auto name = string_id(xit->first);
+                    if (!name)
+                        return fail(ex.path(), 0, fmt::format("kernel name {} is not in the StringIds table", xit->first));
+                    x.name = std::move(*name);
+                }
+                timeline.add(TimelineEvent::Kind::kernel, x.name, device, start, end);
+                const double duration = end - start;
                 if (duration > x.longest) {
                     x.longest = duration;
-                    const double gx = st.getColumn(6).getDouble(), gy = st.getColumn(7).getDouble(),
-                                 gz = st.getColumn(8).getDouble();
-                    const double bx = st.getColumn(9).getDouble(), by = st.getColumn(10).getDouble(),
-                                 bz = st.getColumn(11).getDouble();
+                    const double gx = st.getColumn(5).getDouble(), gy = st.getColumn(6).getDouble(),
+                                 gz = st.getColumn(7).getDouble();
+                    const double bx = st.getColumn(8).getDouble(), by = st.getColumn(9).getDouble(),
+                                 bz = st.getColumn(10).getDouble();
                     x.grid = gx * gy * gz;
                     x.block = bx * by * bz;
                     x.grid_text = fmt::format("{}x{}x{}", gx, gy, gz);
                     x.block_text = fmt::format("{}x{}x{}", bx, by, bz);
-                    x.registers = st.getColumn(12).getDouble();
-                    x.static_smem = st.getColumn(13).getDouble();
-                    x.dynamic_smem = st.getColumn(14).getDouble();
-                    if (!st.getColumn(5).isNull()) x.short_name = st.getColumn(5).getString();
+                    x.registers = st.getColumn(11).getDouble();
+                    x.static_smem = st.getColumn(12).getDouble();
+                    x.dynamic_smem = st.getColumn(13).getDouble();
+                    if (!st.getColumn(4).isNull()) x.short_name = string_id(st.getColumn(4).getInt64()).value_or("");
                 }
-                if (!st.getColumn(15).isNull()) {
-                    const double lat = ev.start_ns - st.getColumn(15).getDouble();
-                    x.latencies.push_back(lat);
-                    all_latencies.push_back(lat);
+                if (st.getColumn(14).isNull()) continue;
+                if (const auto launched = launches.launch_start(st.getColumn(14).getInt64())) {
+                    const double lat = start - *launched;
+                    x.latency_count += 1;
+                    x.latency_sum += lat;
+                    x.latency_max = x.latency_count == 1 ? lat : std::max(x.latency_max, lat);
+                    latency_count += 1;
+                    latency_sum += lat;
+                    latency_max = latency_count == 1 ? lat : std::max(latency_max, lat);
                 }
-                events.push_back(std::move(ev));
             }
         }
+        std::unordered_map<std::string, const KernelExtra*> extra_of;
+        for (const auto& [name_id, x] : extras) extra_of[x.name] = &x;
 
         // Memory copies and sets, per direction and host memory kind: the timeline counts and times
         // them; bytes and what the name stands for are kept here.
@@ -187,14 +257,9 @@ private:
             std::string direction, host_memory;
         };
         std::map<std::string, MemGroup> mem;
-        auto memory_event = [&](std::string name, const SQLite::Statement& st) {
-            TimelineEvent ev;
-            ev.kind = TimelineEvent::Kind::memory;
-            ev.name = std::move(name);
-            ev.start_ns = st.getColumn(0).getDouble();
-            ev.end_ns = st.getColumn(1).getDouble();
-            ev.device = device_name(st.getColumn(2).getInt64());
-            events.push_back(std::move(ev));
+        auto memory_event = [&](const std::string& name, const SQLite::Statement& st) {
+            timeline.add(TimelineEvent::Kind::memory, name, device_name(st.getColumn(2).getInt64()),
+                         st.getColumn(0).getDouble(), st.getColumn(1).getDouble());
         };
         if (ex.has("CUPTI_ACTIVITY_KIND_MEMCPY")) {
             const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_MEMCPY");
@@ -218,7 +283,7 @@ private:
                 g.bytes += st.getColumn(4).getDouble();
                 g.direction = std::string(copy_kind_name(copy_kind));
                 g.host_memory = host;
-                memory_event(std::move(name), st);
+                memory_event(name, st);
             }
         }
         if (ex.has("CUPTI_ACTIVITY_KIND_MEMSET")) {
@@ -236,7 +301,7 @@ private:
             batch.notes.push_back(ex.has("CUPTI_ACTIVITY_KIND_KERNEL")
                                       ? "the export's kernel table is empty: no CUDA kernels in this capture"
                                       : "no CUDA kernel data in this capture (no CUPTI_ACTIVITY_KIND_KERNEL table)");
-        build_timeline_entities(batch, std::move(events), TimelineOptions{false});
+        timeline.finish(batch);
 
         // Attach GPU facts to the device entities the timeline made (or add devices it did not see).
         for (Entity& info : device_info) {
@@ -262,9 +327,9 @@ private:
                 if (auto d = e.attributes.find("device"); d != e.attributes.end())
                     if (auto sm = sm_counts.find(d->second); sm != sm_counts.end())
                         e.set(plain("sm_count", sm->second, "count", "smCount"));
-                auto it = extras.find(e.name);
-                if (it == extras.end()) continue;
-                const KernelExtra& x = it->second;
+                auto it = extra_of.find(e.name);
+                if (it == extra_of.end()) continue;
+                const KernelExtra& x = *it->second;
                 e.set(plain("grid_size", x.grid, "count", "gridX*gridY*gridZ"));
                 e.set(plain("block_size", x.block, "count", "blockX*blockY*blockZ"));
                 e.set(plain("registers_per_thread", x.registers, "count", "registersPerThread"));
@@ -273,10 +338,9 @@ private:
                 e.attributes["grid"] = x.grid_text;
                 e.attributes["block"] = x.block_text;
                 if (!x.short_name.empty()) e.attributes["short_name"] = x.short_name;
-                if (!x.latencies.empty()) {
-                    const DurationStats s = duration_stats(x.latencies);
-                    e.set(plain("launch_latency_mean", s.mean, "ns"));
-                    e.set(plain("launch_latency_max", s.max, "ns"));
+                if (x.latency_count > 0) {
+                    e.set(plain("launch_latency_mean", x.latency_sum / x.latency_count, "ns"));
+                    e.set(plain("launch_latency_max", x.latency_max, "ns"));
                 }
             } else if (e.kind == EntityKind::memcpy) {
                 auto it = mem.find(e.name);
@@ -293,9 +357,10 @@ private:
         double sync_time = 0, sync_calls = 0, api_calls = 0;
         if (ex.has("CUPTI_ACTIVITY_KIND_RUNTIME")) {
             SQLite::Statement st(ex.db(),
-                                 "SELECT s.value, count(*), sum(r.end - r.start), min(r.end - r.start), "
-                                 "max(r.end - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
-                                 "JOIN StringIds s ON s.id = r.nameId GROUP BY s.value ORDER BY 3 DESC");
+                                 "SELECT s.value, g.n, g.total, g.shortest, g.longest FROM "
+                                 "(SELECT nameId, count(*) AS n, sum(end - start) AS total, min(end - start) AS shortest, "
+                                 "max(end - start) AS longest FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY nameId) g "
+                                 "JOIN StringIds s ON s.id = g.nameId ORDER BY g.total DESC");
             while (st.executeStep()) {
                 Entity e;
                 e.kind = EntityKind::api_call;
@@ -344,10 +409,9 @@ private:
             run.set(plain("sync_api_calls", sync_calls, "count"));
             run.set(plain("sync_api_time", sync_time, "ns"));
         }
-        if (!all_latencies.empty()) {
-            const DurationStats s = duration_stats(all_latencies);
-            run.set(plain("launch_latency_mean", s.mean, "ns"));
-            run.set(plain("launch_latency_max", s.max, "ns"));
+        if (latency_count > 0) {
+            run.set(plain("launch_latency_mean", latency_sum / latency_count, "ns"));
+            run.set(plain("launch_latency_max", latency_max, "ns"));
         }
         double memcpy_bytes = 0, pageable = 0;
         for (const auto& [name, g] : mem) {

@@ -3,31 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace perfwatch {
-
-namespace {
-
-// The union's total length of `spans` (sorted in place); fills the gaps between merged intervals.
-template <typename SpanT>
-double merged_length(std::vector<SpanT>& spans, std::vector<double>* gaps) {
-    if (spans.empty()) return 0;
-    std::sort(spans.begin(), spans.end(), [](const SpanT& a, const SpanT& b) { return a.start < b.start; });
-    double total = 0;
-    double cur_start = spans.front().start, cur_end = spans.front().end;
-    for (std::size_t i = 1; i < spans.size(); ++i) {
-        if (spans[i].start <= cur_end) {
-            cur_end = std::max(cur_end, spans[i].end);
-        } else {
-            total += cur_end - cur_start;
-            if (gaps) gaps->push_back(spans[i].start - cur_end);
-            cur_start = spans[i].start;
-            cur_end = spans[i].end;
-        }
-    }
-    return total + (cur_end - cur_start);
-}
-
-}  // namespace
 
 Metric plain(std::string name, double value, std::string unit, std::string tool, std::string tool_unit) {
     return Metric{std::move(name), value, std::move(unit), std::move(tool), std::move(tool_unit)};
@@ -73,57 +51,101 @@ void set_aggregate_metrics(Entity& e, std::string_view count_name, double count,
     e.set(plain("duration_max", max, "ns"));
 }
 
-void TimelineBuilder::add(TimelineEvent e) {
-    auto [dit, dfresh] = m_device_of.try_emplace(e.device, m_devices.size());
-    if (dfresh) m_devices.push_back(Device{e.device, {}, {}, 0, 0});
-    Device& dev = m_devices[dit->second];
+TimelineBuilder::Group& TimelineBuilder::group(TimelineEvent::Kind kind, std::string_view name,
+                                               std::string_view device, Device*& dev) {
+    m_key.assign(device);
+    auto dit = m_device_of.find(m_key);
+    if (dit == m_device_of.end()) {
+        dit = m_device_of.emplace(m_key, m_devices.size()).first;
+        m_devices.emplace_back();
+        m_devices.back().name = std::string(device);
+    }
+    dev = &m_devices[dit->second];
 
-    std::string key(1, static_cast<char>('0' + static_cast<int>(e.kind)));
-    key += e.name;
-    auto [git, gfresh] = m_group_of.try_emplace(std::move(key), m_groups.size());
-    if (gfresh) {
+    m_key.assign(1, static_cast<char>('0' + static_cast<int>(kind)));
+    m_key += name;
+    auto git = m_group_of.find(m_key);
+    if (git == m_group_of.end()) {
+        git = m_group_of.emplace(m_key, m_groups.size()).first;
         Group g;
-        g.kind = e.kind;
-        g.name = e.name;
-        g.device = e.device;
+        g.kind = kind;
+        g.name = std::string(name);
+        g.device = std::string(device);
         m_groups.push_back(std::move(g));
     }
     Group& g = m_groups[git->second];
-    if (g.device != e.device) g.one_device = false;
+    if (g.one_device && g.device != device) g.one_device = false;
     g.count += 1;
-
-    const bool kernel = e.kind == TimelineEvent::Kind::kernel;
-    if (kernel) {
+    if (kind == TimelineEvent::Kind::kernel) {
         ++m_kernel_events;
-        dev.launches += 1;
+        dev->launches += 1;
     }
-    if (e.end_ns >= e.start_ns) {
-        const double d = e.end_ns - e.start_ns;
-        g.timed += 1;
-        g.total += d;
-        if (g.timed == 1) g.min = g.max = d;
-        g.min = std::min(g.min, d);
-        g.max = std::max(g.max, d);
-        const double delta = d - g.mean;  // Welford: mean and variance in one pass
-        g.mean += delta / g.timed;
-        g.m2 += delta * (d - g.mean);
-        if (m_options.keep_durations) {
-            g.durations.push_back(d);
-        } else if (g.reservoir.size() < k_max_samples) {
-            g.reservoir.push_back(d);
-        } else {
-            // Reservoir sampling (Algorithm R) with a fixed-seed LCG: the same trace keeps the same sample.
-            g.rng = g.rng * 6364136223846793005ULL + 1442695040888963407ULL;
-            const auto j = static_cast<std::size_t>((g.rng >> 11) % static_cast<std::uint64_t>(g.timed));
-            if (j < k_max_samples) g.reservoir[j] = d;
-        }
-        dev.busy.push_back({e.start_ns, e.end_ns});
-        if (kernel) {
-            dev.kernels.push_back({e.start_ns, e.end_ns});
-            dev.kernel_sum += d;
-            if (d < k_short_launch_ns) m_short += 1;
-        }
+    return g;
+}
+
+void TimelineBuilder::sample_from_now_on() {
+    // Each name's kept durations are a prefix of its stream: a uniform sample of them continues
+    // as the reservoir (Algorithm R picks up from the count seen so far).
+    m_sampled = true;
+    for (Group& g : m_groups) {
+        g.reservoir = evenly_spaced(g.durations, k_max_samples);
+        std::vector<double>().swap(g.durations);
     }
+}
+
+void TimelineBuilder::time(Group& g, Device& dev, bool kernel, double start_ns, double end_ns) {
+    if (end_ns < start_ns) return;
+    const double d = end_ns - start_ns;
+    g.timed += 1;
+    g.total += d;
+    if (g.timed == 1) g.min = g.max = d;
+    g.min = std::min(g.min, d);
+    g.max = std::max(g.max, d);
+    const double delta = d - g.mean;  // Welford: mean and variance in one pass
+    g.mean += delta / g.timed;
+    g.m2 += delta * (d - g.mean);
+    if (m_options.keep_durations && !m_sampled && m_kept_durations >= k_max_kept_durations) sample_from_now_on();
+    if (m_options.keep_durations && !m_sampled) {
+        g.durations.push_back(d);
+        ++m_kept_durations;
+    } else if (g.reservoir.size() < k_max_samples) {
+        g.reservoir.push_back(d);
+    } else {
+        // Reservoir sampling (Algorithm R) with a fixed-seed LCG: the same trace keeps the same sample.
+        g.rng = g.rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        const auto j = static_cast<std::size_t>((g.rng >> 11) % static_cast<std::uint64_t>(g.timed));
+        if (j < k_max_samples) g.reservoir[j] = d;
+    }
+    dev.busy.add(start_ns, end_ns);
+    if (kernel) {
+        dev.kernels.add(start_ns, end_ns);
+        dev.kernel_sum += d;
+        if (d < k_short_launch_ns) m_short += 1;
+    }
+}
+
+void TimelineBuilder::add(TimelineEvent::Kind kind, std::string_view name, std::string_view device, double start_ns,
+                          double end_ns) {
+    Device* dev = nullptr;
+    Group& g = group(kind, name, device, dev);
+    time(g, *dev, kind == TimelineEvent::Kind::kernel, start_ns, end_ns);
+    if (m_options.emit_launches && kind == TimelineEvent::Kind::kernel) {
+        TimelineEvent e;
+        e.kind = kind;
+        e.name = std::string(name);
+        e.device = std::string(device);
+        e.start_ns = start_ns;
+        e.end_ns = end_ns;
+        g.events.push_back(m_events.size());
+        m_events.push_back(std::move(e));
+    }
+}
+
+void TimelineBuilder::add(TimelineEvent e) {
+    Device* dev = nullptr;
+    Group& g = group(e.kind, e.name, e.device, dev);
+    const bool kernel = e.kind == TimelineEvent::Kind::kernel;
+    time(g, *dev, kernel, e.start_ns, e.end_ns);
     if (m_options.emit_launches && kernel) {
         g.events.push_back(m_events.size());
         m_events.push_back(std::move(e));
@@ -144,16 +166,13 @@ void TimelineBuilder::finish(RunBatch& batch) {
         dev.parent = static_cast<std::int64_t>(run_index);
         dev.set(plain("launches", dv.launches, "count"));
         if (!dv.busy.empty()) {
-            double lo = dv.busy.front().start, hi = dv.busy.front().end;
-            for (const Span& s : dv.busy) {
-                lo = std::min(lo, s.start);
-                hi = std::max(hi, s.end);
-            }
-            std::vector<double> gaps;
-            const double busy_time = merged_length(dv.busy, &gaps);
-            const double span = hi - lo;
-            const double overlap = dv.kernel_sum - merged_length(dv.kernels, nullptr);
-            const double gap = gaps.empty() ? 0 : *std::max_element(gaps.begin(), gaps.end());
+            const UnionStats busy = union_stats(dv.busy);
+            const UnionStats kernels = union_stats(dv.kernels);
+            const double busy_time = busy.length;
+            const double span = busy.last - busy.first;
+            const double overlap = dv.kernel_sum - kernels.length;
+            const double gap = busy.longest_gap;
+            const double lo = busy.first, hi = busy.last;
             dev.set(plain("busy_time", busy_time, "ns"));
             dev.set(plain("span", span, "ns"));
             dev.set(plain("idle_time", span - busy_time, "ns"));
@@ -169,8 +188,8 @@ void TimelineBuilder::finish(RunBatch& batch) {
             if (!any_timed || hi > last) last = hi;
             any_timed = true;
         }
-        std::vector<Span>().swap(dv.busy);
-        std::vector<Span>().swap(dv.kernels);
+        dv.busy = SpanSet();
+        dv.kernels = SpanSet();
         device_entity[d] = batch.entities.size();
         batch.entities.push_back(std::move(dev));
     }
@@ -180,7 +199,7 @@ void TimelineBuilder::finish(RunBatch& batch) {
     for (Group& g : m_groups) {
         DurationStats s;
         std::vector<double> samples;
-        if (m_options.keep_durations) {
+        if (m_options.keep_durations && !m_sampled) {
             samples = evenly_spaced(g.durations);
             s = duration_stats(std::move(g.durations));
         } else if (g.timed > 0) {
@@ -191,6 +210,13 @@ void TimelineBuilder::finish(RunBatch& batch) {
             s.min = g.min;
             s.max = g.max;
             s.std = std::sqrt(g.m2 / g.timed);
+            if (m_options.keep_durations) {
+                std::vector<double> sorted = samples;
+                std::sort(sorted.begin(), sorted.end());
+                const std::size_t n = sorted.size();
+                s.median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+                s.has_median = true;
+            }
         }
         Entity ent;
         ent.name = g.name;
@@ -236,6 +262,10 @@ void TimelineBuilder::finish(RunBatch& batch) {
         }
     }
 
+    if (m_sampled)
+        batch.notes.push_back(fmt::format("duration medians are estimated from a uniform sample of {} executions per "
+                                          "name: the report holds over {} timed executions",
+                                          k_max_samples, k_max_kept_durations));
     const double launches = static_cast<double>(m_kernel_events);
     Entity& run = batch.entities[run_index];
     run.set(plain("gpu_time", gpu_time, "ns"));

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collectors/span_set.hpp"
 #include "storage/model.hpp"
 
 namespace perfwatch {
@@ -27,9 +28,13 @@ inline constexpr double k_short_launch_ns = 10'000;
 
 struct TimelineOptions {
     bool emit_launches = true;   // one launch entity per kernel execution (keeps every event)
-    bool keep_durations = true;  // keep each duration for medians (8 bytes per event); otherwise
-                                 // a reservoir of k_max_samples per name is kept for rank tests
+    bool keep_durations = true;  // keep each duration for exact medians (8 bytes per event) up to
+                                 // k_max_kept_durations in all, then estimate them from samples;
+                                 // otherwise a reservoir of k_max_samples per name is kept for rank tests
 };
+
+// Past this many kept durations (32 MB), medians are estimated from a uniform sample per name.
+inline constexpr std::size_t k_max_kept_durations = 1 << 22;
 
 // A metric in a base unit, with the tool's own name and unit when they differ from perfwatch's.
 Metric plain(std::string name, double value, std::string unit, std::string tool = {}, std::string tool_unit = {});
@@ -49,23 +54,22 @@ void set_duration_metrics(Entity& e, const DurationStats& s, std::string_view co
 // (no per-event durations, so no median or spread).
 void set_aggregate_metrics(Entity& e, std::string_view count_name, double count, double total, double min, double max);
 
-// Accumulates timeline events one at a time, keeping per-name statistics and per-device busy
-// intervals (16 bytes per timed event), then turns them into entities: device (busy, idle,
-// overlap from merged intervals), kernel and memcpy per name (across devices), launch per
-// kernel execution when asked, and run-level timeline metrics.
+// Accumulates timeline events one at a time, in any order, keeping per-name statistics and
+// per-device busy intervals (in bounded memory: SpanSet), then turns them into entities: device
+// (busy, idle, overlap from merged intervals), kernel and memcpy per name (across devices),
+// launch per kernel execution when asked, and run-level timeline metrics.
 class TimelineBuilder {
 public:
     explicit TimelineBuilder(TimelineOptions options = {}) : m_options(options) {}
 
     void add(TimelineEvent event);
+    // The same for an event without attributes, without copying its strings once they are known.
+    void add(TimelineEvent::Kind kind, std::string_view name, std::string_view device, double start_ns, double end_ns);
     // Appends the entities to `batch` (its run entity gets the run-level metrics).
     void finish(RunBatch& batch);
     std::size_t kernel_events() const { return m_kernel_events; }
 
 private:
-    struct Span {
-        double start, end;
-    };
     struct Group {
         TimelineEvent::Kind kind;
         std::string name;
@@ -79,9 +83,12 @@ private:
     };
     struct Device {
         std::string name;
-        std::vector<Span> busy, kernels;
+        SpanSet busy, kernels;
         double kernel_sum = 0, launches = 0;
     };
+    Group& group(TimelineEvent::Kind kind, std::string_view name, std::string_view device, Device*& dev);
+    void time(Group& g, Device& dev, bool kernel, double start_ns, double end_ns);
+    void sample_from_now_on();
 
     TimelineOptions m_options;
     std::vector<Group> m_groups;
@@ -90,6 +97,9 @@ private:
     std::unordered_map<std::string, std::size_t> m_device_of;
     std::vector<TimelineEvent> m_events;
     std::size_t m_kernel_events = 0;
+    std::size_t m_kept_durations = 0;
+    bool m_sampled = false;  // medians estimated: too many durations to keep
+    std::string m_key;
     double m_short = 0;
 };
 
