@@ -1,5 +1,8 @@
 #include "collectors/csv.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 namespace perfwatch {
 
 CsvReader::Status CsvReader::next(std::vector<std::string>& fields) {
@@ -55,6 +58,72 @@ CsvReader::Status CsvReader::next(std::vector<std::string>& fields) {
         if (m_pos < n && m_text[m_pos] == '\n') ++m_pos;
         ++m_line;
         return Status::record;
+    }
+}
+
+Result<void> CsvStream::fill() {
+    if (m_pos > 0) {
+        std::memmove(m_buffer.data(), m_buffer.data() + m_pos, m_len - m_pos);
+        m_len -= m_pos;
+        m_window -= std::min(m_window, m_pos);
+        m_pos = 0;
+    }
+    const std::size_t old_window = m_window;
+    while (!m_eof) {
+        if (m_buffer.size() - m_len < (1 << 20)) m_buffer.resize(std::max<std::size_t>(4 << 20, m_buffer.size() * 2));
+        auto got = m_source.read(m_buffer.data() + m_len, m_buffer.size() - m_len);
+        if (!got) return std::unexpected(got.error());
+        if (*got == 0) m_eof = true;
+        m_len += *got;
+        const std::size_t nl = std::string_view(m_buffer.data(), m_len).rfind('\n');
+        if (nl != std::string_view::npos && nl + 1 > old_window) {
+            m_window = nl + 1;
+            return {};
+        }
+    }
+    m_window = m_len;
+    return {};
+}
+
+Result<bool> CsvStream::skip_to_line_starting_with(std::initializer_list<std::string_view> prefixes) {
+    while (true) {
+        while (m_pos < m_window) {
+            const std::string_view rest(m_buffer.data() + m_pos, m_window - m_pos);
+            for (std::string_view p : prefixes)
+                if (rest.starts_with(p)) return true;
+            const std::size_t nl = rest.find('\n');
+            // A line shorter than the longest prefix at the window's end: read more first.
+            if (nl == std::string_view::npos) break;
+            m_pos += nl + 1;
+            ++m_line;
+        }
+        if (m_eof && m_window == m_len) {
+            const std::string_view rest(m_buffer.data() + m_pos, m_len - m_pos);
+            for (std::string_view p : prefixes)
+                if (rest.starts_with(p)) return true;
+            return false;
+        }
+        if (auto r = fill(); !r) return std::unexpected(r.error());
+    }
+}
+
+Result<CsvReader::Status> CsvStream::next(std::vector<std::string>& fields) {
+    while (true) {
+        CsvReader reader(std::string_view(m_buffer.data() + m_pos, m_window - m_pos), m_line);
+        const auto status = reader.next(fields);
+        if (status == CsvReader::Status::record) {
+            m_record_line = reader.record_line();
+            m_pos += reader.offset();
+            m_line = reader.line();
+            return status;
+        }
+        // The window ended (or a quoted field runs past it): read more, unless at the end.
+        if (m_eof && m_window == m_len) {
+            m_record_line = reader.record_line();
+            m_error = reader.error();
+            return status;
+        }
+        if (auto r = fill(); !r) return std::unexpected(r.error());
     }
 }
 

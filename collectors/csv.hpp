@@ -1,9 +1,12 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "collectors/byte_source.hpp"
 
 namespace perfwatch {
 
@@ -30,6 +33,32 @@ private:
     std::size_t m_pos = 0;
     std::uint64_t m_line;
     std::uint64_t m_record_line = 0;
+    std::string m_error;
+};
+
+// The same records read from a ByteSource in windows of whole lines: a report of any size is
+// parsed with one window in memory (4 MB, or the longest record when longer).
+class CsvStream {
+public:
+    explicit CsvStream(ByteSource& source) : m_source(source) {}
+
+    // Skips lines until one starting with one of `prefixes` (true), or the end (false).
+    Result<bool> skip_to_line_starting_with(std::initializer_list<std::string_view> prefixes);
+    // As CsvReader::next; read errors come back as the Error.
+    Result<CsvReader::Status> next(std::vector<std::string>& fields);
+    std::uint64_t record_line() const { return m_record_line; }
+    std::uint64_t line() const { return m_line; }
+    const std::string& error() const { return m_error; }
+
+private:
+    // Moves the unread bytes to the front and reads until a new whole line (or the end) is in.
+    Result<void> fill();
+
+    ByteSource& m_source;
+    std::string m_buffer;
+    std::size_t m_pos = 0, m_window = 0, m_len = 0;  // read up to, whole lines up to, bytes in
+    bool m_eof = false;
+    std::uint64_t m_line = 1, m_record_line = 0;
     std::string m_error;
 };
 

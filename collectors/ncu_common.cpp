@@ -196,7 +196,8 @@ void derive_sectors_from_rule_text(NcuLaunch& launch) {
         R"(uncoalesced global accesses resulting in a total of ([0-9,]+) excessive sectors \([0-9.]+% of the total ([0-9,]+) sectors\))");
     for (const ToolFinding& f : launch.findings) {
         std::smatch m;
-        if (!std::regex_search(f.text, m, k_pattern)) continue;
+        // The literal check first: std::regex is slow, and most rule texts are other rules'.
+        if (f.text.find("excessive sectors") == std::string::npos || !std::regex_search(f.text, m, k_pattern)) continue;
         const auto excessive = parse_report_number(m[1].str());
         const auto total = parse_report_number(m[2].str());
         if (!excessive || !total || *total < *excessive) continue;
@@ -218,6 +219,7 @@ void derive_bank_conflicts_from_rule_text(NcuLaunch& launch) {
     double conflicts = 0, wavefronts = 0;
     bool any = false;
     for (const ToolFinding& f : launch.findings) {
+        if (f.text.find("bank conflicts") == std::string::npos) continue;
         for (std::sregex_iterator it(f.text.begin(), f.text.end(), k_pattern), end; it != end; ++it) {
             const auto c = parse_report_number((*it)[1].str());
             const auto w = parse_report_number((*it)[2].str());

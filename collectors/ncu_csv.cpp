@@ -93,8 +93,24 @@ struct Identity {
     }
 };
 
-Result<RunBatch> csv_error(const std::string& path, const CsvReader& reader) {
+Result<RunBatch> csv_error(const std::string& path, const CsvStream& reader) {
     return fail(path, reader.record_line(), reader.error());
+}
+
+// Positions `reader` at the header line; an error when there is none.
+Result<std::uint64_t> seek_header(const std::string& path, CsvStream& reader) {
+    auto found = reader.skip_to_line_starting_with({"\"ID\",\"Process ID\"", "ID,Process ID,"});
+    if (!found) return std::unexpected(found.error());
+    if (!*found) return fail(path, 0, "no Nsight Compute CSV header (a line starting with \"ID\",\"Process ID\")");
+    return reader.line();
+}
+
+// Reads the next record; false at the end; an error naming the line otherwise.
+Result<bool> next_record(const std::string& path, CsvStream& reader, std::vector<std::string>& row) {
+    auto status = reader.next(row);
+    if (!status) return std::unexpected(status.error());
+    if (*status == CsvReader::Status::error) return fail(path, reader.record_line(), reader.error());
+    return *status == CsvReader::Status::record;
 }
 
 class NcuCsvCollector final : public Collector {
@@ -107,12 +123,19 @@ public:
         return h.find("Metric Name") != std::string_view::npos && h.find("Metric Value") != std::string_view::npos;
     }
 
+    CollectorInput input() const override { return CollectorInput::stream; }
+
     Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
-        auto hdr = find_header(content);
-        if (!hdr) return fail(path, 0, "no Nsight Compute CSV header (a line starting with \"ID\",\"Process ID\")");
-        CsvReader reader(content.substr(hdr->first), hdr->second);
+        return collect_stream(path, *open_source(path, content));
+    }
+
+    Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
+        CsvStream reader(source);
+        const auto header_line = seek_header(path, reader);
+        if (!header_line) return std::unexpected(header_line.error());
         std::vector<std::string> header, row;
-        if (reader.next(header) != CsvReader::Status::record) return csv_error(path, reader);
+        if (auto got = next_record(path, reader, header); !got || !*got)
+            return got ? csv_error(path, reader) : std::unexpected(got.error());
 
         const Identity ident(header);
         const int section = column(header, "Section Name"), metric_name = column(header, "Metric Name"),
@@ -122,7 +145,7 @@ public:
                   speedup_type = column(header, "Estimated Speedup Type"),
                   speedup = column(header, "Estimated Speedup");
         if (ident.id < 0 || ident.kernel < 0 || metric_name < 0 || metric_value < 0)
-            return fail(path, hdr->second,
+            return fail(path, *header_line,
                         "CSV header lacks one of the columns ID, Kernel Name, Metric Name, Metric Value");
 
         RunBatch batch;
@@ -134,9 +157,9 @@ public:
         std::unordered_map<std::string, std::size_t> by_id;
         const std::size_t min_fields = static_cast<std::size_t>(metric_value) + 1;
         while (true) {
-            const auto status = reader.next(row);
-            if (status == CsvReader::Status::end) break;
-            if (status == CsvReader::Status::error) return csv_error(path, reader);
+            auto got = next_record(path, reader, row);
+            if (!got) return std::unexpected(got.error());
+            if (!*got) break;
             if (row.size() == 1 && trim(row[0]).empty()) continue;  // blank line
             if (row.size() < min_fields)
                 return fail(path, reader.record_line(),
@@ -167,7 +190,7 @@ public:
             if (name.empty()) continue;
             add_ncu_value(launch, name, field(row, metric_unit), field(row, metric_value));
         }
-        if (launches.empty()) return fail(path, hdr->second, "CSV header found but no kernel rows follow it");
+        if (launches.empty()) return fail(path, *header_line, "CSV header found but no kernel rows follow it");
         build_ncu_entities(batch, std::move(launches));
         return batch;
     }
@@ -185,15 +208,22 @@ public:
         return !h.empty() && h.find("Metric Name") == std::string_view::npos && h.find("__") != std::string_view::npos;
     }
 
+    CollectorInput input() const override { return CollectorInput::stream; }
+
     Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
-        auto hdr = find_header(content);
-        if (!hdr) return fail(path, 0, "no Nsight Compute CSV header (a line starting with \"ID\",\"Process ID\")");
-        CsvReader reader(content.substr(hdr->first), hdr->second);
+        return collect_stream(path, *open_source(path, content));
+    }
+
+    Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
+        CsvStream reader(source);
+        const auto header_line = seek_header(path, reader);
+        if (!header_line) return std::unexpected(header_line.error());
         std::vector<std::string> header, units, row;
-        if (reader.next(header) != CsvReader::Status::record) return csv_error(path, reader);
+        if (auto got = next_record(path, reader, header); !got || !*got)
+            return got ? csv_error(path, reader) : std::unexpected(got.error());
         const Identity ident(header);
         if (ident.id < 0 || ident.kernel < 0)
-            return fail(path, hdr->second, "CSV header lacks the ID or Kernel Name column");
+            return fail(path, *header_line, "CSV header lacks the ID or Kernel Name column");
 
         RunBatch batch;
         batch.format = std::string(id());
@@ -201,9 +231,9 @@ public:
         std::vector<NcuLaunch> launches;
         bool have_units = false;
         while (true) {
-            const auto status = reader.next(row);
-            if (status == CsvReader::Status::end) break;
-            if (status == CsvReader::Status::error) return csv_error(path, reader);
+            auto got = next_record(path, reader, row);
+            if (!got) return std::unexpected(got.error());
+            if (!*got) break;
             if (row.size() == 1 && trim(row[0]).empty()) continue;
             if (row.size() != header.size())
                 return fail(path, reader.record_line(),
@@ -225,7 +255,7 @@ public:
             }
             launches.push_back(std::move(launch));
         }
-        if (launches.empty()) return fail(path, hdr->second, "CSV header found but no launch rows follow it");
+        if (launches.empty()) return fail(path, *header_line, "CSV header found but no launch rows follow it");
         build_ncu_entities(batch, std::move(launches));
         return batch;
     }
