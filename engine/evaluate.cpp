@@ -16,6 +16,11 @@ public:
         : m_entity(entity), m_run(run), m_batch(batch), m_memo(memo), m_history(history), m_run_id(run_id) {}
 
     std::optional<double> metric(std::string_view name) const override { return m_entity.value(name); }
+    std::optional<double> metric_at(std::string_view name, std::size_t& hint) const override {
+        const Metric* m = m_entity.metric(name, hint);
+        if (m == nullptr) return std::nullopt;
+        return m->value;
+    }
 
     std::optional<double> run_metric(std::string_view name) const override {
         if (m_run == nullptr) return std::nullopt;
@@ -207,7 +212,12 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
 }
 
 void rank_findings(std::vector<Finding>& findings) {
-    std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    // Sorts positions, then moves each finding once (findings are large to move around).
+    std::vector<std::size_t> order(findings.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+        const Finding& a = findings[x];
+        const Finding& b = findings[y];
         const double ia = a.impact.value_or(-1), ib = b.impact.value_or(-1);
         if (ia != ib) return ia > ib;
         if (a.severity != b.severity) return a.severity > b.severity;
@@ -216,6 +226,10 @@ void rank_findings(std::vector<Finding>& findings) {
         if (a.rule != b.rule) return a.rule < b.rule;
         return a.entity_name < b.entity_name;
     });
+    std::vector<Finding> ranked;
+    ranked.reserve(findings.size());
+    for (std::size_t i : order) ranked.push_back(std::move(findings[i]));
+    findings = std::move(ranked);
 }
 
 }  // namespace perfwatch

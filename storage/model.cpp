@@ -31,8 +31,21 @@ std::optional<EntityKind> entity_kind_from_string(std::string_view text) {
 }
 
 const Metric* Entity::metric(std::string_view metric_name) const {
-    auto it = std::find_if(metrics.begin(), metrics.end(), [&](const Metric& m) { return m.name == metric_name; });
-    return it == metrics.end() ? nullptr : &*it;
+    // Size, last and first characters before the full compare: most names differ there.
+    const std::size_t n = metric_name.size();
+    if (n == 0) return nullptr;
+    for (const Metric& m : metrics)
+        if (m.name.size() == n && m.name[n - 1] == metric_name[n - 1] && m.name[0] == metric_name[0] &&
+            std::string_view(m.name) == metric_name)
+            return &m;
+    return nullptr;
+}
+
+const Metric* Entity::metric(std::string_view metric_name, std::size_t& hint) const {
+    if (hint < metrics.size() && metrics[hint].name == metric_name) return &metrics[hint];
+    const Metric* m = metric(metric_name);
+    if (m != nullptr) hint = static_cast<std::size_t>(m - metrics.data());
+    return m;
 }
 
 std::optional<double> Entity::value(std::string_view metric_name) const {
