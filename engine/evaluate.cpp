@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 
 namespace perfwatch {
 
@@ -9,15 +11,46 @@ namespace {
 
 using Memo = AggregateMemo;
 
+// A hash index of one entity's metric names (open addressing, positions + 1): rules look up
+// the same entity's metrics many times, and a missing metric would otherwise cost a full scan.
+class MetricIndex {
+public:
+    explicit MetricIndex(const Entity& e) {
+        std::size_t capacity = 8;
+        while (capacity < 2 * e.metrics.size()) capacity *= 2;
+        m_mask = capacity - 1;
+        m_slots.assign(capacity, 0);
+        for (std::size_t i = 0; i < e.metrics.size() && i < 0xffff; ++i) {
+            std::size_t at = hash(e.metrics[i].name) & m_mask;
+            while (m_slots[at] != 0) at = (at + 1) & m_mask;
+            m_slots[at] = static_cast<std::uint16_t>(i + 1);
+        }
+    }
+
+    const Metric* find(const Entity& e, std::string_view name) const {
+        for (std::size_t at = hash(name) & m_mask;; at = (at + 1) & m_mask) {
+            const std::uint16_t slot = m_slots[at];
+            if (slot == 0) return nullptr;
+            const Metric& m = e.metrics[slot - 1u];
+            if (m.name == name) return &m;
+        }
+    }
+
+private:
+    static std::size_t hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
+    std::size_t m_mask = 0;
+    std::vector<std::uint16_t> m_slots;
+};
+
 class EntityScope final : public EvalScope {
 public:
     EntityScope(const Entity& entity, const Entity* run, const RunBatch* batch = nullptr, Memo* memo = nullptr,
-                const RunHistory* history = nullptr, std::int64_t run_id = 0)
-        : m_entity(entity), m_run(run), m_batch(batch), m_memo(memo), m_history(history), m_run_id(run_id) {}
+                const RunHistory* history = nullptr, std::int64_t run_id = 0, const MetricIndex* index = nullptr)
+        : m_entity(entity), m_run(run), m_batch(batch), m_memo(memo), m_history(history), m_run_id(run_id),
+          m_index(index) {}
 
-    std::optional<double> metric(std::string_view name) const override { return m_entity.value(name); }
-    std::optional<double> metric_at(std::string_view name, std::size_t& hint) const override {
-        const Metric* m = m_entity.metric(name, hint);
+    std::optional<double> metric(std::string_view name) const override {
+        const Metric* m = m_index != nullptr ? m_index->find(m_entity, name) : m_entity.metric(name);
         if (m == nullptr) return std::nullopt;
         return m->value;
     }
@@ -89,6 +122,7 @@ private:
     Memo* m_memo;
     const RunHistory* m_history;
     std::int64_t m_run_id;
+    const MetricIndex* m_index;
 };
 
 // Speedup the profiler itself estimated for the rule's concern on this entity: for a kernel,
@@ -148,13 +182,16 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
     }
 
     Memo memo;  // aggregates over this run, computed once
+    // Metric indexes of the entities rules look at, built on first use (0.1-0.3 KB each).
+    std::vector<std::unique_ptr<MetricIndex>> indexes(batch.entities.size());
     for (std::size_t r = 0; r < rules.rules.size(); ++r) {
         const CompiledRule& rule = rules.rules[r];
         const RunHistory* history = r < histories.size() ? histories[r] : nullptr;
         for (std::size_t i = 0; i < batch.entities.size(); ++i) {
             const Entity& entity = batch.entities[i];
             if (entity.kind != rule.spec.scope) continue;
-            const EntityScope scope(entity, run_entity, &batch, &memo, history, run.id);
+            if (!indexes[i]) indexes[i] = std::make_unique<MetricIndex>(entity);
+            const EntityScope scope(entity, run_entity, &batch, &memo, history, run.id, indexes[i].get());
             const Value cond = rule.when.evaluate(scope);
             const bool* fired = std::get_if<bool>(&cond);
             if (fired == nullptr) {
@@ -198,8 +235,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
             if (entity.kind == EntityKind::run) {
                 f.share_pct = 100.0;
             } else if (gpu_time > 0) {
-                const auto t = entity.kind == EntityKind::kernel ? entity.value("duration_total")
-                                                                 : entity.value("duration");
+                const auto t = scope.metric(entity.kind == EntityKind::kernel ? "duration_total" : "duration");
                 if (t) f.share_pct = 100.0 * *t / gpu_time;
             }
             if (rule.min_share_pct && f.share_pct && *f.share_pct < *rule.min_share_pct) continue;

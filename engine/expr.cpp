@@ -1,7 +1,5 @@
 #include "engine/expr.hpp"
 
-#include <atomic>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -65,17 +63,6 @@ struct Node {
     RegressionCheck check;  // history: the metric read and regressed()/improved() parameters
     bool poisoned = false;  // an error was reported inside: no further type errors about it
     std::size_t offset = 0;
-    // metric: where the metric was found in the last entity (entities of one report list their
-    // metrics in the same order, so the next lookup usually hits at once).
-    struct Hint {
-        mutable std::atomic<std::size_t> at{0};
-        Hint() = default;
-        Hint(const Hint& o) : at(o.at.load(std::memory_order_relaxed)) {}
-        Hint& operator=(const Hint& o) {
-            at.store(o.at.load(std::memory_order_relaxed), std::memory_order_relaxed);
-            return *this;
-        }
-    } hint;
 };
 
 namespace {
@@ -747,10 +734,7 @@ Value eval(const Node& n, const EvalScope& s) {
         case NodeKind::string: return n.text;
         case NodeKind::boolean: return n.boolean;
         case NodeKind::metric: {
-            std::size_t at = n.hint.at.load(std::memory_order_relaxed);
-            const auto v = s.metric_at(n.text, at);
-            n.hint.at.store(at, std::memory_order_relaxed);
-            if (v) return *v;
+            if (auto v = s.metric(n.text)) return *v;
             return std::monostate{};
         }
         case NodeKind::run_metric: {

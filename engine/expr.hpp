@@ -32,11 +32,6 @@ class EvalScope {
 public:
     virtual ~EvalScope() = default;
     virtual std::optional<double> metric(std::string_view name) const = 0;
-    // The same, trying position `hint` of the entity's metrics first; sets it to where it was found.
-    virtual std::optional<double> metric_at(std::string_view name, std::size_t& hint) const {
-        (void)hint;
-        return metric(name);
-    }
     virtual std::optional<double> run_metric(std::string_view name) const = 0;
     virtual std::optional<std::string> attribute(std::string_view name) const = 0;
     // Calls `fn` with a scope for each entity of `kind` ("kernel", "memcpy", ...) in the same run,

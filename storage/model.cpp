@@ -41,13 +41,6 @@ const Metric* Entity::metric(std::string_view metric_name) const {
     return nullptr;
 }
 
-const Metric* Entity::metric(std::string_view metric_name, std::size_t& hint) const {
-    if (hint < metrics.size() && metrics[hint].name == metric_name) return &metrics[hint];
-    const Metric* m = metric(metric_name);
-    if (m != nullptr) hint = static_cast<std::size_t>(m - metrics.data());
-    return m;
-}
-
 std::optional<double> Entity::value(std::string_view metric_name) const {
     const Metric* m = metric(metric_name);
     if (m == nullptr) return std::nullopt;

@@ -56,8 +56,6 @@ struct Entity {
     std::map<std::string, std::vector<double>> samples;
 
     const Metric* metric(std::string_view metric_name) const;
-    // The same, looking at position `hint` first; sets it to where the metric was found.
-    const Metric* metric(std::string_view metric_name, std::size_t& hint) const;
     std::optional<double> value(std::string_view metric_name) const;
     // Sets or replaces a metric.
     void set(Metric m);
