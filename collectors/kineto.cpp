@@ -218,27 +218,24 @@ private:
             case Cat::memset: {
                 double device = 0;
                 if (has_args) field(args, "device", device);
-                TimelineEvent ev;
-                ev.kind = category(cat) == Cat::kernel ? TimelineEvent::Kind::kernel : TimelineEvent::Kind::memory;
-                ev.name = std::string(name);
-                ev.device = fmt::format("device {:.0f}", device);
-                ev.start_ns = start;
-                ev.end_ns = start + length;
-                if (ev.kind == TimelineEvent::Kind::kernel) {
-                    kernel_extra(ev, args, has_args, length);
+                const std::string& device_name = device_label(device);
+                const bool kernel = category(cat) == Cat::kernel;
+                if (kernel) {
+                    kernel_extra(name, device_name, args, has_args, length);
                     (is_comm_kernel(name) ? m_comm_spans : m_compute_spans).add(start, start + length);
                     (is_comm_kernel(name) ? m_comm_time : m_compute_time) += length;
                     if (correlation >= 0) match_kernel(correlation, start, length);
                 } else {
                     m_memory_time += length;
                     double bytes = 0;
-                    if (has_args && field(args, "bytes", bytes)) m_bytes[ev.name] += bytes;
+                    if (has_args && field(args, "bytes", bytes)) entry(m_bytes, name) += bytes;
                 }
-                m_timeline.add(std::move(ev));
+                m_timeline.add(kernel ? TimelineEvent::Kind::kernel : TimelineEvent::Kind::memory, name, device_name,
+                               start, start + length);
                 break;
             }
             case Cat::runtime: {
-                Stats& s = m_api[std::string(name)];
+                Stats& s = entry(m_api, name);
                 s.add(length);
                 if (length > k_runtime_outlier_ns) ++m_runtime_outliers;
                 if (correlation >= 0) match_runtime(correlation, start, length);
@@ -249,7 +246,7 @@ private:
                 break;
             case Cat::sync:
                 m_sync.add(length);
-                m_sync_kinds[std::string(name)].add(length);
+                entry(m_sync_kinds, name).add(length);
                 break;
             case Cat::cpu_op:
                 ++m_cpu_ops;
@@ -260,9 +257,25 @@ private:
         return {};
     }
 
-    void kernel_extra(const TimelineEvent& ev, simdjson::dom::object args, bool has_args, double length) {
-        KernelExtra& x = m_kernels[ev.name];
-        x.device = ev.device;
+    // The map's value for `key`, added when missing, without a string per lookup.
+    template <typename Map>
+    static typename Map::mapped_type& entry(Map& map, std::string_view key) {
+        auto it = map.find(key);
+        if (it == map.end()) it = map.emplace(std::string(key), typename Map::mapped_type{}).first;
+        return it->second;
+    }
+
+    // "device N", formatted once per device.
+    const std::string& device_label(double device) {
+        auto it = m_device_labels.find(device);
+        if (it == m_device_labels.end()) it = m_device_labels.emplace(device, fmt::format("device {:.0f}", device)).first;
+        return it->second;
+    }
+
+    void kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args, bool has_args,
+                      double length) {
+        KernelExtra& x = entry(m_kernels, name);
+        x.device = device;
         if (!has_args) return;
         double occ = 0;
         if (field(args, "est. achieved occupancy %", occ)) {
@@ -436,10 +449,16 @@ private:
     std::string m_schema;
     std::map<std::string, std::string> m_labels;
     std::vector<Entity> m_devices;
-    std::unordered_map<std::string, KernelExtra> m_kernels;
-    std::map<std::string, double> m_bytes;
-    std::map<std::string, Stats> m_api;
-    std::map<std::string, Stats> m_sync_kinds;
+    // Transparent hashing: lookups by string_view, no string per event.
+    struct NameHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::unordered_map<std::string, KernelExtra, NameHash, std::equal_to<>> m_kernels;
+    std::map<std::string, double, std::less<>> m_bytes;
+    std::map<std::string, Stats, std::less<>> m_api;
+    std::map<std::string, Stats, std::less<>> m_sync_kinds;
+    std::map<double, std::string> m_device_labels;
     PendingMatches m_pending_runtime, m_pending_kernels;
     Stats m_delays, m_steps, m_sync;
     double m_delay_outliers = 0, m_short_kernels = 0, m_runtime_outliers = 0, m_cpu_ops = 0;

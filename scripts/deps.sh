@@ -10,9 +10,10 @@ PERFWATCH_PACKAGES=(
   python3-aiosmtpd openssl libxml2-utils chromium
 )
 
+# Extra packages a script needs besides these (fuzzing, benchmarks) are passed as arguments.
 perfwatch_install_deps() {
   local missing=()
-  for p in "${PERFWATCH_PACKAGES[@]}"; do
+  for p in "${PERFWATCH_PACKAGES[@]}" "$@"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$p")
     fi
