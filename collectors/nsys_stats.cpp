@@ -516,6 +516,8 @@ std::vector<std::pair<std::string, Summary>> in_report_order(std::map<std::strin
 // Feeds the GPU trace's kernels and memory operations to a timeline.
 Result<void> feed_gpu_trace(const std::string& path, const Table& table, TimelineBuilder& timeline) {
     const int start_idx = table.index(Field::start);
+    if (start_idx < 0)
+        return fail(path, table.line, "the GPU trace table has no Start column");
     const std::string time_unit = table.columns[static_cast<std::size_t>(start_idx)].unit;
     for (const Row& row : table.rows) {
         const RowReader r(path, table, row);

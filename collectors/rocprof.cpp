@@ -49,6 +49,10 @@ public:
         std::vector<std::string> header;
         header_reader.next(header);
         const std::size_t columns = header.size();
+        if (columns < 5)
+            return fail(path, 1, fmt::format("expected a header of at least 5 columns (Name, Calls, TotalDurationNs, "
+                                             "AverageNs, Percentage), found {}",
+                                             columns));
         const bool v3 = columns >= 8;  // ..., "MinNs","MaxNs","StdDev"
         struct Row {
             std::string name;

@@ -41,7 +41,8 @@ public:
         YAML::Node list;
         if (root.IsMap()) {
             for (const auto& kv : root) {
-                const std::string key = kv.first.as<std::string>();
+                // A key that is not a plain name (a sequence or mapping used as a key) is unknown too.
+                const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "(not a plain name)";
                 if (key == "macros") macros(kv.second);
                 else if (key == "lists") lists(kv.second);
                 else if (key != "rules")
