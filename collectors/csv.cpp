@@ -70,7 +70,9 @@ Result<void> CsvStream::fill() {
     }
     const std::size_t old_window = m_window;
     while (!m_eof) {
-        if (m_buffer.size() - m_len < (1 << 20)) m_buffer.resize(std::max<std::size_t>(4 << 20, m_buffer.size() * 2));
+        // Windows start small (most reports are small) and grow to 4 MB, or to the longest record.
+        if (m_buffer.size() - m_len < std::min<std::size_t>(m_buffer.size() / 2 + 1, 1 << 20))
+            m_buffer.resize(std::clamp<std::size_t>(m_buffer.size() * 2, 1 << 16, std::max<std::size_t>(4 << 20, m_len * 2)));
         auto got = m_source.read(m_buffer.data() + m_len, m_buffer.size() - m_len);
         if (!got) return std::unexpected(got.error());
         if (*got == 0) m_eof = true;

@@ -15,10 +15,9 @@ constexpr int k_eof = -1;
 
 Result<std::size_t> JsonEventStream::refill() {
     const std::size_t capacity = m_buffer.size() - k_json_padding;
-    if (m_len == capacity) {
-        // The value being scanned fills the buffer: grow it (one event or member at a time).
-        m_buffer.resize(capacity * 2 + k_json_padding);
-    }
+    // Grow when the value being scanned fills the buffer (one event or member at a time), and
+    // while input keeps coming up to 1 MB (small reports stay with a small buffer).
+    if (m_len == capacity || (m_len > capacity / 2 && capacity < (1 << 20))) m_buffer.resize(capacity * 2 + k_json_padding);
     auto r = m_source.read(m_buffer.data() + m_len, m_buffer.size() - k_json_padding - m_len);
     if (!r) return std::unexpected(r.error());
     m_len += *r;

@@ -49,7 +49,7 @@ private:
 
     const std::string& m_path;
     ByteSource& m_source;
-    std::string m_buffer = std::string((1 << 20) + k_json_padding, '\0');
+    std::string m_buffer = std::string((1 << 16) + k_json_padding, '\0');
     std::size_t m_pos = 0, m_len = 0;
     std::uint64_t m_offset = 0;  // input offset of m_buffer[m_pos]
 };

@@ -1,5 +1,9 @@
 #include "storage/db.hpp"
 
+#include <sys/statvfs.h>
+#include <filesystem>
+#include <unistd.h>
+
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -204,6 +208,24 @@ auto guarded(const std::string& file, F&& f) -> decltype(f()) {
 
 }  // namespace
 
+// Why a database may not open for writing: a read-only filesystem or no write permission on the
+// file or its directory (SQLite writes the -wal and -shm files beside it). Empty when neither.
+static std::string write_access_hint(const std::string& path) {
+    const std::filesystem::path file(path);
+    const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+    struct statvfs fs {};
+    if (::statvfs(dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0)
+        return fmt::format(" (the filesystem holding {} is mounted read-only; perfwatch writes the database and "
+                           "its -wal and -shm files there)",
+                           dir.string());
+    if (::access(dir.c_str(), W_OK) != 0)
+        return fmt::format(" (no write permission on the directory {}; perfwatch writes the -wal and -shm files "
+                           "there)",
+                           dir.string());
+    if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) return " (the file is read-only)";
+    return {};
+}
+
 int current_schema_version() { return static_cast<int>(std::size(k_migrations)); }
 
 Db::Db(std::unique_ptr<SQLite::Database> db, std::string path) : m_db(std::move(db)), m_path(std::move(path)) {}
@@ -222,7 +244,8 @@ Result<Db> Db::open(const std::string& path) {
         if (auto r = result.migrate(); !r) return std::unexpected(r.error());
         return result;
     } catch (const SQLite::Exception& e) {
-        return std::unexpected(Error{path, 0, 0, false, fmt::format("cannot open database: {}", e.what())});
+        return std::unexpected(
+            Error{path, 0, 0, false, fmt::format("cannot open database: {}{}", e.what(), write_access_hint(path))});
     }
 }
 
