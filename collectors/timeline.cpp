@@ -104,7 +104,7 @@ void TimelineBuilder::time(Group& g, Device& dev, bool kernel, double start_ns, 
     const double delta = d - g.mean;  // Welford: mean and variance in one pass
     g.mean += delta / g.timed;
     g.m2 += delta * (d - g.mean);
-    if (m_options.keep_durations && !m_sampled && m_kept_durations >= k_max_kept_durations) sample_from_now_on();
+    if (m_options.keep_durations && !m_sampled && m_kept_durations >= m_options.max_kept_durations) sample_from_now_on();
     if (m_options.keep_durations && !m_sampled) {
         g.durations.push_back(d);
         ++m_kept_durations;
@@ -265,7 +265,7 @@ void TimelineBuilder::finish(RunBatch& batch) {
     if (m_sampled)
         batch.notes.push_back(fmt::format("duration medians are estimated from a uniform sample of {} executions per "
                                           "name: the report holds over {} timed executions",
-                                          k_max_samples, k_max_kept_durations));
+                                          k_max_samples, m_options.max_kept_durations));
     const double launches = static_cast<double>(m_kernel_events);
     Entity& run = batch.entities[run_index];
     run.set(plain("gpu_time", gpu_time, "ns"));

@@ -26,15 +26,16 @@ struct TimelineEvent {
 // Launches shorter than this count as short (FORMATS.md: launch-bound analysis).
 inline constexpr double k_short_launch_ns = 10'000;
 
+// Past this many kept durations (32 MB), medians are estimated from a uniform sample per name.
+inline constexpr std::size_t k_max_kept_durations = 1 << 22;
+
 struct TimelineOptions {
     bool emit_launches = true;   // one launch entity per kernel execution (keeps every event)
     bool keep_durations = true;  // keep each duration for exact medians (8 bytes per event) up to
-                                 // k_max_kept_durations in all, then estimate them from samples;
+                                 // max_kept_durations in all, then estimate them from samples;
                                  // otherwise a reservoir of k_max_samples per name is kept for rank tests
+    std::size_t max_kept_durations = k_max_kept_durations;
 };
-
-// Past this many kept durations (32 MB), medians are estimated from a uniform sample per name.
-inline constexpr std::size_t k_max_kept_durations = 1 << 22;
 
 // A metric in a base unit, with the tool's own name and unit when they differ from perfwatch's.
 Metric plain(std::string name, double value, std::string unit, std::string tool = {}, std::string tool_unit = {});

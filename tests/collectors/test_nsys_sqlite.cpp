@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
 
 #include "collectors/nsys_sqlite.hpp"
 #include "tests/collectors/ncu_helpers.hpp"
@@ -102,6 +107,89 @@ TEST(NsysSqlite, ASqliteFileThatIsNotAnExportIsRejected) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().file, path);
     EXPECT_NE(r.error().message.find("not an Nsight Systems export"), std::string::npos) << r.error().message;
+}
+
+// An export written here: 3,000 kernels of 4 names on 2 devices, recorded in completion order
+// (neighbouring launches swapped), and their cudaLaunchKernel rows in call order among 1,000
+// other runtime calls that launch nothing. Launch latency (read side by side, not joined) must
+// equal SQL's join; busy time per device must equal the union computed here.
+TEST(NsysSqlite, LaunchLatencyAndBusyTimeMatchSqlOnAGeneratedExport) {
+    TempDir dir;
+    const std::string path = dir.file("generated.sqlite");
+    std::map<std::string, std::vector<std::pair<double, double>>> spans;
+    {
+        SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+                "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,"
+                " correlationId INTEGER, demangledName INTEGER, shortName INTEGER, gridX INTEGER, gridY INTEGER,"
+                " gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER, registersPerThread INTEGER,"
+                " staticSharedMemory INTEGER, dynamicSharedMemory INTEGER);"
+                "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, correlationId INTEGER, nameId INTEGER);"
+                "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'cudaMemcpyAsync_v3020'),"
+                " (10, 'k0(float*)'), (11, 'k1(float*)'), (12, 'k2(float*)'), (13, 'k3(float*)'), (20, 'k');");
+        db.exec("BEGIN");
+        SQLite::Statement k(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, 7, ?, ?, 20, 1, 1, 1, 128, 1, 1, 32, 0, 0)");
+        SQLite::Statement r(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?)");
+        long long correlation = 100;
+        std::vector<std::array<long long, 5>> kernels;
+        for (int i = 0; i < 3000; ++i) {
+            const long long call = 1000LL * i, start = call + 5000 + (i * 37) % 4000, end = start + 500 + (i * 101) % 3000;
+            if (i % 3 == 0) {  // a call that launches nothing
+                r.bind(1, static_cast<int64_t>(call - 300));
+                r.bind(2, static_cast<int64_t>(call - 200));
+                r.bind(3, static_cast<int64_t>(correlation++));
+                r.bind(4, 2);
+                r.exec();
+                r.reset();
+            }
+            r.bind(1, static_cast<int64_t>(call));
+            r.bind(2, static_cast<int64_t>(call + 100));
+            r.bind(3, static_cast<int64_t>(correlation));
+            r.bind(4, 1);
+            r.exec();
+            r.reset();
+            kernels.push_back({start, end, i % 2, correlation++, 10 + i % 4});
+        }
+        for (std::size_t i = 0; i + 1 < kernels.size(); i += 2) std::swap(kernels[i], kernels[i + 1]);
+        for (const auto& x : kernels) {
+            for (int c = 0; c < 5; ++c) k.bind(c + 1, static_cast<int64_t>(x[static_cast<std::size_t>(c)]));
+            k.exec();
+            k.reset();
+            spans[fmt::format("device {}", x[2])].emplace_back(static_cast<double>(x[0]), static_cast<double>(x[1]));
+        }
+        db.exec("COMMIT");
+    }
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    const double latency = db.execAndGet("SELECT avg(k.start - r.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN "
+                                         "CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId")
+                               .getDouble();
+    const double latency_max = db.execAndGet("SELECT max(k.start - r.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN "
+                                             "CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId")
+                                   .getDouble();
+    const RunBatch b = collect_ok(path);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launch_latency_mean").value_or(-1), latency);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launch_latency_max").value_or(-1), latency_max);
+    EXPECT_EQ(b.entities[0].value("launches").value_or(-1), 3000);
+    EXPECT_EQ(of_kind(b, EntityKind::kernel).size(), 4u);
+    for (auto& [device, list] : spans) {
+        std::sort(list.begin(), list.end());
+        double busy = 0, cur_start = list[0].first, cur_end = list[0].second;
+        for (const auto& [s, e] : list) {
+            if (s <= cur_end) {
+                cur_end = std::max(cur_end, e);
+            } else {
+                busy += cur_end - cur_start;
+                cur_start = s;
+                cur_end = e;
+            }
+        }
+        busy += cur_end - cur_start;
+        const auto dev = std::find_if(b.entities.begin(), b.entities.end(), [&](const Entity& e) {
+            return e.kind == EntityKind::device && e.name == device;
+        });
+        ASSERT_NE(dev, b.entities.end()) << device;
+        EXPECT_DOUBLE_EQ(dev->value("busy_time").value_or(-1), busy) << device;
+    }
 }
 
 }  // namespace perfwatch::test
