@@ -37,6 +37,14 @@ void drop_report(const test::TempDir& dir, const fs::path& reports, const std::s
     fs::rename(staged, reports / name);
 }
 
+// The daemon's configuration: `db`, one watched directory, one worker, a short quiet period.
+void write_config(const test::TempDir& dir, const fs::path& db, const fs::path& reports, const std::string& listen) {
+    test::write_file(dir.path() / "perfwatch.yaml",
+                     fmt::format("database: {}\nwatch:\n  - path: {}\nlisten: {}\nworkers: 1\nquiet_period: 300ms\n"
+                                 "shutdown_timeout: 4s\n",
+                                 db.string(), reports.string(), listen));
+}
+
 bool wait_until(const std::function<bool()>& done, double timeout_s) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -85,10 +93,7 @@ TEST(Faults, DatabaseOnAFullFilesystemLosesNothingAndTheDaemonCatchesUp) {
     const fs::path reports = dir.path() / "reports", mnt = dir.path() / "dbfs";
     fs::create_directories(reports);
     fs::create_directories(mnt);
-    test::write_file(dir.path() / "perfwatch.yaml",
-               fmt::format("database: {}\nwatch:\n  - path: {}\nlisten: 127.0.0.1:0\nworkers: 1\nquiet_period: 300ms\n"
-                           "shutdown_timeout: 4s\n",
-                           (mnt / "perfwatch.db").string(), reports.string()));
+    write_config(dir, mnt / "perfwatch.db", reports, "127.0.0.1:0");
     test::BackgroundProcess daemon(
         {"--mount", "--propagation", "private", "sh", "-c",
          "mount -t tmpfs -o size=1m tmpfs \"$1\" && exec \"$2\" daemon --config \"$3\"", "sh", mnt.string(),
@@ -143,9 +148,7 @@ TEST(Faults, DatabaseOnAReadOnlyFilesystemIsAClearStartUpError) {
     fs::create_directories(reports);
     fs::create_directories(dbdir);
     const fs::path db = dbdir / "perfwatch.db";
-    test::write_file(dir.path() / "perfwatch.yaml",
-                     fmt::format("database: {}\nwatch:\n  - path: {}\nlisten: off\nworkers: 1\nquiet_period: 300ms\n",
-                                 db.string(), reports.string()));
+    write_config(dir, db, reports, "off");
     {
         test::BackgroundProcess first({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("first.log"));
         ASSERT_TRUE(first.wait_for_log("ready:", 30)) << first.log();
@@ -185,9 +188,7 @@ TEST(Faults, UnreadableReportsAndDirectoriesAreLoggedAndSkipped) {
         fs::permissions(dir.path(), fs::perms::all);
         fs::permissions(reports, fs::perms::all);
     }
-    test::write_file(dir.path() / "perfwatch.yaml",
-               fmt::format("database: {}\nwatch:\n  - path: {}\nlisten: 127.0.0.1:0\nworkers: 1\nquiet_period: 300ms\n",
-                           (dir.path() / "perfwatch.db").string(), reports.string()));
+    write_config(dir, dir.path() / "perfwatch.db", reports, "127.0.0.1:0");
     fs::permissions(dir.path() / "perfwatch.yaml", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
     // One unreadable report and one unreadable directory (with a report inside) before start.
     drop_report(dir, reports, "secret.json", 50);
