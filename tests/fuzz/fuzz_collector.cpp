@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -22,9 +23,12 @@ const perfwatch::Collector* the_collector() {
     return k_collector;
 }
 
-// Collectors that open their report by path (SQLite) read the input from a scratch file.
+// Collectors that open their report by path (SQLite) read the input from a scratch file,
+// removed at exit.
 const std::string& scratch_path() {
     static const std::string k_path = "/tmp/perfwatch-fuzz-" + std::to_string(::getpid()) + ".input";
+    static const bool k_removed_at_exit = std::atexit([] { std::remove(k_path.c_str()); }) == 0;
+    (void)k_removed_at_exit;
     return k_path;
 }
 
