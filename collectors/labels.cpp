@@ -28,15 +28,15 @@ Result<void> read_sidecar(const std::string& path, std::map<std::string, std::st
         const YAML::Node root = YAML::Load(*text);
         if (root.IsNull()) return {};
         if (!root.IsMap())
-            return fail(path, root.Mark().line + 1, "a label sidecar must be a mapping of label names to values");
+            return fail(path, static_cast<std::uint64_t>(root.Mark().line + 1), "a label sidecar must be a mapping of label names to values");
         for (const auto& kv : root) {
             if (!kv.second.IsScalar() || !kv.first.IsScalar())
-                return fail(path, kv.first.Mark().line + 1,
+                return fail(path, static_cast<std::uint64_t>(kv.first.Mark().line + 1),
                             fmt::format("label '{}' must have a single value", kv.first.Scalar()));
             out[kv.first.Scalar()] = kv.second.Scalar();
         }
     } catch (const YAML::Exception& e) {
-        return fail(path, e.mark.line + 1, fmt::format("invalid YAML at column {}: {}", e.mark.column + 1, e.msg));
+        return fail(path, static_cast<std::uint64_t>(e.mark.line + 1), fmt::format("invalid YAML at column {}: {}", e.mark.column + 1, e.msg));
     }
     return {};
 }
