@@ -14,10 +14,10 @@
 #include "collectors/json_number.hpp"
 #include "collectors/json_stream.hpp"
 #include "collectors/span_set.hpp"
-
-static_assert(perfwatch::k_json_padding >= simdjson::SIMDJSON_PADDING, "event views must be parseable in place");
 #include "collectors/timeline.hpp"
 #include "collectors/units.hpp"
+
+static_assert(perfwatch::k_json_padding >= simdjson::SIMDJSON_PADDING, "event views must be parseable in place");
 
 namespace perfwatch {
 
