@@ -138,12 +138,18 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
     std::size_t start = m_pos, i = m_pos;
     int depth = 0;
     bool in_string = false, started = false;
-    // Top-level keys of the value: whether the next string is a key, and which hint (if any)
-    // the next string value fills, as offsets from `start`.
-    bool expect_key = false;
-    std::size_t string_start = 0, capture_for = 0;  // 1: ph, 2: cat
-    std::size_t hint_at[3] = {0, 0, 0}, hint_len[3] = {0, 0, 0};
+    // The top-level members of an object value, for the hints: where each member is (a key, its
+    // colon, its value, inside a scalar, after the value), which hint the current member fills
+    // (`slot`), and the hints found, as offsets from `start`.
+    enum class At { key, colon, value, scalar, after } at = At::after;
+    enum Slot : std::size_t { none, ph, cat, name, ts, dur, args, slots };
+    std::size_t slot = none, string_start = 0, scalar_start = 0;
+    std::size_t hint_at[slots] = {}, hint_len[slots] = {};
     bool string_escaped = false, escape_pending = false;
+    auto record = [&](std::size_t which, std::size_t from, std::size_t to) {
+        hint_at[which] = from - start;
+        hint_len[which] = to - from;
+    };
     while (true) {
         if (i == m_len) {
             // Out of buffered input: move the value's start to the front (or drop what was
@@ -154,6 +160,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
             m_len -= from;
             i -= from;
             string_start -= std::min(string_start, from);
+            scalar_start -= std::min(scalar_start, from);
             start -= from;
             m_pos = 0;
             auto r = refill();
@@ -188,27 +195,43 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
             if (depth == 0) break;
             if (depth == 1 && hints != nullptr) {
                 const std::size_t text_at = string_start + 1, text_len = i - 1 - text_at;
-                if (expect_key) {
+                if (at == At::key) {
                     const std::string_view key(buf + text_at, text_len);
-                    capture_for = key == "ph" ? 1 : key == "cat" ? 2 : 0;
-                    expect_key = false;
-                } else if (capture_for != 0) {
-                    if (!string_escaped) {
-                        hint_at[capture_for] = text_at - start;
-                        hint_len[capture_for] = text_len;
-                    }
-                    capture_for = 0;
+                    slot = key == "ph"     ? ph
+                           : key == "cat"  ? cat
+                           : key == "name" ? name
+                           : key == "ts"   ? ts
+                           : key == "dur"  ? dur
+                           : key == "args" ? args
+                                           : none;
+                    at = At::colon;
+                } else {
+                    if ((slot == ph || slot == cat || slot == name) && !string_escaped)
+                        record(slot, text_at, text_at + text_len);
+                    at = At::after;
                 }
             }
             continue;
         }
+        if (depth == 1 && at == At::value && k_classes[static_cast<unsigned char>(buf[i])] == k_plain &&
+            buf[i] != ':') {
+            at = At::scalar;
+            scalar_start = i;
+        }
         while (i < m_len && k_classes[static_cast<unsigned char>(buf[i])] == k_plain) {
+            if (buf[i] == ':' && depth == 1 && at == At::colon) {
+                at = At::value;
+                ++i;
+                break;
+            }
             started = true;
             ++i;
         }
         if (i == m_len) continue;
         const char c = buf[i];
         switch (k_classes[static_cast<unsigned char>(c)]) {
+        case k_plain:
+            continue;  // after a top-level colon: the value starts here
         case k_quote:
             in_string = true;
             string_escaped = false;
@@ -218,11 +241,18 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
         case k_open:
             ++depth;
             started = true;
-            if (depth == 1) expect_key = c == '{';
-            else if (depth == 2) capture_for = 0;  // a non-string value
+            if (depth == 1) {
+                at = c == '{' ? At::key : At::after;
+            } else if (depth == 2 && at == At::value) {
+                if (slot == args && c == '{') scalar_start = i;
+                else slot = none;
+                at = At::after;
+            }
             break;
         case k_close:
             if (depth == 0) goto done;  // the end of a scalar value
+            if (depth == 1 && at == At::scalar && (slot == ts || slot == dur)) record(slot, scalar_start, i);
+            if (depth == 2 && slot == args && c == '}') record(args, scalar_start, i + 1);
             if (--depth == 0) {
                 ++i;
                 goto done;
@@ -230,9 +260,15 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
             break;
         case k_separator:
             if (depth == 0) goto done;
-            if (depth == 1 && c == ',') {
-                expect_key = buf[start] == '{';
-                capture_for = 0;
+            if (depth == 1) {
+                if (at == At::scalar) {
+                    if (slot == ts || slot == dur) record(slot, scalar_start, i);
+                    at = At::after;
+                }
+                if (c == ',') {
+                    at = buf[start] == '{' ? At::key : At::after;
+                    slot = none;
+                }
             }
             break;
         default:
@@ -245,8 +281,15 @@ done:
     m_offset += i - m_pos;
     m_pos = i;
     if (hints != nullptr) {
-        hints->ph = hint_len[1] > 0 ? text.substr(hint_at[1], hint_len[1]) : std::string_view();
-        hints->cat = hint_len[2] > 0 ? text.substr(hint_at[2], hint_len[2]) : std::string_view();
+        auto hint = [&](std::size_t which) {
+            return hint_len[which] > 0 ? text.substr(hint_at[which], hint_len[which]) : std::string_view();
+        };
+        hints->ph = hint(ph);
+        hints->cat = hint(cat);
+        hints->name = hint(name);
+        hints->ts = hint(ts);
+        hints->dur = hint(dur);
+        hints->args = hint(args);
     }
     return keep ? text : std::string_view();
 }

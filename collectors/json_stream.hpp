@@ -18,11 +18,11 @@ inline constexpr std::size_t k_json_padding = 64;  // >= SIMDJSON_PADDING, and >
 // (so simdjson can parse it in place), valid until the callback returns.
 class JsonEventStream {
 public:
-    // The raw text of an event's top-level "ph" and "cat" string values, found while scanning
-    // (empty when absent, not a plain string, or holding escapes): lets a reader skip events it
-    // ignores without parsing them.
+    // Raw text of an event's top-level members, found while scanning, so a reader can skip or
+    // read common events without parsing them: "ph", "cat" and "name" when plain strings (no
+    // escapes), "ts" and "dur" when numbers, "args" when an object. Empty otherwise.
     struct Hints {
-        std::string_view ph, cat;
+        std::string_view ph, cat, name, ts, dur, args;
     };
     using EventFn = std::function<Result<void>(std::string_view json, const Hints& hints)>;
     using MemberFn = std::function<Result<void>(std::string_view key, std::string_view json)>;

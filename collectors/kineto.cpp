@@ -4,6 +4,8 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -180,7 +182,8 @@ private:
 
     Result<void> take_event(std::string_view json, const JsonEventStream::Hints& hints) {
         ++m_events;
-        // Events that only count (or not at all) are not parsed once the time base is known.
+        // Events that only count (or not at all) are not parsed once the time base is known;
+        // the common ones are read from the scanner's hints, parsing only their args.
         if (!hints.ph.empty() && hints.ph != "X") return {};
         if (m_base && hints.ph == "X" && !hints.cat.empty()) {
             const Cat c = category(hints.cat);
@@ -188,6 +191,20 @@ private:
             if (c == Cat::cpu_op) {
                 ++m_cpu_ops;
                 return {};
+            }
+            double ts = 0, dur = 0;
+            if (!hints.name.empty() && plain_number(hints.ts, ts) && plain_number(hints.dur, dur)) {
+                if (c == Cat::runtime) return take_runtime(hints.name, ts, dur, args_correlation(hints.args));
+                simdjson::dom::object args;
+                bool has_args = false;
+                if (!hints.args.empty()) {
+                    simdjson::dom::element root;
+                    if (m_parser.parse(hints.args.data(), hints.args.size(), false).get(root) ||
+                        root.get_object().get(args))
+                        return fail(m_path, 0, fmt::format("trace event {} has invalid args", m_events));
+                    has_args = true;
+                }
+                return take_complete(c, hints.name, ts, dur, args, has_args);
             }
         }
         simdjson::dom::element root;
@@ -203,23 +220,67 @@ private:
         if (!field(o, "ts", ts))
             return fail(m_path, 0, fmt::format("trace event {} (\"{}\") has no numeric \"ts\"", m_events, name));
         if (!field(o, "dur", dur)) return {};
-        // Times relative to the first event keep nanosecond precision in a double (absolute
-        // epoch microseconds times 1000 would not).
-        if (!m_base) m_base = ts;
-        const double start = (ts - *m_base) * k_us, length = dur * k_us;
         simdjson::dom::object args;
         const bool has_args = !o["args"].get_object().get(args);
+        return take_complete(category(cat), name, ts, dur, args, has_args);
+    }
+
+    // A JSON number written plainly (not a string); false for anything else.
+    static bool plain_number(std::string_view text, double& out) {
+        if (text.empty()) return false;
+        const auto r = std::from_chars(text.data(), text.data() + text.size(), out);
+        return r.ec == std::errc() && r.ptr == text.data() + text.size();
+    }
+
+    // args.correlation of a runtime call, found in the args text; -1 when absent.
+    static double args_correlation(std::string_view args) {
+        constexpr std::string_view k_key = "\"correlation\"";
+        const std::size_t at = args.find(k_key);
+        if (at == std::string_view::npos) return -1;
+        std::size_t i = at + k_key.size();
+        while (i < args.size() && (args[i] == ' ' || args[i] == ':' || args[i] == '\n' || args[i] == '\t')) ++i;
+        std::size_t end = i;
+        while (end < args.size() && (std::isdigit(static_cast<unsigned char>(args[end])) != 0 || args[end] == '.')) ++end;
+        double value = -1;
+        return plain_number(args.substr(i, end - i), value) ? value : -1;
+    }
+
+    // Times relative to the first event keep nanosecond precision in a double (absolute epoch
+    // microseconds times 1000 would not).
+    std::pair<double, double> span_of(double ts, double dur) {
+        if (!m_base) m_base = ts;
+        return {(ts - *m_base) * k_us, dur * k_us};
+    }
+
+    Result<void> take_runtime(std::string_view name, double ts, double dur, double correlation) {
+        const auto [start, length] = span_of(ts, dur);
+        Stats& s = entry(m_api, name);
+        s.add(length);
+        if (length > k_runtime_outlier_ns) ++m_runtime_outliers;
+        if (correlation >= 0) match_runtime(correlation, start, length);
+        return {};
+    }
+
+    // A complete event ("ph": "X") of category `c`.
+    Result<void> take_complete(Cat c, std::string_view name, double ts, double dur, simdjson::dom::object args,
+                               bool has_args) {
+        if (c == Cat::runtime) {
+            double correlation = -1;
+            if (has_args) field(args, "correlation", correlation);
+            return take_runtime(name, ts, dur, correlation);
+        }
+        const auto [start, length] = span_of(ts, dur);
         double correlation = -1;
         if (has_args) field(args, "correlation", correlation);
 
-        switch (category(cat)) {
+        switch (c) {
             case Cat::kernel:
             case Cat::memcpy:
             case Cat::memset: {
                 double device = 0;
                 if (has_args) field(args, "device", device);
                 const std::string& device_name = device_label(device);
-                const bool kernel = category(cat) == Cat::kernel;
+                const bool kernel = c == Cat::kernel;
                 if (kernel) {
                     kernel_extra(name, device_name, args, has_args, length);
                     (is_comm_kernel(name) ? m_comm_spans : m_compute_spans).add(start, start + length);
@@ -234,13 +295,7 @@ private:
                                start, start + length);
                 break;
             }
-            case Cat::runtime: {
-                Stats& s = entry(m_api, name);
-                s.add(length);
-                if (length > k_runtime_outlier_ns) ++m_runtime_outliers;
-                if (correlation >= 0) match_runtime(correlation, start, length);
-                break;
-            }
+            case Cat::runtime:  // handled above
             case Cat::annotation:
                 if (name.starts_with("ProfilerStep#")) m_steps.add(length);
                 break;

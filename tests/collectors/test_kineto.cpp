@@ -148,4 +148,35 @@ TEST(Kineto, GzipBombIsRefusedWithAClearError) {
     EXPECT_EQ(batch.error().file, path);
 }
 
+// Common events are read from the scanner's hints without a DOM parse. The same traces with
+// every "ts" and "dur" written as a string (which only the DOM path reads) must give the same
+// run, entity by entity and metric by metric.
+TEST(Kineto, EventsReadFromHintsEqualTheFullParse) {
+    const auto dir = corpus_dir();
+    if (!dir) GTEST_SKIP() << "corpus not found (../shared/corpus or $PERFWATCH_CORPUS)";
+    for (const auto& entry : std::filesystem::directory_iterator(*dir / "kineto")) {
+        const std::string path = entry.path().string();
+        auto doc = nlohmann::json::parse(gunzip_file(path));
+        auto& events = doc.is_array() ? doc : doc["traceEvents"];
+        for (auto& e : events)
+            for (const char* key : {"ts", "dur"})
+                if (e.contains(key) && e[key].is_number()) e[key] = e[key].dump();
+        const RunBatch fast = collect_ok(path);
+        auto slow = collect_content("strings.json", doc.dump());
+        ASSERT_TRUE(slow) << slow.error().to_string();
+        ASSERT_EQ(fast.entities.size(), slow->entities.size()) << path;
+        for (std::size_t i = 0; i < fast.entities.size(); ++i) {
+            const Entity& a = fast.entities[i];
+            const Entity& b = slow->entities[i];
+            EXPECT_EQ(a.name, b.name) << path;
+            ASSERT_EQ(a.metrics.size(), b.metrics.size()) << path << " " << a.name;
+            for (std::size_t m = 0; m < a.metrics.size(); ++m) {
+                EXPECT_EQ(a.metrics[m].name, b.metrics[m].name) << path << " " << a.name;
+                EXPECT_NEAR(a.metrics[m].value, b.metrics[m].value, 1e-9 * std::max(1.0, std::abs(b.metrics[m].value)))
+                    << path << " " << a.name << " " << a.metrics[m].name;
+            }
+        }
+    }
+}
+
 }  // namespace perfwatch::test
