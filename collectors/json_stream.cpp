@@ -146,6 +146,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
     std::size_t slot = none, string_start = 0, scalar_start = 0;
     std::size_t hint_at[slots] = {}, hint_len[slots] = {};
     bool string_escaped = false, escape_pending = false;
+    bool object = false;  // the value is an object (not an array)
     auto record = [&](std::size_t which, std::size_t from, std::size_t to) {
         hint_at[which] = from - start;
         hint_len[which] = to - from;
@@ -161,7 +162,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
             i -= from;
             string_start -= std::min(string_start, from);
             scalar_start -= std::min(scalar_start, from);
-            start -= from;
+            start = keep ? start - from : 0;  // a skipped value has no text to return
             m_pos = 0;
             auto r = refill();
             if (!r) return std::unexpected(r.error());
@@ -242,7 +243,8 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
             ++depth;
             started = true;
             if (depth == 1) {
-                at = c == '{' ? At::key : At::after;
+                object = c == '{';
+                at = object ? At::key : At::after;
             } else if (depth == 2 && at == At::value) {
                 if (slot == args && c == '{') scalar_start = i;
                 else slot = none;
@@ -266,7 +268,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
                     at = At::after;
                 }
                 if (c == ',') {
-                    at = buf[start] == '{' ? At::key : At::after;
+                    at = object ? At::key : At::after;
                     slot = none;
                 }
             }
