@@ -148,6 +148,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
     bool string_escaped = false, escape_pending = false;
     bool object = false;  // the value is an object (not an array)
     auto record = [&](std::size_t which, std::size_t from, std::size_t to) {
+        if (from < start || to < from) return;  // hints are best effort: never a bad view
         hint_at[which] = from - start;
         hint_len[which] = to - from;
     };
@@ -245,8 +246,9 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
             if (depth == 1) {
                 object = c == '{';
                 at = object ? At::key : At::after;
-            } else if (depth == 2 && at == At::value) {
-                if (slot == args && c == '{') scalar_start = i;
+            } else if (depth == 2) {
+                // Only a well-formed member ("args": {...}) is captured.
+                if (slot == args && c == '{' && at == At::value) scalar_start = i;
                 else slot = none;
                 at = At::after;
             }
