@@ -384,15 +384,22 @@ private:
 
     // HTA: launch delay = kernel start - (runtime call start + its duration); a short kernel is
     // one whose launch call took <= 50 us and whose GPU time is below that call's time.
+    // A correlation ID as an integer; none for values no trace writes (fractions, huge numbers).
+    static std::optional<std::int64_t> correlation_id(double correlation) {
+        if (!(correlation >= 0 && correlation < 9.0e15) || correlation != std::floor(correlation)) return std::nullopt;
+        return static_cast<std::int64_t>(correlation);
+    }
     void match_kernel(double correlation, double start, double length) {
-        const auto id = static_cast<std::int64_t>(correlation);
-        if (auto cpu = m_pending_runtime.take(id)) record_launch(*cpu, {start, length});
-        else m_pending_kernels.put(id, {start, length});
+        const auto id = correlation_id(correlation);
+        if (!id) return;
+        if (auto cpu = m_pending_runtime.take(*id)) record_launch(*cpu, {start, length});
+        else m_pending_kernels.put(*id, {start, length});
     }
     void match_runtime(double correlation, double start, double length) {
-        const auto id = static_cast<std::int64_t>(correlation);
-        if (auto gpu = m_pending_kernels.take(id)) record_launch({start, length}, *gpu);
-        else m_pending_runtime.put(id, {start, length});
+        const auto id = correlation_id(correlation);
+        if (!id) return;
+        if (auto gpu = m_pending_kernels.take(*id)) record_launch({start, length}, *gpu);
+        else m_pending_runtime.put(*id, {start, length});
     }
     void record_launch(std::pair<double, double> cpu, std::pair<double, double> gpu) {
         const double delay = gpu.first - (cpu.first + cpu.second);
