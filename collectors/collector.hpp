@@ -38,6 +38,17 @@ public:
     }
 };
 
+// A collector that reads its report as a stream of bytes (bounded memory whatever its size);
+// a report already in memory is streamed too.
+class StreamCollector : public Collector {
+public:
+    CollectorInput input() const final { return CollectorInput::stream; }
+    Result<RunBatch> collect(const std::string& path, std::string_view content) const final {
+        return collect_stream(path, *open_source(path, content));
+    }
+    Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override = 0;
+};
+
 inline constexpr std::size_t k_sniff_bytes = 1 << 20;
 
 // The collectors in detection order: the first that recognizes a report reads it.

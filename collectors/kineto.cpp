@@ -528,7 +528,7 @@ private:
     SpanSet m_comm_spans, m_compute_spans;
 };
 
-class KinetoCollector final : public Collector {
+class KinetoCollector final : public StreamCollector {
 public:
     std::string_view id() const override { return "kineto"; }
     std::string_view description() const override {
@@ -541,12 +541,6 @@ public:
                                         "\"cpu_op\"", "\"cuda_runtime\"", "\"Operator\"", "\"python_function\""})
             if (head.find(marker) != std::string_view::npos) return true;
         return false;
-    }
-
-    CollectorInput input() const override { return CollectorInput::stream; }
-
-    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
-        return collect_stream(path, *open_source(path, content));
     }
 
     Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {

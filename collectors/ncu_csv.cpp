@@ -113,7 +113,7 @@ Result<bool> next_record(const std::string& path, CsvStream& reader, std::vector
     return *status == CsvReader::Status::record;
 }
 
-class NcuCsvCollector final : public Collector {
+class NcuCsvCollector final : public StreamCollector {
 public:
     std::string_view id() const override { return "ncu-csv"; }
     std::string_view description() const override { return "Nsight Compute CSV, details page (ncu --csv)"; }
@@ -121,12 +121,6 @@ public:
     bool recognizes(std::string_view head) const override {
         const std::string_view h = header_line(head);
         return h.find("Metric Name") != std::string_view::npos && h.find("Metric Value") != std::string_view::npos;
-    }
-
-    CollectorInput input() const override { return CollectorInput::stream; }
-
-    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
-        return collect_stream(path, *open_source(path, content));
     }
 
     Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
@@ -196,7 +190,7 @@ public:
     }
 };
 
-class NcuRawCsvCollector final : public Collector {
+class NcuRawCsvCollector final : public StreamCollector {
 public:
     std::string_view id() const override { return "ncu-raw-csv"; }
     std::string_view description() const override {
@@ -206,12 +200,6 @@ public:
     bool recognizes(std::string_view head) const override {
         const std::string_view h = header_line(head);
         return !h.empty() && h.find("Metric Name") == std::string_view::npos && h.find("__") != std::string_view::npos;
-    }
-
-    CollectorInput input() const override { return CollectorInput::stream; }
-
-    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
-        return collect_stream(path, *open_source(path, content));
     }
 
     Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
