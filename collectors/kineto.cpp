@@ -7,7 +7,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <deque>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -18,6 +17,7 @@
 #include "collectors/span_set.hpp"
 #include "collectors/timeline.hpp"
 #include "collectors/units.hpp"
+#include "collectors/waiting_map.hpp"
 
 static_assert(perfwatch::k_json_padding >= simdjson::SIMDJSON_PADDING, "event views must be parseable in place");
 
@@ -71,34 +71,6 @@ struct KernelExtra {
     std::map<std::string, double> block_limits;
     std::string limiter;
     std::string device;
-};
-
-// Launches (or kernels) waiting for their other half, by correlation ID. Bounded: past
-// k_max_pending the oldest waiting entries are dropped (a runtime call whose kernel never comes,
-// such as cudaStreamSynchronize, would otherwise stay forever).
-class PendingMatches {
-public:
-    static constexpr std::size_t k_max_pending = 1 << 18;
-
-    void put(std::int64_t id, std::pair<double, double> value) {
-        m_waiting[id] = value;
-        m_order.push_back(id);
-        while (m_order.size() > 2 * k_max_pending || m_waiting.size() > k_max_pending) {
-            m_waiting.erase(m_order.front());
-            m_order.pop_front();
-        }
-    }
-    std::optional<std::pair<double, double>> take(std::int64_t id) {
-        auto it = m_waiting.find(id);
-        if (it == m_waiting.end()) return std::nullopt;
-        const auto value = it->second;
-        m_waiting.erase(it);
-        return value;
-    }
-
-private:
-    std::unordered_map<std::int64_t, std::pair<double, double>> m_waiting;
-    std::deque<std::int64_t> m_order;
 };
 
 class KinetoReader {
@@ -521,7 +493,7 @@ private:
     std::map<std::string, Stats, std::less<>> m_api;
     std::map<std::string, Stats, std::less<>> m_sync_kinds;
     std::map<double, std::string> m_device_labels;
-    PendingMatches m_pending_runtime, m_pending_kernels;
+    WaitingMap<std::pair<double, double>> m_pending_runtime, m_pending_kernels;  // (start, length)
     Stats m_delays, m_steps, m_sync;
     double m_delay_outliers = 0, m_short_kernels = 0, m_runtime_outliers = 0, m_cpu_ops = 0;
     double m_comm_time = 0, m_compute_time = 0, m_memory_time = 0;

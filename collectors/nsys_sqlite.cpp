@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <limits>
 #include <optional>
 #include <map>
@@ -15,6 +14,7 @@
 #include "collectors/nsys_common.hpp"
 #include "collectors/timeline.hpp"
 #include "collectors/units.hpp"
+#include "collectors/waiting_map.hpp"
 
 namespace perfwatch {
 
@@ -61,12 +61,10 @@ private:
 // The start of the runtime call that launched a kernel, by correlation ID, without joining the
 // two tables (an automatic index over every runtime row): CUPTI numbers calls in order and both
 // tables are written roughly in that order, so the runtime rows are read alongside the kernels,
-// keeping those read ahead in a bounded map. A kernel whose call was read long before (evicted)
+// keeping those read ahead in a bounded map. A kernel whose call was read long before (dropped)
 // or never comes gets no latency.
 class LaunchMatcher {
 public:
-    static constexpr std::size_t k_max_waiting = 1 << 18;
-
     LaunchMatcher(SQLite::Database& db, bool enabled) {
         if (enabled)
             m_runtime.emplace(db, "SELECT correlationId, start FROM CUPTI_ACTIVITY_KIND_RUNTIME "
@@ -74,11 +72,7 @@ public:
     }
 
     std::optional<double> launch_start(long long correlation) {
-        if (auto it = m_waiting.find(correlation); it != m_waiting.end()) {
-            const double start = it->second;
-            m_waiting.erase(it);
-            return start;
-        }
+        if (auto start = m_waiting.take(correlation)) return start;
         // Read ahead until this call, or past it.
         while (m_runtime && m_last_read <= correlation) {
             if (!m_runtime->executeStep()) {
@@ -89,12 +83,7 @@ public:
             const double start = m_runtime->getColumn(1).getDouble();
             m_last_read = std::max(m_last_read, id);
             if (id == correlation) return start;
-            m_waiting[id] = start;
-            m_order.push_back(id);
-            while (m_waiting.size() > k_max_waiting || m_order.size() > 2 * k_max_waiting) {
-                m_waiting.erase(m_order.front());
-                m_order.pop_front();
-            }
+            m_waiting.put(id, start);
         }
         return std::nullopt;
     }
@@ -102,8 +91,7 @@ public:
 private:
     std::optional<SQLite::Statement> m_runtime;
     long long m_last_read = std::numeric_limits<long long>::min();
-    std::unordered_map<long long, double> m_waiting;
-    std::deque<long long> m_order;
+    WaitingMap<double> m_waiting;  // runtime call starts read ahead
 };
 
 class NsysSqliteCollector final : public Collector {
