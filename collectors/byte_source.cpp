@@ -203,6 +203,19 @@ Result<std::string> FileSource::finish_sha256() {
     return hex(digest, len);
 }
 
+std::string sha256_hex(std::string_view data) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+    return hex(digest, len);
+}
+
+Result<std::string> sha256_file(const std::string& path) {
+    auto file = FileSource::open(path);
+    if (!file) return std::unexpected(file.error());
+    return (*file)->finish_sha256();
+}
+
 bool is_gzip(std::string_view data) {
     return data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b;
 }

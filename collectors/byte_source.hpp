@@ -55,6 +55,12 @@ private:
     std::unique_ptr<Hash> m_hash;
 };
 
+// Lower-case hex SHA-256 of `data`.
+std::string sha256_hex(std::string_view data);
+
+// Lower-case hex SHA-256 of a file's bytes, read in chunks (a FileSource read to its end).
+Result<std::string> sha256_file(const std::string& path);
+
 // Decompresses gzip (or zlib) read from `compressed`, with the limits. `compressed` must outlive it.
 std::unique_ptr<ByteSource> gunzip(const std::string& path, ByteSource& compressed, InflateLimits limits = {});
 

@@ -77,10 +77,4 @@ void add_report_labels(RunBatch& batch);
 // Same for content already in memory.
 Result<RunBatch> collect_content(const std::string& path, std::string_view content);
 
-// Lower-case hex SHA-256 of `data`.
-std::string sha256_hex(std::string_view data);
-
-// Lower-case hex SHA-256 of a file's bytes, read in chunks.
-Result<std::string> sha256_file(const std::string& path);
-
 }  // namespace perfwatch

@@ -1,15 +1,9 @@
-#include <openssl/evp.h>
-
 #include <fmt/format.h>
 
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <set>
-#include <fstream>
 #include <functional>
 #include <memory>
+#include <set>
 
 #include "collectors/clintercept.hpp"
 #include "collectors/collector.hpp"
@@ -21,7 +15,6 @@
 #include "collectors/nsys_sqlite.hpp"
 #include "collectors/nsys_stats.hpp"
 #include "collectors/rocprof.hpp"
-#include "storage/file.hpp"
 
 namespace perfwatch {
 
@@ -61,30 +54,6 @@ const Collector* detect(std::string_view content) {
     for (const Collector* c : collectors())
         if (c->recognizes(head)) return c;
     return nullptr;
-}
-
-namespace {
-
-std::string hex(const unsigned char* digest, unsigned int len) {
-    std::string out;
-    out.reserve(len * 2);
-    for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", digest[i]);
-    return out;
-}
-
-}  // namespace
-
-std::string sha256_hex(std::string_view data) {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-    return hex(digest, len);
-}
-
-Result<std::string> sha256_file(const std::string& path) {
-    auto file = FileSource::open(path);
-    if (!file) return std::unexpected(file.error());
-    return (*file)->finish_sha256();
 }
 
 void add_report_labels(RunBatch& batch) {
@@ -141,11 +110,10 @@ Result<RunBatch> collect_content(const std::string& path, std::string_view conte
 }
 
 std::string detect_file_format(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::string head(k_sniff_bytes, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
-    const Collector* c = head.empty() ? nullptr : detect(head);
+    auto file = FileSource::open(path);
+    if (!file) return "unrecognized";
+    const auto head = (*file)->head(k_sniff_bytes);
+    const Collector* c = !head || head->empty() ? nullptr : detect(*head);
     return c != nullptr ? std::string(c->id()) : std::string("unrecognized");
 }
 
@@ -197,9 +165,7 @@ Result<RunBatch> collect_file(const std::string& path) {
 Result<RunBatch> collect_file(const std::string& path, const std::vector<Converter>& converters) {
     const Converter* converter = converter_for(converters, path);
     if (converter == nullptr) return collect_file(path);
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return fail(path, 0, "is a directory, expected a file");
-    auto sha = sha256_file(path);
+    auto sha = sha256_file(path);  // also refuses a directory or a missing file
     if (!sha) return std::unexpected(sha.error());
     auto converted = convert_report(*converter, path);
     if (!converted) return std::unexpected(converted.error());
