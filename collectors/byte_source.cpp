@@ -134,7 +134,8 @@ FileSource::FileSource(std::string path, int fd, std::uint64_t size)
 FileSource::~FileSource() { ::close(m_fd); }
 
 Result<std::unique_ptr<FileSource>> FileSource::open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) return fail(path, 0, fmt::format("cannot open: {}", std::strerror(errno)));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -150,6 +151,7 @@ Result<std::unique_ptr<FileSource>> FileSource::open(const std::string& path) {
         ::close(fd);
         return fail(path, 0, "is not a regular file (a FIFO, socket or device), expected a report file");
     }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     return std::unique_ptr<FileSource>(new FileSource(path, fd, static_cast<std::uint64_t>(st.st_size)));
 }
