@@ -9,6 +9,8 @@
 #include <mutex>
 #include <string>
 
+#include "storage/text.hpp"
+
 namespace perfwatch {
 
 namespace {
@@ -38,9 +40,12 @@ bool log_enabled(LogLevel level) { return static_cast<int>(level) >= g_level.loa
 
 void log_line(LogLevel level, std::string_view message) {
     if (!log_enabled(level)) return;
+    // One event, one line: line breaks become spaces; other control characters (terminal escapes,
+    // NUL) and bytes that are not UTF-8 become U+FFFD.
     std::string text(message);
     for (char& c : text)
         if (c == '\n' || c == '\r') c = ' ';
+    text = to_valid_utf8(text, true);
     const auto index = static_cast<std::size_t>(level);
     std::string line;
     if (under_journald())

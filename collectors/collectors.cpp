@@ -15,6 +15,7 @@
 #include "collectors/nsys_sqlite.hpp"
 #include "collectors/nsys_stats.hpp"
 #include "collectors/rocprof.hpp"
+#include "collectors/sanitize.hpp"
 
 namespace perfwatch {
 
@@ -92,6 +93,7 @@ void finish_batch(RunBatch& batch, const std::string& path, std::string sha256) 
     batch.source = path;
     batch.sha256 = std::move(sha256);
     add_report_labels(batch);
+    sanitize_batch(batch);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "collectors/timeline.hpp"
 #include "collectors/units.hpp"
 #include "collectors/waiting_map.hpp"
+#include "storage/text.hpp"
 
 static_assert(perfwatch::k_json_padding >= simdjson::SIMDJSON_PADDING, "event views must be parseable in place");
 
@@ -79,6 +80,7 @@ public:
 
     Result<RunBatch> run(ByteSource& source) {
         JsonEventStream stream(m_path, source);
+        m_stream = &stream;
         auto want = [](std::string_view key) {
             return key == "deviceProperties" || key == "distributedInfo" || key == "schemaVersion";
         };
@@ -165,7 +167,9 @@ private:
                 return {};
             }
             double ts = 0, dur = 0;
-            if (!hints.name.empty() && plain_number(hints.ts, ts) && plain_number(hints.dur, dur)) {
+            // A name or args that is not UTF-8 takes the full parse below, which repairs it.
+            if (!hints.name.empty() && plain_number(hints.ts, ts) && plain_number(hints.dur, dur) &&
+                is_valid_utf8(hints.name) && simdjson::validate_utf8(hints.args.data(), hints.args.size())) {
                 if (c == Cat::runtime) return take_runtime(hints.name, ts, dur, args_correlation(hints.args));
                 simdjson::dom::object args;
                 bool has_args = false;
@@ -180,8 +184,18 @@ private:
             }
         }
         simdjson::dom::element root;
-        if (m_parser.parse(json.data(), json.size(), false).get(root))
-            return fail(m_path, 0, fmt::format("trace event {} is not valid JSON", m_events));
+        auto error = m_parser.parse(json.data(), json.size(), false).get(root);
+        std::string repaired;
+        if (error == simdjson::UTF8_ERROR) {
+            // Bytes that are not UTF-8 become U+FFFD, as in every name perfwatch stores; the
+            // original name's SHA-256 is kept when the scanner saw it.
+            if (!hints.name.empty() && !is_valid_utf8(hints.name))
+                m_name_sha256.try_emplace(to_valid_utf8(hints.name), sha256_hex(hints.name));
+            repaired = to_valid_utf8(json);
+            ++m_repaired_events;
+            error = m_parser.parse(repaired.data(), repaired.size(), false).get(root);
+        }
+        if (error) return fail(m_path, 0, fmt::format("trace event {} is not valid JSON", m_events));
         simdjson::dom::object o;
         if (root.get_object().get(o)) return fail(m_path, 0, fmt::format("trace event {} is not an object", m_events));
         std::string_view ph, cat, name;
@@ -224,7 +238,23 @@ private:
         return {(ts - *m_base) * k_us, dur * k_us};
     }
 
+    // Times a clock can give (microseconds): past these a trace is corrupt, and their differences
+    // would overflow or keep no digit. Such an event fails the report, naming where it is.
+    Result<void> check_times(std::string_view name, double ts, double dur) const {
+        static constexpr double k_max_abs_ts_us = 1e17;  // about 3,000 years from the epoch
+        static constexpr double k_max_dur_us = 1e15;     // about 30 years
+        const char* what = !(std::abs(ts) <= k_max_abs_ts_us) ? "\"ts\" is not a plausible time"
+                           : !(dur >= 0)                     ? "\"dur\" is negative or not a number"
+                           : !(dur <= k_max_dur_us)          ? "\"dur\" is not a plausible duration"
+                                                             : nullptr;
+        if (what == nullptr) return {};
+        return fail_at_offset(m_path, m_stream != nullptr ? m_stream->offset() : 0,
+                              fmt::format("trace event {} (\"{}\"): {} in microseconds (ts {}, dur {})", m_events,
+                                          to_valid_utf8(name.substr(0, 200), true), what, ts, dur));
+    }
+
     Result<void> take_runtime(std::string_view name, double ts, double dur, double correlation) {
+        if (auto ok = check_times(name, ts, dur); !ok) return ok;
         const auto [start, length] = span_of(ts, dur);
         Stats& s = entry(m_api, name);
         s.add(length);
@@ -241,6 +271,7 @@ private:
             if (has_args) field(args, "correlation", correlation);
             return take_runtime(name, ts, dur, correlation);
         }
+        if (auto ok = check_times(name, ts, dur); !ok) return ok;
         const auto [start, length] = span_of(ts, dur);
         double correlation = -1;
         if (has_args) field(args, "correlation", correlation);
@@ -388,6 +419,14 @@ private:
         const std::size_t run_index = batch.run_entity();
         if (m_timeline.kernel_events() == 0) batch.notes.push_back("no GPU kernels in this trace (CPU-only)");
         m_timeline.finish(batch);
+        if (m_repaired_events > 0) {
+            batch.notes.push_back(fmt::format("{} trace event{} held bytes that are not valid UTF-8, replaced by "
+                                              "U+FFFD",
+                                              m_repaired_events, m_repaired_events == 1 ? "" : "s"));
+            for (Entity& e : batch.entities)
+                if (auto it = m_name_sha256.find(e.name); it != m_name_sha256.end())
+                    e.attributes["name_sha256"] = it->second;
+        }
 
         std::map<std::string, double> sm_of;
         for (Entity& info : m_devices) {
@@ -480,6 +519,9 @@ private:
     TimelineBuilder m_timeline{TimelineOptions{false, false}};
     std::size_t m_events = 0;
     std::optional<double> m_base;
+    const JsonEventStream* m_stream = nullptr;
+    std::size_t m_repaired_events = 0;
+    std::map<std::string, std::string> m_name_sha256;  // repaired name -> SHA-256 of the original bytes
     std::string m_schema;
     std::map<std::string, std::string> m_labels;
     std::vector<Entity> m_devices;

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "collectors/collector.hpp"
+#include "collectors/sanitize.hpp"
 #include "storage/file.hpp"
 
 namespace perfwatch {
@@ -122,6 +123,7 @@ Result<RunBatch> collect_labelled(const std::string& file, const LabelSources& l
     if (!sidecar) return std::unexpected(sidecar.error());
     for (const auto& [k, v] : *sidecar) batch->labels[k] = v;
     for (const auto& [k, v] : labels.given) batch->labels[k] = v;
+    sanitize_labels(*batch);
     return batch;
 }
 

@@ -1,0 +1,92 @@
+#include "collectors/sanitize.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "collectors/byte_source.hpp"
+#include "storage/text.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+void make_valid(std::string& text, bool name) {
+    if (text.empty()) return;
+    std::string valid = to_valid_utf8(text, name);
+    if (valid != text) text = std::move(valid);
+}
+
+template <typename Map>
+void make_valid_map(Map& map) {
+    bool changed = false;
+    for (const auto& [k, v] : map)
+        if (to_valid_utf8(k, true) != k || to_valid_utf8(v, true) != v) changed = true;
+    if (!changed) return;
+    Map out;
+    for (auto& [k, v] : map) out[to_valid_utf8(k, true)] = to_valid_utf8(v, true);
+    map = std::move(out);
+}
+
+}  // namespace
+
+void sanitize_labels(RunBatch& batch) { make_valid_map(batch.labels); }
+
+void sanitize_batch(RunBatch& batch) {
+    make_valid(batch.source, true);
+    make_valid(batch.format_detail, false);
+    make_valid(batch.tool_version, true);
+    if (batch.captured_at) make_valid(*batch.captured_at, true);
+    for (std::string& note : batch.notes) make_valid(note, false);
+    sanitize_labels(batch);
+
+    std::size_t renamed = 0, dropped = 0;
+    std::string first_dropped;
+    for (Entity& e : batch.entities) {
+        if (std::string valid = to_valid_utf8(e.name, true); valid != e.name) {
+            e.attributes["name_sha256"] = sha256_hex(e.name);
+            e.name = std::move(valid);
+            ++renamed;
+        }
+        make_valid_map(e.attributes);
+        const auto not_finite = [&](const Metric& m) {
+            if (std::isfinite(m.value)) return false;
+            if (dropped++ == 0)
+                first_dropped = fmt::format("{} '{}' metric '{}' = {}", to_string(e.kind), e.name,
+                                            to_valid_utf8(m.name, true), m.value);
+            return true;
+        };
+        std::erase_if(e.metrics, not_finite);
+        for (Metric& m : e.metrics) {
+            make_valid(m.name, true);
+            make_valid(m.unit, true);
+            make_valid(m.tool_name, true);
+            make_valid(m.tool_unit, true);
+        }
+        for (auto it = e.samples.begin(); it != e.samples.end();) {
+            std::erase_if(it->second, [](double v) { return !std::isfinite(v); });
+            if (it->second.empty())
+                it = e.samples.erase(it);
+            else
+                ++it;
+        }
+        for (ToolFinding& f : e.tool_findings) {
+            make_valid(f.rule, true);
+            make_valid(f.type, true);
+            make_valid(f.section, true);
+            make_valid(f.text, false);
+            make_valid(f.speedup_type, true);
+            if (f.speedup_pct && !std::isfinite(*f.speedup_pct)) f.speedup_pct.reset();
+        }
+    }
+    if (renamed > 0)
+        batch.notes.push_back(fmt::format("{} name{} held bytes that are not valid UTF-8 or control characters, "
+                                          "replaced by U+FFFD (the original bytes' SHA-256 is kept as name_sha256)",
+                                          renamed, renamed == 1 ? "" : "s"));
+    if (dropped > 0)
+        batch.notes.push_back(fmt::format("{} metric value{} not finite and stored as missing (first: {})", dropped,
+                                          dropped == 1 ? " was" : "s were", first_dropped));
+}
+
+}  // namespace perfwatch
