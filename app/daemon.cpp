@@ -78,7 +78,8 @@ struct FileStat {
 
 std::optional<FileStat> stat_file(const std::string& path) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    // lstat: a symbolic link in a watched tree is never followed (to /etc/shadow, say).
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
     return FileStat{static_cast<std::int64_t>(st.st_size),
                     static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
 }
@@ -119,7 +120,8 @@ public:
           m_writer_guard(asio::make_work_guard(m_writer_io)),
           m_watcher(
               m_io, [this](std::size_t w, const std::string& p, DirectoryWatcher::Event e) { on_file(w, p, e); },
-              [](const std::string& message) { log(LogLevel::warning, "{}", message); }),
+              [](const std::string& message) { log(LogLevel::warning, "{}", message); },
+              [this](const std::string& path, const std::string& why) { on_skip(path, why); }),
           m_http(m_io, [this](std::string_view method, std::string_view target) { return http(method, target); }),
           m_started(Clock::now()) {}
 
@@ -196,6 +198,12 @@ private:
                 begin_stop(signal);
             wait_signal();
         });
+    }
+
+    // Each path that is named like a report but never read is said once, with what it is.
+    void on_skip(const std::string& path, const std::string& why) {
+        if (m_skipped.size() >= k_max_skipped_remembered || !m_skipped.insert(path).second) return;
+        log(LogLevel::notice, "{}: skipped: {}", path, why);
     }
 
     void on_file(std::size_t watch, const std::string& path, DirectoryWatcher::Event event) {
@@ -361,27 +369,40 @@ private:
         try {
             store_and_evaluate(job, stat, std::move(batch));
         } catch (const std::exception& e) {
+            // A bug costs this report (marked, so it is not read again until it changes), never the
+            // daemon or the database's health.
             log(LogLevel::error, "{}: internal error while storing the report: {}", job.path, e.what());
+            FileMark mark{job.path, stat.size, stat.mtime_ns, "", std::nullopt,
+                          fmt::format("internal error: {}", e.what())};
+            if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
             finish(job, Outcome::failed);
         }
+    }
+
+    // A report that failed on its own content: logged, counted and marked, so it is read again
+    // only once it changes.
+    void report_failed(const Job& job, FileMark& mark, const Error& e) {
+        const std::string format = e.skipped ? "set-aside" : detect_file_format(job.path);
+        m_metrics.report_failed(format);
+        // The first line says it; the rest (the list of formats for an unknown one) is for the CLI.
+        std::string why = e.to_string();
+        if (const auto nl = why.find('\n'); nl != std::string::npos) why = why.substr(0, nl) + " ...";
+        log(e.skipped ? LogLevel::notice : LogLevel::warning, "not ingested: {}", why);
+        mark.error = why;
+        if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
+        finish(job, Outcome::failed);
     }
 
     void store_and_evaluate(const Job& job, FileStat stat, Result<RunBatch> batch) {
         m_metrics.report_seen();
         FileMark mark{job.path, stat.size, stat.mtime_ns, "", std::nullopt, ""};
-        if (!batch) {
-            const Error& e = batch.error();
-            const std::string format = e.skipped ? "set-aside" : detect_file_format(job.path);
-            m_metrics.report_failed(format);
-            // The first line says it; the rest (the list of formats for an unknown one) is for the CLI.
-            std::string why = e.to_string();
-            if (const auto nl = why.find('\n'); nl != std::string::npos) why = why.substr(0, nl) + " ...";
-            log(e.skipped ? LogLevel::notice : LogLevel::warning, "not ingested: {}", why);
-            mark.error = why;
-            if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
-            return finish(job, Outcome::failed);
-        }
+        if (!batch) return report_failed(job, mark, batch.error());
         auto stored = m_db.store(*batch);
+        if (!stored && stored.error().kind != ErrorKind::database) {
+            Error e = stored.error();
+            e.file = job.path;
+            return report_failed(job, mark, e);
+        }
         if (!stored) {
             database_failed(stored.error());
             return finish(job, Outcome::retry);
@@ -717,6 +738,8 @@ private:
     asio::executor_work_guard<asio::io_context::executor_type> m_writer_guard;
     std::thread m_writer_thread;
     DirectoryWatcher m_watcher;
+    std::set<std::string> m_skipped;
+    static constexpr std::size_t k_max_skipped_remembered = 100'000;
     HttpServer m_http;
     asio::thread_pool m_senders{2};            // blocking deliveries (libcurl)
     asio::steady_timer m_delivery_timer{m_writer_io};

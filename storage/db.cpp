@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -197,12 +198,30 @@ void bind_optional(SQLite::Statement& st, int index, const std::optional<double>
         st.bind(index);
 }
 
+// A constraint, type or size violation comes from what a report holds (values the collectors
+// should have refused): that report fails, the database stays healthy. Anything else (locked,
+// full, read-only, I/O) is the database's.
+Error database_error(const std::string& file, const SQLite::Exception& e) {
+    Error out{file, 0, 0, false, fmt::format("database error: {}", e.what())};
+    switch (e.getErrorCode() & 0xff) {
+        case SQLITE_CONSTRAINT:
+        case SQLITE_MISMATCH:
+        case SQLITE_TOOBIG:
+        case SQLITE_RANGE:
+            out.kind = ErrorKind::report;
+            out.message = fmt::format("the report holds values the database refuses: {}", e.what());
+            break;
+        default: out.kind = ErrorKind::database;
+    }
+    return out;
+}
+
 template <typename F>
 auto guarded(const std::string& file, F&& f) -> decltype(f()) {
     try {
         return f();
     } catch (const SQLite::Exception& e) {
-        return std::unexpected(Error{file, 0, 0, false, fmt::format("database error: {}", e.what())});
+        return std::unexpected(database_error(file, e));
     }
 }
 
@@ -244,8 +263,9 @@ Result<Db> Db::open(const std::string& path) {
         if (auto r = result.migrate(); !r) return std::unexpected(r.error());
         return result;
     } catch (const SQLite::Exception& e) {
-        return std::unexpected(
-            Error{path, 0, 0, false, fmt::format("cannot open database: {}{}", e.what(), write_access_hint(path))});
+        Error error{path, 0, 0, false, fmt::format("cannot open database: {}{}", e.what(), write_access_hint(path))};
+        error.kind = ErrorKind::database;
+        return std::unexpected(std::move(error));
     }
 }
 

@@ -4,6 +4,15 @@
 
 namespace perfwatch {
 
+std::string_view to_string(ErrorKind kind) {
+    switch (kind) {
+        case ErrorKind::report: return "report";
+        case ErrorKind::database: return "database";
+        case ErrorKind::internal: return "internal";
+    }
+    return "internal";
+}
+
 std::string Error::to_string() const {
     if (line > 0) return fmt::format("{}:{}: {}", file, line, message);
     if (has_offset) return fmt::format("{}: offset {}: {}", file, offset, message);

@@ -3,8 +3,13 @@
 #include <cstdint>
 #include <expected>
 #include <string>
+#include <string_view>
 
 namespace perfwatch {
+
+// Whose fault a failure is: the report's own content (it fails only that report), the database
+// (locked, full, unreachable: the same report is tried again later), or a bug in perfwatch.
+enum class ErrorKind { report, database, internal };
 
 // A failure a caller is expected to handle: which file, where in it (line, or byte offset when
 // lines do not apply; 0 when unknown), and what was expected there.
@@ -16,10 +21,13 @@ struct Error {
     std::string message;
     // The input was set aside on purpose (a converter tool is missing), not found malformed.
     bool skipped = false;
+    ErrorKind kind = ErrorKind::report;
 
     // "file:line: message", "file: offset N: message" or "file: message".
     std::string to_string() const;
 };
+
+std::string_view to_string(ErrorKind kind);
 
 template <typename T>
 using Result = std::expected<T, Error>;
