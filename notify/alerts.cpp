@@ -119,7 +119,7 @@ std::string to_json(const AlertGroup& g) {
                           {"group_labels", g.group_labels}, {"run", g.run_id},     {"source", g.source},
                           {"labels", g.run_labels},   {"title", g.title()},       {"alerts", alerts},
                           {"omitted", g.omitted},     {"report_url", g.report_url}};
-    return doc.dump();
+    return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<AlertGroup> alert_group_from_json(const std::string& text) {

@@ -27,6 +27,8 @@ struct Receiver {
     std::string username;
     std::string password;
     bool starttls = true;  // email: STARTTLS required unless `starttls: false`
+    // email with a username: a server that offers no AUTH gets nothing, unless this is set.
+    bool allow_unauthenticated = false;
     std::string ca_file;   // extra CA bundle for HTTPS / SMTP TLS
     std::chrono::milliseconds rate_limit{0};  // at least this long between two messages
     std::chrono::milliseconds timeout{10000};

@@ -95,28 +95,11 @@ std::string severity_counts(const std::vector<Finding>& findings) {
                        counts[Severity::warning], counts[Severity::warning] == 1 ? "" : "s", counts[Severity::info]);
 }
 
-// Markdown inline text: characters that would start formatting or break a table are escaped.
-std::string md(std::string_view text) {
-    std::string out;
-    for (const char c : text) {
-        if (c == '\n' || c == '\r') {
-            out += ' ';
-            continue;
-        }
-        if (std::string_view("\\`*_[]<>|#~").find(c) != std::string_view::npos) out += '\\';
-        out += c;
-    }
-    return out;
-}
+// Markdown inline text of a pull-request comment: one line, formatting, mentions and links inert.
+std::string md(std::string_view text) { return escape_for(Medium::markdown, text); }
 
-// Inline code that survives backticks in the text.
-std::string md_code(std::string_view text) {
-    std::string clean(text);
-    for (char& c : clean)
-        if (c == '\n' || c == '|') c = ' ';
-    if (clean.find('`') == std::string::npos) return fmt::format("`{}`", clean);
-    return fmt::format("`` {} ``", clean);
-}
+// Inline code (a kernel name) in a comment or table cell.
+std::string md_code(std::string_view text) { return code_span(Medium::markdown, text); }
 
 struct RegressionRow {
     const Finding* finding;
@@ -132,7 +115,7 @@ std::vector<RegressionRow> regression_rows(const std::vector<Finding>& findings)
     return rows;
 }
 
-std::string xml(std::string_view text) { return escape_markup(text, Markup::xml); }
+std::string xml(std::string_view text) { return escape_for(Medium::xml, text); }
 
 }  // namespace
 

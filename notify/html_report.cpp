@@ -6,19 +6,20 @@
 #include <cmath>
 
 #include "notify/escape.hpp"
+#include "storage/text.hpp"
 #include "storage/vocabulary.hpp"
 
 namespace perfwatch {
 
 namespace {
 
-std::string esc(std::string_view text) { return escape_markup(text, Markup::html); }
+std::string esc(std::string_view text) { return escape_for(Medium::html, text); }
 
 std::string time_of(double ns) { return *format_in_unit(ns, "time"); }
 
 // Labels longer than the chart's label column are cut, with the whole name as a tooltip.
 std::string short_label(const std::string& label, std::size_t max = 48) {
-    return label.size() <= max ? label : label.substr(0, max - 3) + "...";
+    return label.size() <= max ? label : std::string(utf8_prefix(label, max - 3)) + "...";
 }
 
 constexpr const char* k_palette[] = {"#3b6fb6", "#e0823d", "#4f9d69", "#c8504b", "#8c6bb1", "#a3875a", "#d977b0",

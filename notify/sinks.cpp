@@ -1,20 +1,24 @@
 #include "notify/sinks.hpp"
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "notify/escape.hpp"
+#include "storage/text.hpp"
 
 namespace perfwatch {
 
@@ -28,14 +32,21 @@ std::string impact_text(const AlertItem& a) {
     return a.impact ? fmt::format(" (impact {:.1f}% of GPU time)", *a.impact) : std::string();
 }
 
-std::string html_escape(std::string_view text) { return escape_markup(text, Markup::html); }
-
-// Markdown (Mattermost, Teams text): backslash-escape the characters that would format.
-std::string markdown_escape(std::string_view text) {
+// A header value as RFC 2047 encoded words when it is not plain ASCII (one line, valid UTF-8).
+std::string mime_header_text(std::string_view text) {
+    const bool ascii = std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+    if (ascii) return std::string(text);
     std::string out;
-    for (const char c : text) {
-        if (std::string_view("\\`*_{}[]<>#|~").find(c) != std::string_view::npos) out += '\\';
-        out += c;
+    // Encoded words of at most 45 bytes (60 base64 characters, under the 75-character limit),
+    // each cut on a character boundary.
+    while (!text.empty()) {
+        const std::string_view chunk = utf8_prefix(text, 45);
+        text.remove_prefix(chunk.size());
+        std::string b64(4 * ((chunk.size() + 2) / 3) + 1, '\0');
+        const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()),
+                                      reinterpret_cast<const unsigned char*>(chunk.data()), static_cast<int>(chunk.size()));
+        b64.resize(static_cast<std::size_t>(n));
+        out += (out.empty() ? "" : " ") + fmt::format("=?UTF-8?B?{}?=", b64);
     }
     return out;
 }
@@ -141,6 +152,35 @@ private:
     Body m_body;
 };
 
+// An SMTP session as libcurl's protocol trace shows it. libcurl quietly skips authentication when
+// the server offers no AUTH; the mail body is only handed over once credentials, when configured,
+// were used.
+struct SmtpSession {
+    bool need_auth = false;
+    bool authenticated = false;
+    bool refused = false;
+    std::string_view text;
+    std::size_t at = 0;
+};
+
+int on_smtp_trace(CURL*, curl_infotype type, char* data, std::size_t size, void* user) {
+    if (type == CURLINFO_HEADER_OUT && std::string_view(data, size).starts_with("AUTH "))
+        static_cast<SmtpSession*>(user)->authenticated = true;
+    return 0;
+}
+
+std::size_t read_mail_text(char* buffer, std::size_t size, std::size_t count, void* user) {
+    auto* s = static_cast<SmtpSession*>(user);
+    if (s->need_auth && !s->authenticated) {
+        s->refused = true;
+        return CURL_READFUNC_ABORT;
+    }
+    const std::size_t n = std::min(size * count, s->text.size() - s->at);
+    std::memcpy(buffer, s->text.data() + s->at, n);
+    s->at += n;
+    return n;
+}
+
 class EmailSink final : public Sink {
 public:
     std::string_view type() const override { return "email"; }
@@ -155,7 +195,7 @@ public:
         for (const std::string& to : r.to) rcpt = curl_slist_append(rcpt, ("<" + to + ">").c_str());
         std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> rcpt_list(rcpt, &curl_slist_free_all);
         curl_slist* headers = nullptr;
-        headers = curl_slist_append(headers, fmt::format("Subject: {}", g.title()).c_str());
+        headers = curl_slist_append(headers, fmt::format("Subject: {}", mime_header_text(email_subject(g))).c_str());
         headers = curl_slist_append(headers, fmt::format("From: {}", r.from).c_str());
         headers = curl_slist_append(headers, fmt::format("To: {}", fmt::join(r.to, ", ")).c_str());
         headers = curl_slist_append(headers, fmt::format("Message-ID: <{}@perfwatch>", key).c_str());
@@ -164,9 +204,12 @@ public:
         std::unique_ptr<curl_mime, decltype(&curl_mime_free)> mime(curl_mime_init(c), &curl_mime_free);
         curl_mime* alternative = curl_mime_init(c);
         const std::string text = email_text(g), html = email_html(g);
+        SmtpSession session;
+        session.need_auth = !r.username.empty() && !r.allow_unauthenticated;
+        session.text = text;
         curl_mimepart* part = curl_mime_addpart(alternative);
         // Quoted-printable: SMTP refuses lines over 998 bytes, and a kernel name can be longer.
-        curl_mime_data(part, text.c_str(), CURL_ZERO_TERMINATED);
+        curl_mime_data_cb(part, static_cast<curl_off_t>(text.size()), &read_mail_text, nullptr, nullptr, &session);
         curl_mime_type(part, "text/plain; charset=utf-8");
         curl_mime_encoder(part, "quoted-printable");
         part = curl_mime_addpart(alternative);
@@ -188,7 +231,16 @@ public:
         if (!r.username.empty()) curl_easy_setopt(c, CURLOPT_USERNAME, r.username.c_str());
         if (!r.password.empty()) curl_easy_setopt(c, CURLOPT_PASSWORD, r.password.c_str());
         if (!r.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, r.ca_file.c_str());
+        if (session.need_auth) {
+            curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, &on_smtp_trace);
+            curl_easy_setopt(c, CURLOPT_DEBUGDATA, &session);
+            curl_easy_setopt(c, CURLOPT_VERBOSE, 1L);
+        }
         const CURLcode code = curl_easy_perform(c);
+        if (session.refused)
+            return {Delivery::Outcome::permanent, 0, {},
+                    "the SMTP server offered no authentication (AUTH), so the configured credentials were not used; "
+                    "not sent (set allow_unauthenticated: true on the receiver to send anyway)"};
         Delivery d;
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -247,49 +299,52 @@ const Sink* find_sink(std::string_view type) {
     return nullptr;
 }
 
-std::string slack_escape(std::string_view text) { return escape_markup(text, Markup::slack); }
+std::string slack_escape(std::string_view text) { return escape_for(Medium::slack, text); }
 
 std::string slack_message(const AlertGroup& g) {
+    const auto esc = [](std::string_view t) { return escape_for(Medium::slack, t); };
     json blocks = json::array();
-    blocks.push_back({{"type", "header"}, {"text", {{"type", "plain_text"}, {"text", g.title().substr(0, 150)}}}});
-    std::string fallback = slack_escape(g.title());
+    blocks.push_back({{"type", "header"},
+                      {"text", {{"type", "plain_text"}, {"text", std::string(utf8_prefix(escape_for(Medium::plain_line, g.title()), 150))}}}});
+    std::string fallback = esc(g.title());
     // Slack allows 50 blocks and 3000 characters of text per section.
     std::size_t shown = 0;
     for (const AlertItem& a : g.alerts) {
         if (blocks.size() >= 48) break;
-        std::string text = fmt::format("*[{}] {}* {} `{}`{}\n{}", severity_text(a.severity), slack_escape(a.title),
-                                       slack_escape(a.entity_kind), slack_escape(a.entity_name), impact_text(a),
-                                       slack_escape(a.message));
-        if (text.size() > 2900) text = text.substr(0, 2900) + "...";
+        std::string text = fmt::format("*[{}] {}* {} {}{}\n{}", severity_text(a.severity), esc(a.title),
+                                       esc(a.entity_kind), code_span(Medium::slack, a.entity_name), impact_text(a),
+                                       esc(a.message));
+        if (text.size() > 2900) text = std::string(utf8_prefix(text, 2900)) + "...";
         blocks.push_back({{"type", "section"}, {"text", {{"type", "mrkdwn"}, {"text", text}}}});
-        fallback += fmt::format("\n[{}] {} {}", severity_text(a.severity), slack_escape(a.title), slack_escape(a.entity_name));
+        fallback += fmt::format("\n[{}] {} {}", severity_text(a.severity), esc(a.title), esc(a.entity_name));
         ++shown;
     }
     AlertGroup rest = g;
     rest.omitted += g.alerts.size() - shown;
-    std::string context = slack_escape(footer(rest));
+    std::string context = esc(footer(rest));
     if (!g.report_url.empty()) context += fmt::format(" | <{}|HTML report>", g.report_url);
     blocks.push_back({{"type", "context"}, {"elements", json::array({{{"type", "mrkdwn"}, {"text", context}}})}});
     if (!g.report_url.empty()) fallback += fmt::format("\nReport: {}", g.report_url);
-    return json{{"text", fallback}, {"blocks", blocks}}.dump();
+    return json{{"text", fallback}, {"blocks", blocks}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string teams_message(const AlertGroup& g) {
+    const auto esc = [](std::string_view t) { return escape_for(Medium::teams, t); };
     json body = json::array();
-    body.push_back({{"type", "TextBlock"}, {"text", g.title()}, {"weight", "Bolder"}, {"size", "Medium"}, {"wrap", true}});
+    body.push_back({{"type", "TextBlock"}, {"text", esc(g.title())}, {"weight", "Bolder"}, {"size", "Medium"}, {"wrap", true}});
     json facts = json::array();
-    for (const auto& [k, v] : g.run_labels) facts.push_back({{"title", k}, {"value", v}});
+    for (const auto& [k, v] : g.run_labels) facts.push_back({{"title", esc(k)}, {"value", esc(v)}});
     if (!facts.empty()) body.push_back({{"type", "FactSet"}, {"facts", facts}});
     for (const AlertItem& a : g.alerts) {
         body.push_back({{"type", "TextBlock"},
-                        {"text", fmt::format("[{}] {}: {} {}{}", severity_text(a.severity), a.title, a.entity_kind,
-                                             a.entity_name, impact_text(a))},
+                        {"text", fmt::format("[{}] {}: {} {}{}", severity_text(a.severity), esc(a.title),
+                                             esc(a.entity_kind), esc(a.entity_name), impact_text(a))},
                         {"weight", "Bolder"},
                         {"wrap", true},
                         {"color", a.severity == Severity::error ? "Attention" : "Default"}});
-        body.push_back({{"type", "TextBlock"}, {"text", a.message}, {"wrap", true}, {"isSubtle", true}});
+        body.push_back({{"type", "TextBlock"}, {"text", esc(a.message)}, {"wrap", true}, {"isSubtle", true}});
     }
-    body.push_back({{"type", "TextBlock"}, {"text", footer(g)}, {"wrap", true}, {"size", "Small"}});
+    body.push_back({{"type", "TextBlock"}, {"text", esc(footer(g))}, {"wrap", true}, {"size", "Small"}});
     json card = {{"$schema", "http://adaptivecards.io/schemas/adaptive-card.json"},
                  {"type", "AdaptiveCard"},
                  {"version", "1.4"},
@@ -300,49 +355,54 @@ std::string teams_message(const AlertGroup& g) {
                 {"attachments", json::array({{{"contentType", "application/vnd.microsoft.card.adaptive"},
                                               {"contentUrl", nullptr},
                                               {"content", card}}})}}
-        .dump();
+        .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string mattermost_message(const AlertGroup& g) {
-    std::string text = fmt::format("#### {}\n", markdown_escape(g.title()));
+    const auto esc = [](std::string_view t) { return escape_for(Medium::mattermost, t); };
+    std::string text = fmt::format("#### {}\n", esc(g.title()));
     for (const AlertItem& a : g.alerts)
-        text += fmt::format("- **[{}] {}** {} `{}`{}: {}\n", severity_text(a.severity), markdown_escape(a.title),
-                            a.entity_kind, a.entity_name, impact_text(a), markdown_escape(a.message));
-    text += "_" + markdown_escape(footer(g)) + "_";
+        text += fmt::format("- **[{}] {}** {} {}{}: {}\n", severity_text(a.severity), esc(a.title), esc(a.entity_kind),
+                            code_span(Medium::mattermost, a.entity_name), impact_text(a), esc(a.message));
+    text += "_" + esc(footer(g)) + "_";
     if (!g.report_url.empty()) text += fmt::format(" [HTML report]({})", g.report_url);
-    return json{{"username", "perfwatch"}, {"text", text}}.dump();
+    return json{{"username", "perfwatch"}, {"text", text}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string webhook_message(const AlertGroup& g, const std::string& key) {
     json doc = json::parse(to_json(g));
     doc["key"] = key;
-    return doc.dump();
+    return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string email_subject(const AlertGroup& g) { return escape_for(Medium::plain_line, g.title()); }
+
 std::string email_text(const AlertGroup& g) {
-    std::string text = g.title() + "\n\n";
-    for (const auto& [k, v] : g.run_labels) text += fmt::format("{}: {}\n", k, v);
+    const auto esc = [](std::string_view t) { return escape_for(Medium::email_text, t); };
+    std::string text = esc(g.title()) + "\n\n";
+    for (const auto& [k, v] : g.run_labels) text += fmt::format("{}: {}\n", esc(k), esc(v));
     text += "\n";
     for (const AlertItem& a : g.alerts)
-        text += fmt::format("[{}] {}: {} '{}'{}\n  {}\n  rule {}\n\n", severity_text(a.severity), a.title, a.entity_kind,
-                            a.entity_name, impact_text(a), a.message, a.rule);
+        text += fmt::format("[{}] {}: {} '{}'{}\n  {}\n  rule {}\n\n", severity_text(a.severity), esc(a.title),
+                            esc(a.entity_kind), esc(a.entity_name), impact_text(a), esc(a.message), esc(a.rule));
     if (!g.report_url.empty()) text += fmt::format("Report: {}\n", g.report_url);
-    return text + footer(g) + "\n";
+    return text + esc(footer(g)) + "\n";
 }
 
 std::string email_html(const AlertGroup& g) {
-    std::string html = fmt::format("<html><body><h2>{}</h2><table>", html_escape(g.title()));
+    const auto esc = [](std::string_view t) { return escape_for(Medium::email_html, t); };
+    std::string html = fmt::format("<html><body><h2>{}</h2><table>", esc(g.title()));
     for (const auto& [k, v] : g.run_labels)
-        html += fmt::format("<tr><th align=\"left\">{}</th><td>{}</td></tr>", html_escape(k), html_escape(v));
+        html += fmt::format("<tr><th align=\"left\">{}</th><td>{}</td></tr>", esc(k), esc(v));
     html += "</table><ul>";
     for (const AlertItem& a : g.alerts)
         html += fmt::format("<li><b>[{}] {}</b>: {} <code>{}</code>{}<br>{}<br><small>rule {}</small></li>",
-                            severity_text(a.severity), html_escape(a.title), html_escape(a.entity_kind),
-                            html_escape(a.entity_name), html_escape(impact_text(a)), html_escape(a.message),
-                            html_escape(a.rule));
+                            severity_text(a.severity), esc(a.title), esc(a.entity_kind), esc(a.entity_name),
+                            esc(impact_text(a)), esc(a.message), esc(a.rule));
     if (!g.report_url.empty())
-        html += fmt::format("</ul><p><a href=\"{}\">HTML report</a></p><ul>", html_escape(g.report_url));
-    return html + fmt::format("</ul><p><small>{}</small></p></body></html>", html_escape(footer(g)));
+        html += fmt::format("</ul><p><a href=\"{}\">HTML report</a></p><ul>",
+                            escape_for(Medium::html, g.report_url));
+    return html + fmt::format("</ul><p><small>{}</small></p></body></html>", esc(footer(g)));
 }
 
 std::chrono::milliseconds retry_delay(int attempts, std::optional<std::chrono::seconds> retry_after,

@@ -38,6 +38,8 @@ std::string slack_message(const AlertGroup& group);
 std::string teams_message(const AlertGroup& group);
 std::string mattermost_message(const AlertGroup& group);
 std::string webhook_message(const AlertGroup& group, const std::string& key);
+// The Subject of an alert email (before MIME encoding): one line, mentions and links inert.
+std::string email_subject(const AlertGroup& group);
 std::string email_text(const AlertGroup& group);
 std::string email_html(const AlertGroup& group);
 // Slack mrkdwn escaping: & < > become entities.
