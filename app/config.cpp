@@ -16,6 +16,34 @@ namespace perfwatch {
 
 namespace {
 
+// A configuration line as quoted under a diagnostic, with secret values masked: the value of a
+// key naming a secret (url, password, token, secret, api_key, *_url of a receiver) and the
+// password of any URL's user information.
+std::string quoted_line(std::string_view text, int line) {
+    std::string out = line_of(text, line);
+    const std::size_t key_start = out.find_first_not_of(" \t-");
+    const std::size_t colon = out.find(':', key_start == std::string::npos ? 0 : key_start);
+    if (key_start != std::string::npos && colon != std::string::npos) {
+        std::string key = out.substr(key_start, colon - key_start);
+        std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+        const bool secret = key == "url" || key == "webhook_url" || key == "smtp_url" || key == "api_key" ||
+                            key.find("password") != std::string::npos || key.find("token") != std::string::npos ||
+                            key.find("secret") != std::string::npos;
+        const bool reference = key.ends_with("_file") || key.ends_with("_env");
+        if (secret && !reference && out.find_first_not_of(" \t", colon + 1) != std::string::npos)
+            return out.substr(0, colon + 1) + " <redacted>";
+    }
+    // scheme://user:password@host
+    for (std::size_t at = out.find("://"); at != std::string::npos; at = out.find("://", at + 3)) {
+        const std::size_t host_end = out.find_first_of("/ \t\"'", at + 3);
+        const std::size_t sign = out.rfind('@', host_end == std::string::npos ? out.size() : host_end);
+        if (sign == std::string::npos || sign < at + 3) continue;
+        const std::size_t colon_in = out.find(':', at + 3);
+        if (colon_in != std::string::npos && colon_in < sign) out.replace(colon_in + 1, sign - colon_in - 1, "<redacted>");
+    }
+    return out;
+}
+
 class ConfigReader {
 public:
     ConfigReader(std::string file, std::string_view text) : m_file(std::move(file)), m_text(text) {}
@@ -92,7 +120,7 @@ private:
         Diagnostic d;
         d.loc = SourceLoc{m_file, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0};
         d.message = std::move(message);
-        d.source_line = d.loc.line > 0 ? line_of(m_text, d.loc.line) : std::string();
+        d.source_line = d.loc.line > 0 ? quoted_line(m_text, d.loc.line) : std::string();
         m_out.diagnostics.push_back(std::move(d));
     }
 
@@ -338,6 +366,11 @@ private:
                     if (!kv.second.IsScalar() || !YAML::convert<bool>::decode(kv.second, value))
                         diag(kv.second.Mark(), "'starttls' must be true or false");
                     r.starttls = value;
+                } else if (key == "allow_unauthenticated") {
+                    bool value = false;
+                    if (!kv.second.IsScalar() || !YAML::convert<bool>::decode(kv.second, value))
+                        diag(kv.second.Mark(), "'allow_unauthenticated' must be true or false");
+                    r.allow_unauthenticated = value;
                 } else if (key == "path") {
                     if (auto v = scalar(kv.second, key)) r.path = resolve(*v);
                 } else if (key == "ca_file") {
@@ -352,7 +385,7 @@ private:
                 } else {
                     diag(kv.first.Mark(), fmt::format("unknown receiver setting '{}' (expected name, type, url_file, "
                                                       "url_env, smtp_url, from, to, username, password_file, "
-                                                      "password_env, starttls, path, ca_file, rate_limit, timeout or "
+                                                      "password_env, starttls, allow_unauthenticated, path, ca_file, rate_limit, timeout or "
                                                       "max_attempts)",
                                                       key));
                 }
@@ -461,7 +494,7 @@ private:
                                      : fmt::format("'{}' is inside the watched directory '{}' (line {}); watch "
                                                    "the outer one recursively or exclude the inner one",
                                                    inner, outer, list[j].line);
-                    d.source_line = line_of(m_text, d.loc.line);
+                    d.source_line = quoted_line(m_text, d.loc.line);
                     m_out.diagnostics.push_back(std::move(d));
                 }
             }
@@ -579,7 +612,7 @@ std::vector<Diagnostic> check_watch_directories(const Config& config) {
         Diagnostic d;
         d.loc = SourceLoc{config.path, w.line, w.col};
         d.message = fmt::format("watched directory '{}' does not exist or is not a directory", w.path);
-        d.source_line = line_of(text, w.line);
+        d.source_line = quoted_line(text, w.line);
         out.push_back(std::move(d));
     }
     return out;

@@ -3,6 +3,7 @@
 for one user; each accepted message is saved as NNNN.eml in a directory.
 
 usage: smtp_peer.py PORT OUTDIR CERT KEY USER PASSWORD
+       smtp_peer.py PORT OUTDIR --plain     (no TLS and no AUTH offered at all)
 """
 import pathlib
 import signal
@@ -12,7 +13,10 @@ import sys
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-port, outdir, cert, key, user, password = sys.argv[1:7]
+port, outdir = sys.argv[1:3]
+plain = sys.argv[3:4] == ["--plain"]
+if not plain:
+    cert, key, user, password = sys.argv[3:7]
 out = pathlib.Path(outdir)
 
 
@@ -32,10 +36,13 @@ def authenticator(server, session, envelope, mechanism, auth_data):
     return AuthResult(success=False, handled=False)
 
 
-context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-context.load_cert_chain(cert, key)
-controller = Controller(Saver(), hostname="127.0.0.1", port=int(port), tls_context=context,
-                        require_starttls=True, authenticator=authenticator, auth_require_tls=True)
+if plain:
+    controller = Controller(Saver(), hostname="127.0.0.1", port=int(port))
+else:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    controller = Controller(Saver(), hostname="127.0.0.1", port=int(port), tls_context=context,
+                            require_starttls=True, authenticator=authenticator, auth_require_tls=True)
 controller.start()
 print("ready", flush=True)
 signal.sigwait({signal.SIGTERM, signal.SIGINT})

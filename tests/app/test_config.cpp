@@ -224,6 +224,32 @@ route:
     EXPECT_TRUE(has("cfg.yaml:17:17: error: route names receiver 'nobody'"));
 }
 
+// The quoted configuration line under a diagnostic masks secret values too, in the CLI's output.
+TEST(Config, ConfigCheckQuotesLinesWithSecretsMasked) {
+    test::TempDir dir;
+    test::write_file(dir.path() / "perfwatch.yaml", R"(receivers:
+  - name: chat
+    type: slack
+    url: https://hooks.slack.example/services/INLINE-SECRET
+  - name: mail
+    type: email
+    smtp_url: smtp://ci:SMTP-PASSWORD@mail.example.com:25
+    password: INLINE-PASSWORD
+    api_token: INLINE-TOKEN
+route:
+  receiver: chat
+)");
+    const auto r = test::run_perfwatch({"config", "check", dir.file("perfwatch.yaml")});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    const std::string all = r.out + r.err;
+    for (const std::string secret : {"INLINE-SECRET", "SMTP-PASSWORD", "INLINE-PASSWORD", "INLINE-TOKEN"})
+        EXPECT_EQ(all.find(secret), std::string::npos) << secret << " printed:\n" << all;
+    EXPECT_NE(all.find("perfwatch.yaml:4:10: error: receiver 'chat': a webhook URL is a secret"), std::string::npos)
+        << all;
+    EXPECT_NE(all.find("url: <redacted>"), std::string::npos) << all;
+    EXPECT_NE(all.find("password: <redacted>"), std::string::npos) << all;
+}
+
 TEST(Config, ReportsDirectoryAndBaseUrl) {
     const ConfigLoad ok = parse_config_text("/etc/perfwatch/config.yaml",
                                             "reports:\n  directory: html\n  base_url: https://ci.example/perfwatch\n");

@@ -3,8 +3,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
 #include "notify/alerts.hpp"
 #include "notify/sinks.hpp"
+#include "tests/support.hpp"
 
 namespace perfwatch {
 
@@ -210,6 +217,56 @@ TEST(AlertSinks, RetryDelayIsExponentialWithJitterAndHonoursRetryAfter) {
         EXPECT_LE(retry_delay(30, std::nullopt, rng).count(), 600000);
     }
     EXPECT_EQ(retry_delay(2, std::chrono::seconds(7), rng).count(), 7000);
+}
+
+// libcurl sends a mail without authenticating when the server offers no AUTH. A receiver with
+// credentials sends nothing there and says why; told to allow it, the same mail goes out.
+TEST(AlertSinks, EmailWithCredentialsIsNotSentWhereTheServerOffersNoAuth) {
+    if (test::run_program({"/usr/bin/python3", "-c", "import aiosmtpd"}).exit_code != 0)
+        GTEST_SKIP() << "python3-aiosmtpd is not installed (scripts/deps.sh installs it)";
+    test::TempDir dir;
+    const std::filesystem::path mail = dir.path() / "mail";
+    std::filesystem::create_directories(mail);
+    unsigned short port = 0;
+    {
+        boost::asio::io_context io;
+        boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+        port = a.local_endpoint().port();
+    }
+    test::BackgroundProcess smtp({std::string(PERFWATCH_SOURCE_DIR) + "/tests/app/smtp_peer.py", std::to_string(port),
+                                  mail.string(), "--plain"},
+                                 dir.file("smtp.log"), {}, "/usr/bin/python3");
+    ASSERT_TRUE(smtp.wait_for_log("ready", 30)) << smtp.log();
+    Receiver r;
+    r.name = "mail";
+    r.type = "email";
+    r.url = fmt::format("smtp://127.0.0.1:{}", port);
+    r.from = "perfwatch@ci.example";
+    r.to = {"gpu-team@example.com"};
+    r.username = "perfwatch";
+    r.password = "pw-never-sent-31";
+    r.starttls = false;
+    Route root;
+    root.receiver = "mail";
+    const AlertGroup g = group_alerts(root, run_with({{"project", "p"}}), {finding("r", Severity::error, "k", 3)}, {})[0];
+    const Sink* sink = find_sink("email");
+    ASSERT_NE(sink, nullptr);
+    const Delivery refused = sink->deliver(r, g, "key-1");
+    EXPECT_EQ(refused.outcome, Delivery::Outcome::permanent);
+    EXPECT_NE(refused.error.find("offered no authentication"), std::string::npos) << refused.error;
+    EXPECT_EQ(refused.error.find(r.password), std::string::npos);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(std::filesystem::is_empty(mail)) << "a mail went out without authentication";
+
+    r.allow_unauthenticated = true;
+    const Delivery sent = sink->deliver(r, g, "key-2");
+    EXPECT_EQ(sent.outcome, Delivery::Outcome::sent) << sent.error;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!std::filesystem::exists(mail / "0000.eml") && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(std::filesystem::exists(mail / "0000.eml"));
+    smtp.signal(SIGTERM);
+    smtp.wait_exit(5);
 }
 
 }  // namespace perfwatch
