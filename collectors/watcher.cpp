@@ -36,6 +36,32 @@ std::string relative_to(const std::string& root, const std::string& path) {
 
 }  // namespace
 
+WatchEntry classify_watch_entry(const WatchSpec& spec, const std::string& path) {
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(path, ec);
+    if (ec) return {WatchEntry::Kind::ignore, {}};
+    switch (st.type()) {
+        case fs::file_type::directory:
+            if (watch_enters(spec, path)) return {WatchEntry::Kind::enter, {}};
+            if (!spec.recursive && watch_accepts(spec, path))
+                return {WatchEntry::Kind::skip, "a directory (this watch is not recursive)"};
+            return {WatchEntry::Kind::ignore, {}};
+        case fs::file_type::regular:
+            return {watch_accepts(spec, path) ? WatchEntry::Kind::file : WatchEntry::Kind::ignore, {}};
+        default: break;
+    }
+    if (!watch_accepts(spec, path)) return {WatchEntry::Kind::ignore, {}};
+    switch (st.type()) {
+        case fs::file_type::symlink:
+            return {WatchEntry::Kind::skip, "a symbolic link (not followed: reports must be regular files in the tree)"};
+        case fs::file_type::fifo: return {WatchEntry::Kind::skip, "a FIFO, not a regular file"};
+        case fs::file_type::socket: return {WatchEntry::Kind::skip, "a socket, not a regular file"};
+        case fs::file_type::block:
+        case fs::file_type::character: return {WatchEntry::Kind::skip, "a device, not a regular file"};
+        default: return {WatchEntry::Kind::skip, "not a regular file"};
+    }
+}
+
 std::vector<std::string> WatchSpec::default_excludes() { return {".*", "*~", "*.tmp", "*.part", "*.swp"}; }
 
 bool watch_accepts(const WatchSpec& spec, const std::string& file) {
@@ -67,12 +93,9 @@ std::vector<std::string> scan_watch(const WatchSpec& spec, std::vector<std::stri
         }
         for (; it != end; it.increment(ec)) {
             const std::string path = it->path().string();
-            std::error_code type_ec;
-            if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) {
-                if (watch_enters(spec, path)) dirs.push_back(path);
-            } else if (it->is_regular_file(type_ec) && watch_accepts(spec, path)) {
-                files.push_back(path);
-            }
+            const WatchEntry entry = classify_watch_entry(spec, path);
+            if (entry.kind == WatchEntry::Kind::enter) dirs.push_back(path);
+            if (entry.kind == WatchEntry::Kind::file) files.push_back(path);
         }
         if (ec) errors.push_back(fmt::format("{}: cannot read the directory: {}", dir, ec.message()));
     }
@@ -80,8 +103,9 @@ std::vector<std::string> scan_watch(const WatchSpec& spec, std::vector<std::stri
     return files;
 }
 
-DirectoryWatcher::DirectoryWatcher(boost::asio::io_context& io, FileHandler on_file, ErrorHandler on_error)
-    : m_fd(io), m_on_file(std::move(on_file)), m_on_error(std::move(on_error)) {}
+DirectoryWatcher::DirectoryWatcher(boost::asio::io_context& io, FileHandler on_file, ErrorHandler on_error,
+                                   SkipHandler on_skip)
+    : m_fd(io), m_on_file(std::move(on_file)), m_on_error(std::move(on_error)), m_on_skip(std::move(on_skip)) {}
 
 DirectoryWatcher::~DirectoryWatcher() { stop(); }
 
@@ -131,12 +155,10 @@ Result<void> DirectoryWatcher::add_tree(std::size_t watch, const std::string& ro
         if (ec) m_on_error(fmt::format("{}: cannot read the directory: {}", dir, ec.message()));
         for (; !ec && it != end; it.increment(ec)) {
             const std::string path = it->path().string();
-            std::error_code type_ec;
-            if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) {
-                if (watch_enters(spec, path)) dirs.push_back(path);
-            } else if (it->is_regular_file(type_ec) && watch_accepts(spec, path)) {
-                m_on_file(watch, path, Event::found);
-            }
+            const WatchEntry entry = classify_watch_entry(spec, path);
+            if (entry.kind == WatchEntry::Kind::enter) dirs.push_back(path);
+            if (entry.kind == WatchEntry::Kind::file) m_on_file(watch, path, Event::found);
+            if (entry.kind == WatchEntry::Kind::skip && m_on_skip) m_on_skip(path, entry.why);
         }
     }
     return {};
@@ -188,10 +210,21 @@ void DirectoryWatcher::handle(int wd, std::uint32_t mask, const std::string& nam
     if (mask & IN_ISDIR) {
         if ((mask & (IN_CREATE | IN_MOVED_TO)) && watch_enters(spec, path)) {
             if (auto added = add_tree(dir.watch, path); !added) m_on_error(added.error().to_string());
+        } else if ((mask & (IN_CREATE | IN_MOVED_TO)) && m_on_skip) {
+            const WatchEntry entry = classify_watch_entry(spec, path);
+            if (entry.kind == WatchEntry::Kind::skip) m_on_skip(path, entry.why);
         }
         return;
     }
     if (!watch_accepts(spec, path)) return;
+    if (mask & (IN_CREATE | IN_MOVED_TO)) {
+        // A symbolic link, FIFO, socket or device named like a report: said once, never read.
+        const WatchEntry entry = classify_watch_entry(spec, path);
+        if (entry.kind == WatchEntry::Kind::skip) {
+            if (m_on_skip) m_on_skip(path, entry.why);
+            return;
+        }
+    }
     if (mask & (IN_CLOSE_WRITE | IN_MOVED_TO))
         m_on_file(dir.watch, path, Event::written);
     else if (mask & (IN_MODIFY | IN_CREATE))

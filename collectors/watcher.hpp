@@ -42,6 +42,16 @@ bool watch_accepts(const WatchSpec& spec, const std::string& file);
 // glob matches its name. Symbolic links to directories are never entered.
 bool watch_enters(const WatchSpec& spec, const std::string& dir);
 
+// What an entry of a watched tree is to its watch (never following symbolic links): a directory
+// to enter, a report file, something named like a report that is skipped (`why` says what it
+// is), or nothing of interest.
+struct WatchEntry {
+    enum class Kind { ignore, enter, file, skip };
+    Kind kind = Kind::ignore;
+    std::string why;
+};
+WatchEntry classify_watch_entry(const WatchSpec& spec, const std::string& path);
+
 // The accepted regular files under `spec.path` (and its subdirectories when recursive), sorted;
 // unreadable directories are reported in `errors` and skipped.
 std::vector<std::string> scan_watch(const WatchSpec& spec, std::vector<std::string>& errors);
@@ -57,8 +67,12 @@ public:
     };
     using FileHandler = std::function<void(std::size_t watch, const std::string& path, Event event)>;
     using ErrorHandler = std::function<void(const std::string& message)>;
+    // A path named like a report that is not read (a symbolic link, FIFO, socket, device, or a
+    // directory under a watch that is not recursive), with what it is.
+    using SkipHandler = std::function<void(const std::string& path, const std::string& why)>;
 
-    DirectoryWatcher(boost::asio::io_context& io, FileHandler on_file, ErrorHandler on_error);
+    DirectoryWatcher(boost::asio::io_context& io, FileHandler on_file, ErrorHandler on_error,
+                     SkipHandler on_skip = {});
     ~DirectoryWatcher();
     DirectoryWatcher(const DirectoryWatcher&) = delete;
     DirectoryWatcher& operator=(const DirectoryWatcher&) = delete;
@@ -86,6 +100,7 @@ private:
     boost::asio::posix::stream_descriptor m_fd;
     FileHandler m_on_file;
     ErrorHandler m_on_error;
+    SkipHandler m_on_skip;
     std::vector<WatchSpec> m_specs;
     std::unordered_map<int, Dir> m_dirs;
     std::array<char, 64 * 1024> m_buffer{};
