@@ -179,12 +179,15 @@ bool is_config_metric(std::string_view name) {
     return std::find(k_config.begin(), k_config.end(), name) != k_config.end() || name.starts_with("block_limit_");
 }
 
-void set_metric(std::vector<Metric>& metrics, Metric m) {
-    auto it = std::find_if(metrics.begin(), metrics.end(), [&](const Metric& x) { return x.name == m.name; });
-    if (it == metrics.end())
-        metrics.push_back(std::move(m));
-    else if (it->tool_name == m.tool_name || it->tool_unit.empty())
-        *it = std::move(m);
+// Through the launch's name index: a raw page can hold 100,000 metrics per launch.
+void set_metric(NcuLaunch& launch, Metric m) {
+    const auto [at, fresh] = launch.metric_index.try_emplace(m.name, launch.metrics.size());
+    if (fresh) {
+        launch.metrics.push_back(std::move(m));
+        return;
+    }
+    Metric& old = launch.metrics[at->second];
+    if (old.tool_name == m.tool_name || old.tool_unit.empty()) old = std::move(m);
     // else: keep the first of two tool metrics mapping to one name (display name wins over raw)
 }
 
@@ -202,8 +205,8 @@ void derive_sectors_from_rule_text(NcuLaunch& launch) {
         const auto total = parse_report_number(m[2].str());
         if (!excessive || !total || *total < *excessive) continue;
         const std::string source = f.rule.empty() ? "uncoalesced global access rule" : f.rule;
-        set_metric(launch.metrics, Metric{"global_sectors_excessive", *excessive, "count", source, "sector"});
-        set_metric(launch.metrics, Metric{"global_sectors_ideal", *total - *excessive, "count", source, "sector"});
+        set_metric(launch, Metric{"global_sectors_excessive", *excessive, "count", source, "sector"});
+        set_metric(launch, Metric{"global_sectors_ideal", *total - *excessive, "count", source, "sector"});
         return;
     }
 }
@@ -230,8 +233,8 @@ void derive_bank_conflicts_from_rule_text(NcuLaunch& launch) {
         }
     }
     if (!any) return;
-    set_metric(launch.metrics, Metric{"shared_bank_conflicts", conflicts, "count", "shared memory bank conflict rule", ""});
-    set_metric(launch.metrics, Metric{"shared_wavefronts", wavefronts, "count", "shared memory bank conflict rule", ""});
+    set_metric(launch, Metric{"shared_bank_conflicts", conflicts, "count", "shared memory bank conflict rule", ""});
+    set_metric(launch, Metric{"shared_wavefronts", wavefronts, "count", "shared memory bank conflict rule", ""});
 }
 
 }  // namespace
@@ -264,7 +267,7 @@ bool add_ncu_value(NcuLaunch& launch, std::string_view tool_name, std::string_vi
             base.value /= k_bytes_per_sector;  // some versions report these in bytes, not sectors
             base.unit = "count";
         }
-        set_metric(launch.metrics, Metric{std::move(name), base.value, std::string(base.unit), std::string(tool_name),
+        set_metric(launch, Metric{std::move(name), base.value, std::string(base.unit), std::string(tool_name),
                                           std::string(unit)});
         return true;
     }
@@ -295,7 +298,7 @@ void derive_sizes_from_dimensions(NcuLaunch& launch) {
             if (ok) product *= *v;
             start = x + 1;
         }
-        if (ok) set_metric(launch.metrics, Metric{metric, product, "count", attribute + " dimensions", ""});
+        if (ok) set_metric(launch, Metric{metric, product, "count", attribute + " dimensions", ""});
     }
 }
 
@@ -307,175 +310,169 @@ void derive_ncu_attributes(NcuLaunch& launch) {
     derive_bank_conflicts_from_rule_text(launch);
 }
 
-void build_ncu_entities(RunBatch& batch, std::vector<NcuLaunch> launches) {
-    const std::size_t run_index = batch.run_entity();
-
-    std::map<std::string, std::size_t> device_index;
-    for (NcuLaunch& l : launches) {
-        derive_ncu_attributes(l);
-        if (l.device.empty() || device_index.contains(l.device)) continue;
+void NcuEntityBuilder::add(NcuLaunch l) {
+    derive_ncu_attributes(l);
+    ++m_records;
+    if (!l.device.empty() && !m_device_of.contains(l.device)) {
         Entity dev;
         dev.kind = EntityKind::device;
         dev.name = "device " + l.device;
-        dev.parent = static_cast<std::int64_t>(run_index);
         if (auto it = l.attributes.find("cc"); it != l.attributes.end()) dev.attributes["cc"] = it->second;
         for (const Metric& m : l.metrics)
             if (m.name == "sm_count") dev.set(m);
-        device_index[l.device] = batch.entities.size();
+        m_device_of[l.device] = m_devices.size();
+        m_devices.push_back(std::move(dev));
+    }
+    const auto [slot, fresh] = m_kernel_of.try_emplace(l.kernel, m_kernels.size());
+    if (fresh) {
+        m_kernels.emplace_back();
+        m_kernels.back().name = l.kernel;
+        m_kernels.back().device = l.device;
+        m_kernels.back().summary = l.is_summary;
+        m_kernels.back().attributes = l.attributes;
+    }
+    Kernel& k = m_kernels[slot->second];
+    const Metric* d = nullptr;
+    for (const Metric& m : l.metrics)
+        if (m.name == "duration") d = &m;
+    k.count += l.invocations;
+    if (d == nullptr) {
+        k.timed = false;
+    } else {
+        k.total += d->value * l.invocations;
+        if (!l.is_summary) {
+            k.dmin = std::min(k.dmin, d->value);
+            k.dmax = std::max(k.dmax, d->value);
+        }
+    }
+    // Both weightings are kept until the end tells whether every launch was timed.
+    const double by_count = l.invocations;
+    const double by_time = d != nullptr ? d->value * l.invocations : 0;
+    for (const Metric& m : l.metrics) {
+        auto [it, first] = k.metrics.try_emplace(m.name);
+        Aggregate& a = it->second;
+        if (first) {
+            k.metric_order.push_back(m.name);
+            a.first = m;
+        } else if (a.first.value != m.value) {
+            a.uniform = false;
+        }
+        a.sum_by_count += m.value * by_count;
+        a.weight_by_count += by_count;
+        a.sum_by_time += m.value * by_time;
+        a.weight_by_time += by_time;
+    }
+    if (by_count > k.dominant_count_weight) {
+        k.dominant_count_weight = by_count;
+        k.dominant_by_count = l.metrics;
+    }
+    if (by_time > k.dominant_time_weight) {
+        k.dominant_time_weight = by_time;
+        k.dominant_by_time = l.metrics;
+    }
+    // Attributes shared by every launch describe the kernel.
+    if (k.members > 0)
+        std::erase_if(k.attributes, [&](const auto& kv) {
+            auto it = l.attributes.find(kv.first);
+            return it == l.attributes.end() || it->second != kv.second;
+        });
+    if (auto it = l.attributes.find("occupancy_limiter"); it != l.attributes.end()) k.limiter = it->second;
+    ++k.members;
+
+    if (k.summary) {
+        // A summary group has no per-launch records; its rule results belong to the kernel.
+        for (ToolFinding& f : l.findings) k.findings.push_back(std::move(f));
+        return;
+    }
+    if (m_kept_launches >= m_max_launch_entities) return;
+    ++m_kept_launches;
+    Entity launch;
+    launch.kind = EntityKind::launch;
+    launch.name = l.id.empty() ? l.kernel : fmt::format("{} #{}", l.kernel, l.id);
+    launch.metrics = std::move(l.metrics);
+    launch.attributes = std::move(l.attributes);
+    if (!l.id.empty()) launch.attributes["id"] = l.id;
+    launch.tool_findings = std::move(l.findings);
+    k.launches.push_back(std::move(launch));
+}
+
+void NcuEntityBuilder::finish(RunBatch& batch) {
+    const std::size_t run_index = batch.run_entity();
+    for (Entity& dev : m_devices) {
+        dev.parent = static_cast<std::int64_t>(run_index);
         batch.entities.push_back(std::move(dev));
     }
-
-    // Kernels in order of first launch; each aggregates its launches.
-    std::vector<std::string> order;
-    std::unordered_map<std::string, std::vector<std::size_t>> by_kernel;
-    for (std::size_t i = 0; i < launches.size(); ++i) {
-        auto [it, fresh] = by_kernel.try_emplace(launches[i].kernel);
-        if (fresh) order.push_back(launches[i].kernel);
-        it->second.push_back(i);
-    }
-
-    double run_gpu_time = 0;
-    double run_launches = 0;
+    double run_gpu_time = 0, run_launches = 0, all_launches = 0;
     bool have_time = false;
-    for (const std::string& name : order) {
-        const auto& members = by_kernel[name];
+    for (Kernel& k : m_kernels) {
         Entity kernel;
         kernel.kind = EntityKind::kernel;
-        kernel.name = name;
+        kernel.name = k.name;
         kernel.parent = static_cast<std::int64_t>(run_index);
-
-        double count = 0, total = 0;
-        double dmin = std::numeric_limits<double>::infinity(), dmax = -dmin;
-        bool timed = true;
-        for (std::size_t i : members) {
-            const NcuLaunch& l = launches[i];
-            count += l.invocations;
-            const Metric* d = nullptr;
-            for (const Metric& m : l.metrics)
-                if (m.name == "duration") d = &m;
-            if (d == nullptr) {
-                timed = false;
-                continue;
-            }
-            total += d->value * l.invocations;
-            if (!l.is_summary) {
-                dmin = std::min(dmin, d->value);
-                dmax = std::max(dmax, d->value);
-            }
-        }
         // Other metrics: the common value when launches agree. Otherwise launch-configuration
         // metrics take the values of the launch with the most GPU time (so grid, waves and limits
         // stay consistent with each other) and measured ones the duration-weighted mean.
-        std::size_t dominant = members.front();
-        double dominant_weight = -1;
-        std::vector<double> weights;
-        for (std::size_t i : members) {
-            const NcuLaunch& l = launches[i];
-            double w = l.invocations;
-            if (timed)
-                for (const Metric& m : l.metrics)
-                    if (m.name == "duration") w = m.value * l.invocations;
-            weights.push_back(w);
-            if (w > dominant_weight) {
-                dominant_weight = w;
-                dominant = i;
-            }
-        }
-        std::vector<std::string> metric_order;
-        std::map<std::string, std::pair<double, double>> sums;  // name -> (weighted sum, weight)
-        std::map<std::string, const Metric*> first;
-        std::map<std::string, bool> uniform;
-        for (std::size_t k = 0; k < members.size(); ++k) {
-            for (const Metric& m : launches[members[k]].metrics) {
-                if (!first.contains(m.name)) {
-                    metric_order.push_back(m.name);
-                    first[m.name] = &m;
-                    uniform[m.name] = true;
-                } else if (first[m.name]->value != m.value) {
-                    uniform[m.name] = false;
-                }
-                auto& s = sums[m.name];
-                s.first += m.value * weights[k];
-                s.second += weights[k];
-            }
-        }
-        for (const std::string& mname : metric_order) {
+        const std::vector<Metric>& dominant = k.timed ? k.dominant_by_time : k.dominant_by_count;
+        for (const std::string& mname : k.metric_order) {
             if (mname == "duration") continue;  // replaced by the duration statistics below
-            Metric m = *first[mname];
-            if (!uniform[mname]) {
+            const Aggregate& a = k.metrics.at(mname);
+            Metric m = a.first;
+            if (!a.uniform) {
                 const Metric* from_dominant = nullptr;
-                for (const Metric& dm : launches[dominant].metrics)
+                for (const Metric& dm : dominant)
                     if (dm.name == mname) from_dominant = &dm;
-                const auto& s = sums[mname];
+                const double sum = k.timed ? a.sum_by_time : a.sum_by_count;
+                const double weight = k.timed ? a.weight_by_time : a.weight_by_count;
                 if (is_config_metric(mname) && from_dominant != nullptr)
                     m.value = from_dominant->value;
-                else if (s.second > 0)
-                    m.value = s.first / s.second;
+                else if (weight > 0)
+                    m.value = sum / weight;
             }
             kernel.metrics.push_back(std::move(m));
         }
-        kernel.set(Metric{"launches", count, "count", "", ""});
-        if (timed && count > 0) {
-            const Metric* d = first["duration"];
-            const std::string tool_name = d ? d->tool_name : "";
-            const std::string tool_unit = d ? d->tool_unit : "";
-            kernel.set(Metric{"duration_total", total, "ns", tool_name, tool_unit});
-            kernel.set(Metric{"duration_mean", total / count, "ns", tool_name, tool_unit});
-            kernel.set(Metric{"duration", total / count, "ns", tool_name, tool_unit});
-            if (std::isfinite(dmin)) {
-                kernel.set(Metric{"duration_min", dmin, "ns", tool_name, tool_unit});
-                kernel.set(Metric{"duration_max", dmax, "ns", tool_name, tool_unit});
+        kernel.set(Metric{"launches", k.count, "count", "", ""});
+        if (k.timed && k.count > 0) {
+            const auto d = k.metrics.find("duration");
+            const std::string tool_name = d != k.metrics.end() ? d->second.first.tool_name : "";
+            const std::string tool_unit = d != k.metrics.end() ? d->second.first.tool_unit : "";
+            kernel.set(Metric{"duration_total", k.total, "ns", tool_name, tool_unit});
+            kernel.set(Metric{"duration_mean", k.total / k.count, "ns", tool_name, tool_unit});
+            kernel.set(Metric{"duration", k.total / k.count, "ns", tool_name, tool_unit});
+            if (std::isfinite(k.dmin)) {
+                kernel.set(Metric{"duration_min", k.dmin, "ns", tool_name, tool_unit});
+                kernel.set(Metric{"duration_max", k.dmax, "ns", tool_name, tool_unit});
             }
-            run_gpu_time += total;
+            run_gpu_time += k.total;
             have_time = true;
         }
-        run_launches += count;
-        // Attributes shared by every launch describe the kernel.
-        const NcuLaunch& l0 = launches[members.front()];
-        for (const auto& [k, v] : l0.attributes) {
-            bool same = std::all_of(members.begin(), members.end(), [&](std::size_t i) {
-                auto it = launches[i].attributes.find(k);
-                return it != launches[i].attributes.end() && it->second == v;
-            });
-            if (same) kernel.attributes[k] = v;
-        }
-        if (members.size() > 1 && !kernel.attributes.contains("occupancy_limiter")) {
-            std::string limiter;
-            for (std::size_t i : members)
-                if (auto it = launches[i].attributes.find("occupancy_limiter"); it != launches[i].attributes.end())
-                    limiter = it->second;
-            if (!limiter.empty()) kernel.attributes["occupancy_limiter"] = limiter;
-        }
-        if (auto it = device_index.find(l0.device); it != device_index.end())
-            kernel.attributes["device"] = "device " + l0.device;
-
+        run_launches += k.count;
+        kernel.attributes = std::move(k.attributes);
+        if (k.members > 1 && !kernel.attributes.contains("occupancy_limiter") && !k.limiter.empty())
+            kernel.attributes["occupancy_limiter"] = k.limiter;
+        if (m_device_of.contains(k.device)) kernel.attributes["device"] = "device " + k.device;
+        kernel.tool_findings = std::move(k.findings);
         const std::size_t kernel_index = batch.entities.size();
-        const bool summary = l0.is_summary;
-        if (summary) {
-            // A summary group has no per-launch records; its rule results belong to the kernel.
-            for (std::size_t i : members)
-                for (ToolFinding& f : launches[i].findings) kernel.tool_findings.push_back(std::move(f));
-        }
         batch.entities.push_back(std::move(kernel));
-        if (summary) continue;
-        for (std::size_t i : members) {
-            NcuLaunch& l = launches[i];
-            Entity launch;
-            launch.kind = EntityKind::launch;
-            launch.name = l.id.empty() ? name : fmt::format("{} #{}", name, l.id);
+        if (!k.summary) all_launches += static_cast<double>(k.members);
+        for (Entity& launch : k.launches) {
             launch.parent = static_cast<std::int64_t>(kernel_index);
-            launch.metrics = std::move(l.metrics);
-            launch.attributes = std::move(l.attributes);
-            if (!l.id.empty()) launch.attributes["id"] = l.id;
-            launch.tool_findings = std::move(l.findings);
             batch.entities.push_back(std::move(launch));
         }
     }
-
+    if (static_cast<double>(m_kept_launches) < all_launches)
+        batch.notes.push_back(fmt::format("launch entities are kept for the first {} of {:.0f} launches (bounded "
+                                          "memory); every launch counts in its kernel's figures",
+                                          m_kept_launches, all_launches));
     Entity& run = batch.entities[run_index];
     run.set(Metric{"launches", run_launches, "count", "", ""});
-    run.set(Metric{"kernels", static_cast<double>(order.size()), "count", "", ""});
+    run.set(Metric{"kernels", static_cast<double>(m_kernels.size()), "count", "", ""});
     if (have_time) run.set(Metric{"gpu_time", run_gpu_time, "ns", "", ""});
+}
+
+void build_ncu_entities(RunBatch& batch, std::vector<NcuLaunch> launches) {
+    NcuEntityBuilder builder;
+    for (NcuLaunch& l : launches) builder.add(std::move(l));
+    builder.finish(batch);
 }
 
 }  // namespace perfwatch

@@ -1,9 +1,11 @@
 #pragma once
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/model.hpp"
@@ -19,6 +21,7 @@ struct NcuLaunch {
     bool is_summary = false; // metrics are per-launch averages of a group, not one launch
     std::string device;
     std::vector<Metric> metrics;
+    std::unordered_map<std::string, std::size_t> metric_index;  // name -> position in metrics
     std::map<std::string, std::string> attributes;
     std::vector<ToolFinding> findings;
 };
@@ -39,8 +42,52 @@ std::optional<std::string> ncu_time_to_iso(std::string_view text);
 // Names the occupancy limiter from the block limits ("registers", "registers and shared memory").
 void derive_ncu_attributes(NcuLaunch& launch);
 
-// Turns launches into device, kernel (aggregating its launches) and launch entities plus
-// run-level metrics (launches, kernels, gpu_time).
+// Most launch entities one report keeps (about 17 KB each); later launches count only in their
+// kernel's figures, so memory does not grow with the number of launches.
+inline constexpr std::size_t k_max_launch_entities = 2000;
+
+// Turns launches, given one at a time as they are read, into device, kernel (aggregating its
+// launches) and launch entities plus run-level metrics (launches, kernels, gpu_time). Memory
+// grows with the number of kernels, not launches: past `max_launch_entities` launches only the
+// kernels' aggregates change (a note says so).
+class NcuEntityBuilder {
+public:
+    explicit NcuEntityBuilder(std::size_t max_launch_entities = k_max_launch_entities)
+        : m_max_launch_entities(max_launch_entities) {}
+    void add(NcuLaunch launch);
+    // Appends the entities to `batch` (its run entity gets the run-level metrics).
+    void finish(RunBatch& batch);
+    std::size_t records() const { return m_records; }
+
+private:
+    struct Aggregate {
+        Metric first;
+        bool uniform = true;
+        double sum_by_count = 0, weight_by_count = 0, sum_by_time = 0, weight_by_time = 0;
+    };
+    struct Kernel {
+        std::string name, device, limiter;
+        bool summary = false, timed = true;
+        double count = 0, total = 0;
+        double dmin = std::numeric_limits<double>::infinity(), dmax = -std::numeric_limits<double>::infinity();
+        std::size_t members = 0;
+        std::vector<std::string> metric_order;
+        std::unordered_map<std::string, Aggregate> metrics;
+        std::vector<Metric> dominant_by_count, dominant_by_time;
+        double dominant_count_weight = -1, dominant_time_weight = -1;
+        std::map<std::string, std::string> attributes;  // those every launch so far shares
+        std::vector<ToolFinding> findings;
+        std::vector<Entity> launches;
+    };
+    std::size_t m_max_launch_entities;
+    std::size_t m_records = 0, m_kept_launches = 0;
+    std::vector<Entity> m_devices;
+    std::map<std::string, std::size_t> m_device_of;
+    std::vector<Kernel> m_kernels;
+    std::unordered_map<std::string, std::size_t> m_kernel_of;
+};
+
+// Convenience: feeds `launches` to an NcuEntityBuilder and finishes into `batch`.
 void build_ncu_entities(RunBatch& batch, std::vector<NcuLaunch> launches);
 
 }  // namespace perfwatch

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "collectors/csv.hpp"
 #include "collectors/ncu_common.hpp"
@@ -14,6 +16,9 @@
 namespace perfwatch {
 
 namespace {
+
+// Launches of the details page kept open at once while their rows are read.
+constexpr std::size_t k_open_launches = 64;
 
 // Finds the header line ("ID","Process ID",...) after any ==PROF== lines and program output.
 // Returns its byte offset and 1-based line number.
@@ -147,8 +152,12 @@ public:
         batch.format_detail = rule_name >= 0     ? "details page with rule results (2023+ header)"
                               : ident.block >= 0 ? "details page (2021-2022 header)"
                                                  : "details page (2020 header)";
-        std::vector<NcuLaunch> launches;
-        std::unordered_map<std::string, std::size_t> by_id;
+        // A launch's rows come together; the few most recent launches stay open (rows of
+        // neighbouring launches may interleave), older ones go to the builder as they close.
+        NcuEntityBuilder builder;
+        std::deque<std::pair<std::string, NcuLaunch>> open;
+        std::unordered_set<std::string> closed_recently;
+        std::uint64_t closed = 0;
         const std::size_t min_fields = static_cast<std::size_t>(metric_value) + 1;
         while (true) {
             auto got = next_record(path, reader, row);
@@ -163,12 +172,26 @@ public:
             if (!parse_report_number(launch_id))
                 return fail(path, reader.record_line(),
                             fmt::format("expected a numeric launch ID in column 1, found \"{}\"", launch_id));
-            auto [it, fresh] = by_id.try_emplace(launch_id, launches.size());
-            if (fresh) {
-                launches.emplace_back();
-                ident.fill(launches.back(), row, batch);
+            auto it = std::find_if(open.begin(), open.end(), [&](const auto& o) { return o.first == launch_id; });
+            if (it == open.end()) {
+                if (closed_recently.contains(launch_id))
+                    return fail(path, reader.record_line(),
+                                fmt::format("rows of launch {} appear again after more than {} other launches "
+                                            "began; the rows of one launch must stay together",
+                                            launch_id, k_open_launches));
+                open.emplace_back(launch_id, NcuLaunch{});
+                ident.fill(open.back().second, row, batch);
+                it = std::prev(open.end());
+                if (open.size() > k_open_launches) {
+                    closed_recently.insert(open.front().first);
+                    builder.add(std::move(open.front().second));
+                    open.pop_front();
+                    ++closed;
+                    // IDs closed long ago are forgotten (bounded memory); ncu writes launches in order.
+                    if (closed_recently.size() > 4 * k_open_launches) closed_recently.clear();
+                }
             }
-            NcuLaunch& launch = launches[it->second];
+            NcuLaunch& launch = it->second;
             if (const std::string& rule = field(row, rule_name); !rule.empty()) {
                 ToolFinding f;
                 f.rule = rule;
@@ -184,8 +207,9 @@ public:
             if (name.empty()) continue;
             add_ncu_value(launch, name, field(row, metric_unit), field(row, metric_value));
         }
-        if (launches.empty()) return fail(path, *header_line, "CSV header found but no kernel rows follow it");
-        build_ncu_entities(batch, std::move(launches));
+        for (auto& [id, launch] : open) builder.add(std::move(launch));
+        if (builder.records() == 0) return fail(path, *header_line, "CSV header found but no kernel rows follow it");
+        builder.finish(batch);
         return batch;
     }
 };
@@ -216,7 +240,7 @@ public:
         RunBatch batch;
         batch.format = std::string(id());
         batch.format_detail = "raw page";
-        std::vector<NcuLaunch> launches;
+        NcuEntityBuilder builder;
         bool have_units = false;
         while (true) {
             auto got = next_record(path, reader, row);
@@ -241,10 +265,10 @@ public:
                     continue;
                 add_ncu_value(launch, header[c], have_units ? units[c] : std::string(), row[c]);
             }
-            launches.push_back(std::move(launch));
+            builder.add(std::move(launch));
         }
-        if (launches.empty()) return fail(path, *header_line, "CSV header found but no launch rows follow it");
-        build_ncu_entities(batch, std::move(launches));
+        if (builder.records() == 0) return fail(path, *header_line, "CSV header found but no launch rows follow it");
+        builder.finish(batch);
         return batch;
     }
 };
