@@ -129,4 +129,21 @@ Result<CsvReader::Status> CsvStream::next(std::vector<std::string>& fields) {
     }
 }
 
+Result<bool> CsvStream::next_line(std::string_view& line) {
+    while (true) {
+        const std::string_view rest(m_buffer.data() + m_pos, m_window - m_pos);
+        const std::size_t nl = rest.find('\n');
+        const bool at_end = m_eof && m_window == m_len;
+        if (nl != std::string_view::npos || (at_end && !rest.empty())) {
+            line = rest.substr(0, nl == std::string_view::npos ? rest.size() : nl);
+            m_pos += nl == std::string_view::npos ? rest.size() : nl + 1;
+            if (line.ends_with('\r')) line.remove_suffix(1);
+            m_record_line = m_line++;
+            return true;
+        }
+        if (at_end) return false;
+        if (auto r = fill(); !r) return std::unexpected(r.error());
+    }
+}
+
 }  // namespace perfwatch

@@ -46,6 +46,9 @@ public:
     Result<bool> skip_to_line_starting_with(std::initializer_list<std::string_view> prefixes);
     // As CsvReader::next; read errors come back as the Error.
     Result<CsvReader::Status> next(std::vector<std::string>& fields);
+    // The next raw line without its line ending (for line formats that are not quoted CSV); false
+    // at the end. The view lasts until the next call; record_line() is its number.
+    Result<bool> next_line(std::string_view& line);
     std::uint64_t record_line() const { return m_record_line; }
     std::uint64_t line() const { return m_line; }
     const std::string& error() const { return m_error; }

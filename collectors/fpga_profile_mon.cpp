@@ -5,6 +5,7 @@
 #include <charconv>
 #include <optional>
 
+#include "collectors/csv.hpp"
 #include "collectors/timeline.hpp"
 #include "collectors/units.hpp"
 
@@ -61,7 +62,7 @@ bool plausible_line(std::string_view line) {
     return fits_legacy(f) || fits_shared(f);
 }
 
-class ProfileMonCollector final : public Collector {
+class ProfileMonCollector final : public StreamCollector {
 public:
     std::string_view id() const override { return "fpga-profile-mon"; }
     std::string_view description() const override {
@@ -79,14 +80,18 @@ public:
         return false;
     }
 
-    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
-        std::vector<TimelineEvent> events;
+    // Lines stream into a TimelineBuilder: memory does not grow with the number of executions.
+    Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
+        TimelineBuilder timeline;
         Layout layout = Layout::unknown;
         std::size_t kernel_lines = 0, memory_lines = 0;
-        LineReader lines(content);
+        CsvStream lines(source);
         std::string_view line;
-        while (lines.next(line)) {
-            const std::uint64_t line_no = lines.line_number();
+        while (true) {
+            auto got = lines.next_line(line);
+            if (!got) return std::unexpected(got.error());
+            if (!*got) break;
+            const std::uint64_t line_no = lines.record_line();
             if (trim(line).empty()) continue;
             const auto f = split_commas(line);
             if (f.size() < 5)
@@ -137,9 +142,9 @@ public:
             } else {
                 ++memory_lines;
             }
-            events.push_back(std::move(ev));
+            timeline.add(std::move(ev));
         }
-        if (events.empty()) return fail(path, 0, "no profile lines");
+        if (kernel_lines + memory_lines == 0) return fail(path, 0, "no profile lines");
         RunBatch batch;
         batch.format = std::string(id());
         batch.format_detail = layout == Layout::legacy ? "legacy layout (no shared-counter field)"
@@ -148,7 +153,7 @@ public:
         batch.notes.push_back(fmt::format("{} kernel executions, {} memory operations; counters are kept raw "
                                           "(their meaning is in the matching .aocx)",
                                           kernel_lines, memory_lines));
-        build_timeline_entities(batch, std::move(events));
+        timeline.finish(batch);
         return batch;
     }
 };

@@ -42,10 +42,6 @@ std::optional<std::string> ncu_time_to_iso(std::string_view text);
 // Names the occupancy limiter from the block limits ("registers", "registers and shared memory").
 void derive_ncu_attributes(NcuLaunch& launch);
 
-// Most launch entities one report keeps (about 17 KB each); later launches count only in their
-// kernel's figures, so memory does not grow with the number of launches.
-inline constexpr std::size_t k_max_launch_entities = 2000;
-
 // Turns launches, given one at a time as they are read, into device, kernel (aggregating its
 // launches) and launch entities plus run-level metrics (launches, kernels, gpu_time). Memory
 // grows with the number of kernels, not launches: past `max_launch_entities` launches only the

@@ -129,7 +129,10 @@ void TimelineBuilder::add(TimelineEvent::Kind kind, std::string_view name, std::
     Device* dev = nullptr;
     Group& g = group(kind, name, device, dev);
     time(g, *dev, kind == TimelineEvent::Kind::kernel, start_ns, end_ns);
-    if (m_options.emit_launches && kind == TimelineEvent::Kind::kernel) {
+    if (m_options.emit_launches && kind == TimelineEvent::Kind::kernel &&
+        m_events.size() >= m_options.max_launch_entities) {
+        ++m_unkept_launches;
+    } else if (m_options.emit_launches && kind == TimelineEvent::Kind::kernel) {
         TimelineEvent e;
         e.kind = kind;
         e.name = std::string(name);
@@ -146,7 +149,9 @@ void TimelineBuilder::add(TimelineEvent e) {
     Group& g = group(e.kind, e.name, e.device, dev);
     const bool kernel = e.kind == TimelineEvent::Kind::kernel;
     time(g, *dev, kernel, e.start_ns, e.end_ns);
-    if (m_options.emit_launches && kernel) {
+    if (m_options.emit_launches && kernel && m_events.size() >= m_options.max_launch_entities) {
+        ++m_unkept_launches;
+    } else if (m_options.emit_launches && kernel) {
         g.events.push_back(m_events.size());
         m_events.push_back(std::move(e));
     }
@@ -262,6 +267,10 @@ void TimelineBuilder::finish(RunBatch& batch) {
         }
     }
 
+    if (m_unkept_launches > 0)
+        batch.notes.push_back(fmt::format("launch entities are kept for the first {} of {} kernel executions "
+                                          "(bounded memory); every execution counts in its kernel's figures",
+                                          m_events.size(), m_events.size() + m_unkept_launches));
     if (m_sampled)
         batch.notes.push_back(fmt::format("duration medians are estimated from a uniform sample of {} executions per "
                                           "name: the report holds over {} timed executions",

@@ -30,11 +30,13 @@ inline constexpr double k_short_launch_ns = 10'000;
 inline constexpr std::size_t k_max_kept_durations = 1 << 22;
 
 struct TimelineOptions {
-    bool emit_launches = true;   // one launch entity per kernel execution (keeps every event)
+    bool emit_launches = true;   // one launch entity per kernel execution, for the first
+                                 // max_launch_entities executions (later ones are aggregates only)
     bool keep_durations = true;  // keep each duration for exact medians (8 bytes per event) up to
                                  // max_kept_durations in all, then estimate them from samples;
                                  // otherwise a reservoir of k_max_samples per name is kept for rank tests
     std::size_t max_kept_durations = k_max_kept_durations;
+    std::size_t max_launch_entities = k_max_launch_entities;
 };
 
 // A metric in a base unit, with the tool's own name and unit when they differ from perfwatch's.
@@ -98,6 +100,7 @@ private:
     std::unordered_map<std::string, std::size_t> m_device_of;
     std::vector<TimelineEvent> m_events;
     std::size_t m_kernel_events = 0;
+    std::size_t m_unkept_launches = 0;  // executions past max_launch_entities
     std::size_t m_kept_durations = 0;
     bool m_sampled = false;  // medians estimated: too many durations to keep
     std::string m_key;

@@ -39,6 +39,10 @@ struct ToolFinding {
 // Most per-instance samples kept per entity and metric.
 inline constexpr std::size_t k_max_samples = 512;
 
+// Most launch entities (one per kernel execution) a run keeps: later launches count only in their
+// kernel's figures, so a collector's memory does not grow with the number of launches.
+inline constexpr std::size_t k_max_launch_entities = 2000;
+
 // At most `max` of `values`, evenly spaced in their order (deterministic); all when fewer.
 std::vector<double> evenly_spaced(const std::vector<double>& values, std::size_t max = k_max_samples);
 

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include <map>
 #include <sstream>
 
@@ -121,6 +125,32 @@ TEST(FpgaProfileMon, MalformedLinesNameTheLine) {
     auto bad_time = collect_content("p.mon", "0,1,k,100,200,2,5,6\n0,1,k,abc,400,2,5,6\n");
     ASSERT_FALSE(bad_time);
     EXPECT_EQ(bad_time.error().line, 2u);
+}
+
+// Executions past k_max_launch_entities are read as a stream into their kernel's figures only.
+TEST(FpgaProfileMon, ExecutionsPastTheLimitCountInTheirKernelsOnly) {
+    TempDir dir;
+    const std::size_t n = k_max_launch_entities + 700;
+    std::string text;
+    for (std::size_t i = 0; i < n; ++i) {
+        const long long start = 1000 + static_cast<long long>(i) * 100;
+        text += fmt::format("0,0,{},{},{},2,{},{}\n", i % 2 == 0 ? "even" : "odd", start, start + 40 + (i % 5), i, 7);
+    }
+    write_file(dir.path() / "profile.mon", text);
+    const std::string path = dir.file("profile.mon");
+    const RunBatch b = collect_ok(path);
+    const auto expected = sum_lines(path);
+    for (const auto& [name, e] : expected) {
+        const Entity* k = kernel_named(b, name);
+        ASSERT_NE(k, nullptr) << name;
+        EXPECT_DOUBLE_EQ(metric(k, "launches"), e.executions) << name;
+        EXPECT_DOUBLE_EQ(metric(k, "duration_total"), e.total_ns) << name;
+    }
+    EXPECT_EQ(of_kind(b, EntityKind::launch).size(), k_max_launch_entities);
+    EXPECT_TRUE(std::any_of(b.notes.begin(), b.notes.end(), [&](const std::string& t) {
+        return t.starts_with(fmt::format("launch entities are kept for the first {} of {} kernel executions",
+                                         k_max_launch_entities, n));
+    })) << ::testing::PrintToString(b.notes);
 }
 
 }  // namespace perfwatch::test

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
 #include "collectors/ncu_csv.hpp"
 #include "tests/collectors/ncu_helpers.hpp"
 #include "tests/support.hpp"
@@ -141,6 +146,74 @@ TEST(NcuCsv, ExcessiveSectorsComeFromTheUncoalescedRuleText) {
     const Entity* k = kernel_named(*b, "k");
     EXPECT_DOUBLE_EQ(metric(k, "global_sectors_excessive"), 1200);
     EXPECT_DOUBLE_EQ(metric(k, "global_sectors_ideal"), 800);
+}
+
+namespace {
+
+const std::string k_details_header =
+    "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\","
+    "\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n";
+
+std::string details_row(int id, const std::string& kernel, const std::string& metric, const std::string& unit,
+                        double value) {
+    return fmt::format("\"{}\",\"1\",\"p\",\"h\",\"{}\",\"1\",\"7\",\"(32, 1, 1)\",\"(4, 1, 1)\",\"0\",\"8.0\","
+                       "\"Section\",\"{}\",\"{}\",\"{}\"\n",
+                       id, kernel, metric, unit, value);
+}
+
+}  // namespace
+
+// Past k_max_launch_entities launches, only the kernels' figures grow: every launch counts in
+// them (sums taken here from the values written), and a note says how many launches kept entities.
+TEST(NcuCsv, LaunchesPastTheLimitCountInTheirKernelsOnly) {
+    const int n = static_cast<int>(k_max_launch_entities) + 500;
+    std::string csv = k_details_header;
+    std::map<std::string, std::pair<double, double>> expected;  // kernel -> (launches, total ns)
+    for (int i = 0; i < n; ++i) {
+        const std::string kernel = i % 3 == 0 ? "a" : "b";
+        const double ns = 1000 + (i % 7) * 10;
+        csv += details_row(i, kernel, "Duration", "nsecond", ns);
+        csv += details_row(i, kernel, "Registers Per Thread", "register/thread", 32);
+        expected[kernel].first += 1;
+        expected[kernel].second += ns;
+    }
+    auto b = collect_content("many.csv", csv);
+    ASSERT_TRUE(b) << b.error().to_string();
+    EXPECT_EQ(of_kind(*b, EntityKind::launch).size(), k_max_launch_entities);
+    for (const auto& [name, e] : expected) {
+        const Entity* k = kernel_named(*b, name);
+        ASSERT_NE(k, nullptr) << name;
+        EXPECT_DOUBLE_EQ(metric(k, "launches"), e.first) << name;
+        EXPECT_DOUBLE_EQ(metric(k, "duration_total"), e.second) << name;
+        EXPECT_DOUBLE_EQ(metric(k, "registers_per_thread"), 32) << name;
+    }
+    EXPECT_DOUBLE_EQ(b->entities[0].value("launches").value_or(-1), n);
+    const std::string note = fmt::format("launch entities are kept for the first {} of {} launches",
+                                         k_max_launch_entities, n);
+    EXPECT_TRUE(std::any_of(b->notes.begin(), b->notes.end(), [&](const std::string& t) { return t.starts_with(note); }))
+        << ::testing::PrintToString(b->notes);
+}
+
+// Rows of neighbouring launches may interleave; a launch's rows coming back long after it closed
+// are an error naming the line.
+TEST(NcuCsv, InterleavedLaunchRowsAndALaunchThatComesBack) {
+    std::string csv = k_details_header + details_row(0, "a", "Duration", "nsecond", 100) +
+                      details_row(1, "b", "Duration", "nsecond", 200) +
+                      details_row(0, "a", "Registers Per Thread", "register/thread", 16) +
+                      details_row(1, "b", "Registers Per Thread", "register/thread", 64);
+    auto b = collect_content("mixed.csv", csv);
+    ASSERT_TRUE(b) << b.error().to_string();
+    EXPECT_DOUBLE_EQ(metric(kernel_named(*b, "a"), "registers_per_thread"), 16);
+    EXPECT_DOUBLE_EQ(metric(kernel_named(*b, "b"), "registers_per_thread"), 64);
+    EXPECT_EQ(of_kind(*b, EntityKind::launch).size(), 2u);
+
+    std::string back = k_details_header;
+    for (int i = 0; i < 100; ++i) back += details_row(i, "k", "Duration", "nsecond", 100);
+    back += details_row(0, "k", "Registers Per Thread", "register/thread", 16);
+    auto r = collect_content("back.csv", back);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().line, 102u) << r.error().to_string();
+    EXPECT_NE(r.error().message.find("rows of launch 0 appear again"), std::string::npos) << r.error().to_string();
 }
 
 }  // namespace perfwatch::test
