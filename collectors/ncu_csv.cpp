@@ -172,7 +172,9 @@ public:
             if (!parse_report_number(launch_id))
                 return fail(path, reader.record_line(),
                             fmt::format("expected a numeric launch ID in column 1, found \"{}\"", launch_id));
-            auto it = std::find_if(open.begin(), open.end(), [&](const auto& o) { return o.first == launch_id; });
+            // Newest first: a row almost always belongs to the launch being read.
+            auto found = std::find_if(open.rbegin(), open.rend(), [&](const auto& o) { return o.first == launch_id; });
+            auto it = found == open.rend() ? open.end() : std::prev(found.base());
             if (it == open.end()) {
                 if (closed_recently.contains(launch_id))
                     return fail(path, reader.record_line(),
