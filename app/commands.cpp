@@ -148,7 +148,7 @@ std::string show_json(const StoredRun& run) {
         entities.push_back(std::move(je));
     }
     doc["entities"] = std::move(entities);
-    return doc.dump(2) + "\n";
+    return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace
@@ -296,7 +296,8 @@ int run_metrics() {
     return 0;
 }
 
-int run_rules_lint(const std::vector<std::string>& paths) {
+int run_rules_lint(const std::vector<std::string>& given) {
+    const std::vector<std::string> paths = expand_rule_paths(given);
     const std::vector<RuleFile> files = load_rule_files(paths);
     const RuleSet rules = compile_rules(files);
     std::size_t warnings = 0;
@@ -341,7 +342,7 @@ int run_rules_list(const std::vector<std::string>& paths, bool verbose) {
 }
 
 int run_rules_test(const std::vector<std::string>& paths) {
-    const RuleTestSummary s = run_rule_tests(paths);
+    const RuleTestSummary s = run_rule_tests(expand_rule_paths(paths));
     for (const std::string& m : s.messages) fmt::print(stderr, "{}\n", m);
     fmt::print("{} test(s): {} passed, {} failed, {} skipped{}\n", s.tests, s.tests - s.failed - s.skipped, s.failed,
                s.skipped, s.broken ? " (a test file or its rules did not load)" : "");
@@ -443,7 +444,7 @@ int run_diff(const DiffCommand& options) {
                                {"confidence", e.confidence ? nlohmann::json(*e.confidence) : nlohmann::json(nullptr)},
                                {"property_changes", e.property_changes}});
         doc["entries"] = std::move(entries);
-        fmt::print("{}\n", doc.dump(2));
+        fmt::print("{}\n", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
         return 0;
     }
     fmt::print("before: {}\nafter:  {}\n", before_name, side_name(*b));
@@ -518,7 +519,7 @@ int run_history(const HistoryCommand& options) {
                                            {"entity", options.entity},
                                            {"points", points},
                                            {"change_points", changes}}
-                               .dump(2));
+                               .dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
         return 0;
     }
     fmt::print("{} of {} over {} run(s)\n", options.metric,

@@ -718,7 +718,7 @@ private:
             {"failed", m_failed},
             {"last_reload", m_last_reload},
         };
-        return {healthy ? 200u : 503u, "application/json", doc.dump() + "\n"};
+        return {healthy ? 200u : 503u, "application/json", doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
     }
 
     const std::string m_config_path;

@@ -83,7 +83,7 @@ std::string format_check_json(const CheckReport& report) {
     doc["summary"] = {{"findings", report.findings.size()},
                       {"evaluated", report.evaluated},
                       {"not_applicable", report.not_applicable}};
-    return doc.dump(2) + "\n";
+    return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 namespace {
