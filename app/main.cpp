@@ -76,12 +76,13 @@ int main(int argc, char** argv) {
     auto* rules_cmd = app.add_subcommand("rules", "Rule authoring tools: lint, list, test");
     rules_cmd->require_subcommand(1);
     auto* lint_cmd = rules_cmd->add_subcommand("lint", "Report every error and warning in rule files; exit 1 on errors");
-    lint_cmd->add_option("files", rule_args, "Rule files (checked with the shipped packs; none: the packs alone)");
+    lint_cmd->add_option("files", rule_args,
+                        "Rule files or directories of *.yaml (checked with the shipped packs; none: the packs alone)");
     auto* list_cmd = rules_cmd->add_subcommand("list", "Print the effective rule set after overrides");
     list_cmd->add_option("files", rule_args, "Extra rule files, loaded after the shipped packs");
     list_cmd->add_flag("-v,--verbose", list_verbose, "Show conditions, lets, appended conditions and overrides");
     auto* test_cmd = rules_cmd->add_subcommand("test", "Run YAML rule tests; exit 1 on a failure");
-    test_cmd->add_option("files", rule_args, "Rule test files")->required();
+    test_cmd->add_option("files", rule_args, "Rule test files or directories of *.yaml")->required();
 
     std::string config_check_path;
     auto* config_cmd = app.add_subcommand("config", "Configuration tools");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <filesystem>
 #include <set>
 
 #include "storage/file.hpp"
@@ -566,10 +567,29 @@ RuleSet compile_rules(const std::vector<RuleFile>& files) {
     return set;
 }
 
+std::vector<std::string> expand_rule_paths(const std::vector<std::string>& paths) {
+    std::vector<std::string> out;
+    for (const std::string& path : paths) {
+        std::error_code ec;
+        if (!std::filesystem::is_directory(path, ec)) {
+            out.push_back(path);
+            continue;
+        }
+        std::vector<std::string> found;
+        for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+            const std::string ext = entry.path().extension().string();
+            if ((ext == ".yaml" || ext == ".yml") && entry.is_regular_file(ec)) found.push_back(entry.path().string());
+        }
+        std::sort(found.begin(), found.end());
+        out.insert(out.end(), found.begin(), found.end());
+    }
+    return out;
+}
+
 std::vector<RuleFile> load_rule_files(const std::vector<std::string>& paths) {
     std::vector<RuleFile> files;
     for (const auto& [name, text] : shipped_rule_packs()) files.push_back(parse_rule_text(name, text));
-    for (const std::string& path : paths) files.push_back(parse_rule_file(path));
+    for (const std::string& path : expand_rule_paths(paths)) files.push_back(parse_rule_file(path));
     return files;
 }
 

@@ -133,7 +133,11 @@ struct RuleSet {
 // print a metric the condition does not need, are warnings.
 RuleSet compile_rules(const std::vector<RuleFile>& files);
 
-// The shipped packs, then `paths` in order.
+// `paths` with each directory replaced by the `*.yaml` and `*.yml` files directly in it, sorted by
+// name; files and missing paths stay as given (reading them reports the problem).
+std::vector<std::string> expand_rule_paths(const std::vector<std::string>& paths);
+
+// The shipped packs, then `paths` in order (directories expanded).
 std::vector<RuleFile> load_rule_files(const std::vector<std::string>& paths);
 
 }  // namespace perfwatch

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -134,6 +136,27 @@ TEST(RulesCli, ListShowsTheEffectiveRules) {
     write_file(cfg, "rules: [team.yaml]\n");
     const auto c = run_perfwatch({"--config", cfg, "rules", "list"});
     EXPECT_TRUE(std::regex_search(c.out, std::regex(R"(ncu-small-grid +disabled)"))) << c.out << c.err;
+}
+
+// Directories stand for the *.yaml files directly in them, sorted: the shipped packs lint clean,
+// and the shipped tests run, each counted as run_rule_tests counts the files one by one.
+TEST(RulesCli, LintAndTestTakeDirectories) {
+    const std::string root = PERFWATCH_SOURCE_DIR;
+    std::size_t packs = 0;
+    for (const auto& e : std::filesystem::directory_iterator(root + "/rules"))
+        if (e.path().extension() == ".yaml") ++packs;
+    ASSERT_GT(packs, 0u);
+    const auto lint = run_perfwatch({"rules", "lint", root + "/rules"});
+    EXPECT_EQ(lint.exit_code, 0) << lint.err;
+    EXPECT_NE(lint.out.find(fmt::format("{} rule file(s)", packs)), std::string::npos) << lint.out;
+    EXPECT_NE(lint.out.find(": 0 error(s)"), std::string::npos) << lint.out;
+
+    const auto tests = run_perfwatch({"rules", "test", root + "/rules/tests"});
+    EXPECT_EQ(tests.exit_code, 0) << tests.err;
+    const RuleTestSummary expected = run_rule_tests(shipped_tests());
+    EXPECT_NE(tests.out.find(fmt::format("{} test(s): {} passed", expected.tests, expected.tests - expected.skipped)),
+              std::string::npos)
+        << tests.out;
 }
 
 }  // namespace perfwatch::test
