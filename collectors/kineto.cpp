@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "collectors/byte_source.hpp"
@@ -123,13 +124,15 @@ private:
                 dev.name = fmt::format("device {}", id);
                 std::string_view name;
                 if (!d["name"].get_string().get(name)) dev.attributes["gpu"] = std::string(name);
-                int64_t major = 0, minor = 0, sms = 0, threads = 0;
+                int64_t major = 0, minor = 0, sms = 0, threads = 0, warp = 32;
                 if (!d["computeMajor"].get_int64().get(major) && !d["computeMinor"].get_int64().get(minor))
                     dev.attributes["cc"] = fmt::format("{}.{}", major, minor);
                 if (!d["numSms"].get_int64().get(sms)) dev.set(plain("sm_count", static_cast<double>(sms), "count", "numSms"));
+                // AMD GPUs list a warpSize (wavefront) of 64.
+                if (d["warpSize"].get_int64().get(warp) || warp <= 0) warp = 32;
                 if (!d["maxThreadsPerMultiprocessor"].get_int64().get(threads))
-                    dev.set(plain("max_warps_per_sm", static_cast<double>(threads / 32), "count",
-                                  "maxThreadsPerMultiprocessor / 32"));
+                    dev.set(plain("max_warps_per_sm", static_cast<double>(threads / warp), "count",
+                                  fmt::format("maxThreadsPerMultiprocessor / {}", warp)));
                 m_devices.push_back(std::move(dev));
             }
         }
@@ -429,6 +432,9 @@ private:
         }
 
         std::map<std::string, double> sm_of;
+        std::set<std::string> models;
+        for (const Entity& info : m_devices)
+            if (auto g = info.attributes.find("gpu"); g != info.attributes.end()) models.insert(g->second);
         for (Entity& info : m_devices) {
             auto it = std::find_if(batch.entities.begin(), batch.entities.end(), [&](const Entity& e) {
                 return e.kind == EntityKind::device && e.name == info.name;
@@ -436,7 +442,21 @@ private:
             if (auto sm = info.value("sm_count")) sm_of[info.name] = *sm;
             if (it == batch.entities.end()) continue;  // a GPU the trace did not use
             for (auto& [k, v] : info.attributes) it->attributes[k] = v;
-            for (Metric& m : info.metrics) it->set(std::move(m));
+            for (const Metric& m : info.metrics) it->set(m);
+        }
+        // Kernels on a device id that deviceProperties does not list (ROCm traces number GPUs
+        // differently): when every listed GPU is one model, that is the model they ran on.
+        if (models.size() == 1 && !m_devices.empty()) {
+            const Entity& info = m_devices.front();
+            for (Entity& e : batch.entities) {
+                if (e.kind != EntityKind::device || e.attributes.contains("gpu")) continue;
+                for (const auto& [k, v] : info.attributes) e.attributes.emplace(k, v);
+                for (const Metric& m : info.metrics) e.set(m);
+                if (auto sm = info.value("sm_count")) sm_of[e.name] = *sm;
+                batch.notes.push_back(fmt::format("{} is not in deviceProperties, which lists one GPU model ({}): taken "
+                                                  "as that model",
+                                                  e.name, *models.begin()));
+            }
         }
         for (Entity& e : batch.entities) {
             if (e.kind == EntityKind::kernel) {

@@ -237,6 +237,22 @@ void derive_bank_conflicts_from_rule_text(NcuLaunch& launch) {
     set_metric(launch, Metric{"shared_wavefronts", wavefronts, "count", "shared memory bank conflict rule", ""});
 }
 
+// The GPU a launch ran on: the device's display name when the report printed it (raw page),
+// else its architecture from the compute capability, so runs still carry a `gpu` label.
+std::string ncu_gpu_name(const NcuLaunch& l) {
+    for (const char* key : {"device_attribute_display_name", "device__attribute_display_name"})
+        if (auto it = l.attributes.find(key); it != l.attributes.end() && !it->second.empty()) return it->second;
+    const auto cc = l.attributes.find("cc");
+    if (cc == l.attributes.end() || cc->second.empty()) return {};
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 14> k_arch{{
+        {"5.0", "Maxwell"}, {"5.2", "Maxwell"}, {"6.0", "Pascal"}, {"6.1", "Pascal"}, {"7.0", "Volta"},
+        {"7.2", "Volta"}, {"7.5", "Turing"}, {"8.0", "Ampere"}, {"8.6", "Ampere"}, {"8.7", "Ampere"},
+        {"8.9", "Ada Lovelace"}, {"9.0", "Hopper"}, {"10.0", "Blackwell"}, {"12.0", "Blackwell"}}};
+    for (const auto& [version, arch] : k_arch)
+        if (cc->second == version) return fmt::format("NVIDIA {} GPU (compute capability {})", arch, version);
+    return fmt::format("NVIDIA GPU (compute capability {})", cc->second);
+}
+
 }  // namespace
 
 std::optional<std::string> ncu_time_to_iso(std::string_view t) {
@@ -320,6 +336,7 @@ void NcuEntityBuilder::add(NcuLaunch l) {
         if (auto it = l.attributes.find("cc"); it != l.attributes.end()) dev.attributes["cc"] = it->second;
         for (const Metric& m : l.metrics)
             if (m.name == "sm_count") dev.set(m);
+        if (const std::string gpu = ncu_gpu_name(l); !gpu.empty()) dev.attributes["gpu"] = gpu;
         m_device_of[l.device] = m_devices.size();
         m_devices.push_back(std::move(dev));
     }

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <filesystem>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -79,6 +82,32 @@ TEST(Kineto, NvidiaTraceCarriesOccupancyLaunchConfigurationAndRank) {
     EXPECT_TRUE(run.value("launch_delay_mean").has_value());
     EXPECT_GT(run.value("memcpy_bytes").value_or(0), 0);
     EXPECT_GT(run.value("sync_time").value_or(0), 0);
+}
+
+// The MI300 trace lists its one GPU under id 0 while its kernels carry device 2: the run still
+// names the GPU and its compute units (the H100 twin of the same model gets them too), and
+// warps per compute unit count 64-wide wavefronts. Expected values are read from the file.
+TEST(Kineto, AGpuTheTraceListsOnlyOnceNamesTheDeviceItsKernelsRanOn) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/TraceLens__traces__mi300__gaunernst_bert-small-uncased__1016001.json.gz");
+    const auto trace = nlohmann::json::parse(read_maybe_gzip(path));
+    ASSERT_EQ(trace["deviceProperties"].size(), 1u);
+    const auto& listed = trace["deviceProperties"][0];
+    std::set<std::int64_t> kernel_devices;
+    for (const auto& e : trace["traceEvents"])
+        if (e.value("cat", "") == "kernel") kernel_devices.insert(e["args"]["device"].get<std::int64_t>());
+    ASSERT_EQ(kernel_devices.size(), 1u);
+    ASSERT_NE(*kernel_devices.begin(), listed["id"].get<std::int64_t>());  // the case at hand
+
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.labels.at("gpu"), listed["name"].get<std::string>());
+    const auto devices = of_kind(b, EntityKind::device);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0]->name, fmt::format("device {}", *kernel_devices.begin()));
+    EXPECT_DOUBLE_EQ(metric(devices[0], "sm_count"), listed["numSms"].get<double>());
+    EXPECT_DOUBLE_EQ(metric(devices[0], "max_warps_per_sm"),
+                     listed["maxThreadsPerMultiprocessor"].get<double>() / listed["warpSize"].get<double>());
+    for (const Entity* k : of_kind(b, EntityKind::kernel))
+        EXPECT_DOUBLE_EQ(metric(k, "sm_count"), listed["numSms"].get<double>()) << k->name;
 }
 
 TEST(Kineto, NcclKernelsAreCommunication) {
