@@ -353,6 +353,13 @@ public:
         std::size_t kernels = 0;
         std::sort(pending.begin(), pending.end(),
                   [](const Pending& a, const Pending& b) { return a.ev.start_ns < b.ev.start_ns; });
+        // The COPY lane is the copy engines, not a device: with one GPU its copies are that GPU's
+        // work (in its busy and idle time); with several they are on no device (memory entities
+        // and memory time only), never a device of their own for idle rules.
+        std::set<std::string> gpus;
+        for (const auto& [pid, name] : process)
+            if (name.starts_with("GPU") && !name.starts_with("GPU Barriers")) gpus.insert("GPU " + name.substr(3));
+        const std::string copy_device = gpus.size() == 1 ? *gpus.begin() : std::string();
         for (Pending& p : pending) {
             const std::string& proc = process[p.pid];
             if (proc.starts_with("GPU Barriers")) continue;  // barrier packets, not kernels
@@ -362,7 +369,7 @@ public:
                 ++kernels;
             } else if (proc == "COPY") {
                 p.ev.kind = TimelineEvent::Kind::memory;
-                p.ev.device = "COPY";
+                p.ev.device = copy_device;
             } else {
                 api[p.ev.name].push_back(p.ev.end_ns - p.ev.start_ns);
                 continue;

@@ -53,14 +53,19 @@ void set_aggregate_metrics(Entity& e, std::string_view count_name, double count,
 
 TimelineBuilder::Group& TimelineBuilder::group(TimelineEvent::Kind kind, std::string_view name,
                                                std::string_view device, Device*& dev) {
-    m_key.assign(device);
-    auto dit = m_device_of.find(m_key);
-    if (dit == m_device_of.end()) {
-        dit = m_device_of.emplace(m_key, m_devices.size()).first;
-        m_devices.emplace_back();
-        m_devices.back().name = std::string(device);
+    // An empty device: work on no device of its own (a copy-engine lane shared by several GPUs),
+    // counted per name but in no device's busy or idle time.
+    dev = nullptr;
+    if (!device.empty()) {
+        m_key.assign(device);
+        auto dit = m_device_of.find(m_key);
+        if (dit == m_device_of.end()) {
+            dit = m_device_of.emplace(m_key, m_devices.size()).first;
+            m_devices.emplace_back();
+            m_devices.back().name = std::string(device);
+        }
+        dev = &m_devices[dit->second];
     }
-    dev = &m_devices[dit->second];
 
     m_key.assign(1, static_cast<char>('0' + static_cast<int>(kind)));
     m_key += name;
@@ -78,7 +83,7 @@ TimelineBuilder::Group& TimelineBuilder::group(TimelineEvent::Kind kind, std::st
     g.count += 1;
     if (kind == TimelineEvent::Kind::kernel) {
         ++m_kernel_events;
-        dev->launches += 1;
+        if (dev != nullptr) dev->launches += 1;
     }
     return g;
 }
@@ -93,7 +98,7 @@ void TimelineBuilder::sample_from_now_on() {
     }
 }
 
-void TimelineBuilder::time(Group& g, Device& dev, bool kernel, double start_ns, double end_ns) {
+void TimelineBuilder::time(Group& g, Device* dev, bool kernel, double start_ns, double end_ns) {
     if (end_ns < start_ns) return;
     const double d = end_ns - start_ns;
     g.timed += 1;
@@ -116,11 +121,12 @@ void TimelineBuilder::time(Group& g, Device& dev, bool kernel, double start_ns, 
         const auto j = static_cast<std::size_t>((g.rng >> 11) % static_cast<std::uint64_t>(g.timed));
         if (j < k_max_samples) g.reservoir[j] = d;
     }
-    dev.busy.add(start_ns, end_ns);
+    if (kernel && d < k_short_launch_ns) m_short += 1;
+    if (dev == nullptr) return;
+    dev->busy.add(start_ns, end_ns);
     if (kernel) {
-        dev.kernels.add(start_ns, end_ns);
-        dev.kernel_sum += d;
-        if (d < k_short_launch_ns) m_short += 1;
+        dev->kernels.add(start_ns, end_ns);
+        dev->kernel_sum += d;
     }
 }
 
@@ -128,7 +134,7 @@ void TimelineBuilder::add(TimelineEvent::Kind kind, std::string_view name, std::
                           double end_ns) {
     Device* dev = nullptr;
     Group& g = group(kind, name, device, dev);
-    time(g, *dev, kind == TimelineEvent::Kind::kernel, start_ns, end_ns);
+    time(g, dev, kind == TimelineEvent::Kind::kernel, start_ns, end_ns);
     if (m_options.emit_launches && kind == TimelineEvent::Kind::kernel &&
         m_events.size() >= m_options.max_launch_entities) {
         ++m_unkept_launches;
@@ -148,7 +154,7 @@ void TimelineBuilder::add(TimelineEvent e) {
     Device* dev = nullptr;
     Group& g = group(e.kind, e.name, e.device, dev);
     const bool kernel = e.kind == TimelineEvent::Kind::kernel;
-    time(g, *dev, kernel, e.start_ns, e.end_ns);
+    time(g, dev, kernel, e.start_ns, e.end_ns);
     if (m_options.emit_launches && kernel && m_events.size() >= m_options.max_launch_entities) {
         ++m_unkept_launches;
     } else if (m_options.emit_launches && kernel) {
@@ -225,7 +231,7 @@ void TimelineBuilder::finish(RunBatch& batch) {
         }
         Entity ent;
         ent.name = g.name;
-        if (g.one_device) {
+        if (g.one_device && !g.device.empty()) {
             ent.parent = static_cast<std::int64_t>(device_entity[m_device_of.at(g.device)]);
             ent.attributes["device"] = g.device;
         } else {

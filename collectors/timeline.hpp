@@ -16,7 +16,8 @@ struct TimelineEvent {
     enum class Kind { kernel, memory, other };
     Kind kind = Kind::kernel;
     std::string name;
-    std::string device;  // device id or name as the report gives it
+    std::string device;  // device id or name as the report gives it; empty: on no device (a shared
+                         // copy-engine lane), so in no device's busy or idle time
     std::string queue;   // command queue or stream
     double start_ns = 0;
     double end_ns = 0;   // end < start: the report gave no end; counted, not timed
@@ -90,7 +91,7 @@ private:
         double kernel_sum = 0, launches = 0;
     };
     Group& group(TimelineEvent::Kind kind, std::string_view name, std::string_view device, Device*& dev);
-    void time(Group& g, Device& dev, bool kernel, double start_ns, double end_ns);
+    void time(Group& g, Device* dev, bool kernel, double start_ns, double end_ns);
     void sample_from_now_on();
 
     TimelineOptions m_options;

@@ -3,6 +3,8 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -113,6 +115,70 @@ TEST(RocprofJson, StringTimesAndProcessRoles) {
     }
     expect_run_totals(b, {kernels, total});
     EXPECT_FALSE(of_kind(b, EntityKind::api_call).empty());
+}
+
+namespace {
+
+// Complete events of a rocprof results.json by process role: "gpu" (GPU<n>, not barriers), "copy".
+std::map<std::string, std::vector<std::pair<double, double>>> results_json_intervals(const std::string& path) {
+    const auto doc = nlohmann::json::parse(read_file(path));
+    // rocprof writes pids as numbers in metadata and as strings in events.
+    const auto pid = [](const nlohmann::json& e) { return e["pid"].is_string() ? e["pid"].get<std::string>() : e["pid"].dump(); };
+    std::map<std::string, std::string> names;
+    for (const auto& e : doc["traceEvents"])
+        if (e.value("ph", "") == "M" && e.value("name", "") == "process_name")
+            names[pid(e)] = e["args"]["name"].get<std::string>();
+    std::map<std::string, std::vector<std::pair<double, double>>> out;
+    for (const auto& e : doc["traceEvents"]) {
+        if (e.value("ph", "") != "X") continue;
+        const std::string proc = names[pid(e)];
+        const std::string role = proc == "COPY" ? "copy" : proc.starts_with("GPU Barriers") ? "" : proc.starts_with("GPU") ? proc : "";
+        if (role.empty()) continue;
+        const double ts = std::stod(e["ts"].get<std::string>()) * 1000, dur = std::stod(e["dur"].get<std::string>()) * 1000;
+        out[role].emplace_back(ts, ts + dur);
+    }
+    return out;
+}
+
+double union_length(std::vector<std::pair<double, double>> v) {
+    std::sort(v.begin(), v.end());
+    double total = 0, lo = 0, hi = -1;
+    for (const auto& [a, b] : v) {
+        if (a > hi) {
+            if (hi > lo) total += hi - lo;
+            lo = a;
+            hi = b;
+        } else {
+            hi = std::max(hi, b);
+        }
+    }
+    if (hi > lo) total += hi - lo;
+    return total;
+}
+
+}  // namespace
+
+// The COPY lane is copy engines, not a device: with one GPU its copies are that GPU's busy time
+// (the union of both, computed here from the file); with three GPUs it is no device at all.
+TEST(RocprofJson, TheCopyLaneIsNoDevice) {
+    PERFWATCH_CORPUS_FILE(one, "rocprof/dalg24__kokkos__results.json");
+    const auto lanes = results_json_intervals(one);
+    ASSERT_EQ(lanes.size(), 2u);  // GPU0 and copy
+    ASSERT_TRUE(lanes.contains("copy"));
+    const RunBatch b = collect_ok(one);
+    const auto devices = of_kind(b, EntityKind::device);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0]->name, "GPU 0");
+    std::vector<std::pair<double, double>> all = lanes.at("copy");
+    all.insert(all.end(), lanes.at("GPU0").begin(), lanes.at("GPU0").end());
+    EXPECT_NEAR(metric(devices[0], "busy_time"), union_length(all), 1.0);
+    EXPECT_LE(metric(&b.entities[0], "busy_time"), metric(&b.entities[0], "span"));
+
+    PERFWATCH_CORPUS_FILE(three, "rocprof/HGLiu1998_batched_gemm__results.json");
+    const RunBatch c = collect_ok(three);
+    for (const Entity* d : of_kind(c, EntityKind::device)) EXPECT_TRUE(d->name.starts_with("GPU ")) << d->name;
+    EXPECT_FALSE(of_kind(c, EntityKind::memcpy).empty());
+    EXPECT_LE(metric(&c.entities[0], "busy_time"), metric(&c.entities[0], "span") * 3);
 }
 
 TEST(RocprofStats, MissingColumnsNameTheLine) {
