@@ -5,12 +5,20 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "notify/entity_name.hpp"
 #include "notify/escape.hpp"
 #include "storage/vocabulary.hpp"
 
 namespace perfwatch {
 
 namespace {
+
+// The report path of run `id` among the report's runs; empty when it is not there.
+std::string_view source_of(const CheckReport& report, std::int64_t id) {
+    for (const RunRef& r : report.runs)
+        if (r.id == id) return r.source;
+    return {};
+}
 
 std::string labels_text(const std::map<std::string, std::string>& labels) {
     std::string out;
@@ -42,8 +50,8 @@ std::string format_check_text(const CheckReport& report) {
                        counts[Severity::info], report.evaluated, report.not_applicable);
     int rank = 0;
     for (const Finding& f : report.findings) {
-        out += fmt::format("\n{}. [{}] {} — {} '{}'\n", ++rank, to_string(f.severity), f.title, to_string(f.entity_kind),
-                           f.entity_name);
+        const auto [kind, name] = shown_entity(to_string(f.entity_kind), f.entity_name, source_of(report, f.run_id));
+        out += fmt::format("\n{}. [{}] {} — {} '{}'\n", ++rank, to_string(f.severity), f.title, kind, name);
         std::string facts;
         if (report.runs.size() > 1) facts += fmt::format("run {}", f.run_id);
         auto add = [&](const std::string& s) { facts += (facts.empty() ? "" : ", ") + s; };
@@ -154,9 +162,9 @@ std::string format_check_markdown(const CheckReport& report, std::size_t max_cha
             const auto after = value(row.metric);
             const auto change = value("change(" + row.metric + ")");
             const auto confidence = value("confidence(" + row.metric + ")");
+            const auto [kind, name] = shown_entity(to_string(f.entity_kind), f.entity_name, source_of(report, f.run_id));
             const std::string line = fmt::format(
-                "| **{}** | {} {} | {} | {} | {} | {} | {} |\n", to_string(f.severity), to_string(f.entity_kind),
-                md_code(f.entity_name), md(plain), before ? format_metric(plain, *before) : "",
+                "| **{}** | {} {} | {} | {} | {} | {} | {} |\n", to_string(f.severity), kind, md_code(name), md(plain), before ? format_metric(plain, *before) : "",
                 after ? format_metric(plain, *after) : "", change ? fmt::format("{:+.1f}%", *change) : "",
                 confidence ? fmt::format("{:.1f}%", *confidence) : "");
             if (body.size() + line.size() > budget / 2) {
@@ -174,9 +182,10 @@ std::string format_check_markdown(const CheckReport& report, std::size_t max_cha
         std::string facts;
         if (f.share_pct) facts += fmt::format("{:.1f}% of GPU time", *f.share_pct);
         if (f.impact) facts += fmt::format("{}impact {:.2f}", facts.empty() ? "" : ", ", *f.impact);
+        const auto [kind, name] = shown_entity(to_string(f.entity_kind), f.entity_name, source_of(report, f.run_id));
         std::string item = fmt::format("{}. **[{}] {}**: {} {}{}<br>\n   {} <sub>(rule {})</sub>\n", shown + 1,
-                                       to_string(f.severity), md(f.title), to_string(f.entity_kind),
-                                       md_code(f.entity_name), facts.empty() ? std::string() : fmt::format(" ({})", facts), md(f.message),
+                                       to_string(f.severity), md(f.title), kind, md_code(name),
+                                       facts.empty() ? std::string() : fmt::format(" ({})", facts), md(f.message),
                                        md_code(f.rule));
         if (body.size() + item.size() > budget) break;
         body += item;

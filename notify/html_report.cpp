@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "notify/entity_name.hpp"
 #include "notify/escape.hpp"
 #include "storage/text.hpp"
 #include "storage/vocabulary.hpp"
@@ -177,14 +178,14 @@ std::string render_html_report(const HtmlReport& r) {
     if (r.findings.empty()) html += "<p class=\"empty\">No rule fired on this run.</p>\n";
     html += "<ol class=\"findings\">\n";
     for (const Finding& f : r.findings) {
+        const auto [kind, name] = shown_entity(to_string(f.entity_kind), f.entity_name, r.run.source);
         std::string facts = fmt::format("rule <code>{}</code>", esc(f.rule));
         if (f.share_pct) facts += fmt::format(" &middot; {:.1f}% of GPU time", *f.share_pct);
         if (f.estimated_speedup_pct) facts += fmt::format(" &middot; est. speedup {:.1f}%", *f.estimated_speedup_pct);
         if (f.impact) facts += fmt::format(" &middot; impact {:.2f}", *f.impact);
         html += fmt::format("<li><span class=\"sev {0}\">{0}</span> <b>{1}</b>: {2} <code>{3}</code><br>\n"
                             "<span class=\"facts\">{4}</span><br>\n{5}</li>\n",
-                            to_string(f.severity), esc(f.title), to_string(f.entity_kind), esc(f.entity_name), facts,
-                            esc(f.message));
+                            to_string(f.severity), esc(f.title), kind, esc(name), facts, esc(f.message));
     }
     html += "</ol>\n</section>\n";
 

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "notify/entity_name.hpp"
 #include "notify/escape.hpp"
 #include "storage/text.hpp"
 
@@ -311,12 +312,12 @@ std::string slack_message(const AlertGroup& g) {
     std::size_t shown = 0;
     for (const AlertItem& a : g.alerts) {
         if (blocks.size() >= 48) break;
-        std::string text = fmt::format("*[{}] {}* {} {}{}\n{}", severity_text(a.severity), esc(a.title),
-                                       esc(a.entity_kind), code_span(Medium::slack, a.entity_name), impact_text(a),
-                                       esc(a.message));
+        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, g.source);
+        std::string text = fmt::format("*[{}] {}* {} {}{}\n{}", severity_text(a.severity), esc(a.title), esc(kind),
+                                       code_span(Medium::slack, name), impact_text(a), esc(a.message));
         if (text.size() > 2900) text = std::string(utf8_prefix(text, 2900)) + "...";
         blocks.push_back({{"type", "section"}, {"text", {{"type", "mrkdwn"}, {"text", text}}}});
-        fallback += fmt::format("\n[{}] {} {}", severity_text(a.severity), esc(a.title), esc(a.entity_name));
+        fallback += fmt::format("\n[{}] {} {}", severity_text(a.severity), esc(a.title), esc(name));
         ++shown;
     }
     AlertGroup rest = g;
@@ -336,9 +337,10 @@ std::string teams_message(const AlertGroup& g) {
     for (const auto& [k, v] : g.run_labels) facts.push_back({{"title", esc(k)}, {"value", esc(v)}});
     if (!facts.empty()) body.push_back({{"type", "FactSet"}, {"facts", facts}});
     for (const AlertItem& a : g.alerts) {
+        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, g.source);
         body.push_back({{"type", "TextBlock"},
-                        {"text", fmt::format("[{}] {}: {} {}{}", severity_text(a.severity), esc(a.title),
-                                             esc(a.entity_kind), esc(a.entity_name), impact_text(a))},
+                        {"text", fmt::format("[{}] {}: {} {}{}", severity_text(a.severity), esc(a.title), esc(kind),
+                                             esc(name), impact_text(a))},
                         {"weight", "Bolder"},
                         {"wrap", true},
                         {"color", a.severity == Severity::error ? "Attention" : "Default"}});
@@ -361,9 +363,11 @@ std::string teams_message(const AlertGroup& g) {
 std::string mattermost_message(const AlertGroup& g) {
     const auto esc = [](std::string_view t) { return escape_for(Medium::mattermost, t); };
     std::string text = fmt::format("#### {}\n", esc(g.title()));
-    for (const AlertItem& a : g.alerts)
-        text += fmt::format("- **[{}] {}** {} {}{}: {}\n", severity_text(a.severity), esc(a.title), esc(a.entity_kind),
-                            code_span(Medium::mattermost, a.entity_name), impact_text(a), esc(a.message));
+    for (const AlertItem& a : g.alerts) {
+        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, g.source);
+        text += fmt::format("- **[{}] {}** {} {}{}: {}\n", severity_text(a.severity), esc(a.title), esc(kind),
+                            code_span(Medium::mattermost, name), impact_text(a), esc(a.message));
+    }
     text += "_" + esc(footer(g)) + "_";
     if (!g.report_url.empty()) text += fmt::format(" [HTML report]({})", g.report_url);
     return json{{"username", "perfwatch"}, {"text", text}}.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -382,9 +386,11 @@ std::string email_text(const AlertGroup& g) {
     std::string text = esc(g.title()) + "\n\n";
     for (const auto& [k, v] : g.run_labels) text += fmt::format("{}: {}\n", esc(k), esc(v));
     text += "\n";
-    for (const AlertItem& a : g.alerts)
+    for (const AlertItem& a : g.alerts) {
+        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, g.source);
         text += fmt::format("[{}] {}: {} '{}'{}\n  {}\n  rule {}\n\n", severity_text(a.severity), esc(a.title),
-                            esc(a.entity_kind), esc(a.entity_name), impact_text(a), esc(a.message), esc(a.rule));
+                            esc(kind), esc(name), impact_text(a), esc(a.message), esc(a.rule));
+    }
     if (!g.report_url.empty()) text += fmt::format("Report: {}\n", g.report_url);
     return text + esc(footer(g)) + "\n";
 }
@@ -395,10 +401,12 @@ std::string email_html(const AlertGroup& g) {
     for (const auto& [k, v] : g.run_labels)
         html += fmt::format("<tr><th align=\"left\">{}</th><td>{}</td></tr>", esc(k), esc(v));
     html += "</table><ul>";
-    for (const AlertItem& a : g.alerts)
+    for (const AlertItem& a : g.alerts) {
+        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, g.source);
         html += fmt::format("<li><b>[{}] {}</b>: {} <code>{}</code>{}<br>{}<br><small>rule {}</small></li>",
-                            severity_text(a.severity), esc(a.title), esc(a.entity_kind), esc(a.entity_name),
-                            esc(impact_text(a)), esc(a.message), esc(a.rule));
+                            severity_text(a.severity), esc(a.title), esc(kind), esc(name), esc(impact_text(a)),
+                            esc(a.message), esc(a.rule));
+    }
     if (!g.report_url.empty())
         html += fmt::format("</ul><p><a href=\"{}\">HTML report</a></p><ul>",
                             escape_for(Medium::html, g.report_url));

@@ -6,9 +6,43 @@
 
 #include <nlohmann/json.hpp>
 
+#include "notify/alerts.hpp"
 #include "notify/format.hpp"
+#include "notify/html_report.hpp"
+#include "notify/sinks.hpp"
 
 namespace perfwatch {
+
+// A run-level finding names its report, not the run entity ("run 'run'"), in every medium.
+TEST(Format, RunLevelFindingsNameTheirReport) {
+    CheckReport report;
+    report.runs.push_back({4, "/ci/llm/main/abc/bert.json.gz", "kineto", {}, {}, {}, {}});
+    Finding f;
+    f.rule = "gone-kernels";
+    f.title = "Kernels gone since the baseline";
+    f.severity = Severity::warning;
+    f.run_id = 4;
+    f.entity_kind = EntityKind::run;
+    f.entity_name = "run";
+    f.message = "2 kernels of the baseline do not appear";
+    report.findings.push_back(f);
+    const std::string text = format_check_text(report);
+    EXPECT_NE(text.find("Kernels gone since the baseline — report 'bert.json.gz'"), std::string::npos) << text;
+    EXPECT_EQ(text.find("'run'"), std::string::npos) << text;
+    const std::string md = format_check_markdown(report);
+    EXPECT_NE(md.find("report `bert.json.gz`"), std::string::npos) << md;
+
+    HtmlReport html;
+    html.run = report.runs[0];
+    html.findings = report.findings;
+    EXPECT_NE(render_html_report(html).find("report <code>bert.json.gz</code>"), std::string::npos);
+
+    AlertGroup g;
+    g.source = report.runs[0].source;
+    g.alerts.push_back({f.rule, f.title, f.severity, "run", "run", f.message, {}, {}});
+    EXPECT_NE(email_text(g).find("report 'bert.json.gz'"), std::string::npos) << email_text(g);
+    EXPECT_NE(slack_message(g).find("report `bert.json.gz`"), std::string::npos) << slack_message(g);
+}
 
 TEST(Format, JsonHasTheDocumentedShape) {
     CheckReport report;
