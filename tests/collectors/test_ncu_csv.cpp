@@ -59,6 +59,16 @@ TEST(NcuCsv, CorpusB200DetailsWithRuleRows) {
     EXPECT_DOUBLE_EQ(metric(devices[0], "sm_count"), 152);
 }
 
+// The report prints only the compute capability (CC column "10.0"): the run still names its GPU.
+TEST(NcuCsv, AComputeCapabilityAloneNamesTheGpu) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.labels.at("gpu"), "NVIDIA Blackwell GPU (compute capability 10.0)");
+    const auto devices = of_kind(b, EntityKind::device);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0]->attributes.at("cc"), "10.0");
+}
+
 TEST(NcuCsv, Header2020WithThousandsSeparatorsAndProgramOutput) {
     const RunBatch b = collect_ok(fixture("ncu/details_2020_thousands.csv"));
     EXPECT_EQ(of_kind(b, EntityKind::launch).size(), 3u);
