@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "tests/support.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+struct Verdict {
+    std::string report;            // corpus:PATH or fixture:PATH
+    std::vector<std::string> figures;  // as walk_kineto.py prints them
+    std::map<std::string, bool> expected;  // concern -> fires
+};
+
+std::vector<std::string> split_tabs(const std::string& line) {
+    std::vector<std::string> out;
+    std::stringstream in(line);
+    for (std::string field; std::getline(in, field, '\t');) out.push_back(field);
+    if (!line.empty() && line.back() == '\t') out.emplace_back();
+    return out;
+}
+
+const std::string k_table = std::string(PERFWATCH_SOURCE_DIR) + "/tests/fixtures/verdicts/kineto_launch_bound.tsv";
+
+std::vector<Verdict> read_table() {
+    std::vector<Verdict> out;
+    std::ifstream in(k_table);
+    std::vector<std::string> header;
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line.starts_with("#")) continue;
+        const auto fields = split_tabs(line);
+        if (header.empty()) {
+            header = fields;
+            continue;
+        }
+        Verdict v;
+        v.report = fields.at(0);
+        v.figures.assign(fields.begin() + 1, fields.begin() + 7);
+        v.expected["launch-bound"] = fields.at(7) == "yes";
+        v.expected["host-ahead"] = fields.at(8) == "yes";
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
+std::string path_of(const std::string& report, const std::filesystem::path& corpus) {
+    if (report.starts_with("corpus:")) return (corpus / report.substr(7)).string();
+    return std::string(PERFWATCH_SOURCE_DIR) + "/tests/fixtures/" + report.substr(8);
+}
+
+}  // namespace
+
+// The labelled verdict table of launch-bound findings: its figures are recomputed from the files
+// by walk_kineto.py (so the table cannot go stale), perfwatch check runs on each trace, and
+// precision and recall per concern are printed; both must be 100%.
+TEST(Verdicts, LaunchBoundConcernsHoldOnEveryCorpusTrace) {
+    const auto corpus = test::corpus_dir();
+    if (!corpus) GTEST_SKIP() << "corpus not found (../shared/corpus or $PERFWATCH_CORPUS)";
+    const auto table = read_table();
+    ASSERT_GE(table.size(), 10u);
+
+    std::vector<std::string> walk{"/usr/bin/python3",
+                                  std::string(PERFWATCH_SOURCE_DIR) + "/tests/fixtures/verdicts/walk_kineto.py"};
+    for (const Verdict& v : table) walk.push_back(path_of(v.report, *corpus));
+    const auto walked = test::run_program(walk);
+    ASSERT_EQ(walked.exit_code, 0) << walked.err;
+    std::stringstream lines(walked.out);
+    for (const Verdict& v : table) {
+        std::string line;
+        ASSERT_TRUE(std::getline(lines, line));
+        const auto fields = split_tabs(line);
+        ASSERT_GE(fields.size(), 7u) << line;
+        EXPECT_EQ(std::vector<std::string>(fields.begin() + 1, fields.begin() + 7), v.figures)
+            << v.report << ": the table's figures differ from walk_kineto.py's; regenerate the table";
+    }
+
+    test::TempDir dir;
+    std::map<std::string, std::array<int, 3>> counts;  // concern -> true positives, false positives, false negatives
+    for (const Verdict& v : table) {
+        const auto r = test::run_perfwatch(
+            {"check", "--db", dir.file("v.db"), "--format", "json", path_of(v.report, *corpus)});
+        ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << v.report << ": " << r.err;
+        std::set<std::string> fired;
+        const auto doc = nlohmann::json::parse(r.out);
+        for (const auto& f : doc["findings"])
+            if (f["labels"].contains("concern")) fired.insert(f["labels"]["concern"].get<std::string>());
+        for (const auto& [concern, expected] : v.expected) {
+            const bool got = fired.contains(concern);
+            auto& c = counts[concern];
+            if (got && expected) ++c[0];
+            if (got && !expected) ++c[1];
+            if (!got && expected) ++c[2];
+            EXPECT_EQ(got, expected) << v.report << ": concern " << concern;
+        }
+    }
+    std::cout << fmt::format("{:<14} {:>3} {:>3} {:>3} {:>10} {:>8}\n", "concern", "tp", "fp", "fn", "precision",
+                             "recall");
+    for (const auto& [concern, c] : counts) {
+        const double precision = c[0] + c[1] > 0 ? 100.0 * c[0] / (c[0] + c[1]) : 100.0;
+        const double recall = c[0] + c[2] > 0 ? 100.0 * c[0] / (c[0] + c[2]) : 100.0;
+        std::cout << fmt::format("{:<14} {:>3} {:>3} {:>3} {:>9.1f}% {:>7.1f}%\n", concern, c[0], c[1], c[2], precision,
+                                 recall);
+        EXPECT_EQ(precision, 100.0) << concern;
+        EXPECT_EQ(recall, 100.0) << concern;
+    }
+}
+
+}  // namespace perfwatch
