@@ -92,34 +92,46 @@ Result<void> follow_regressions(Db& db, const CompiledRule& rule, const RunHisto
 
 }  // namespace
 
-Result<RunOutcome> process_run(Db& db, const RuleSet& rules, const StoredRun& run, const PipelineOptions& options) {
-    RunOutcome out;
+Result<RunHistories> choose_histories(const Db& db, const RuleSet& rules, const StoredRun& run,
+                                      std::optional<std::int64_t> baseline_run, RunCache* cache) {
+    RunHistories out;
+    out.per_rule.assign(rules.rules.size(), nullptr);
     // One history per distinct baseline spec (or the explicit baseline for all).
-    std::map<BaselineSpec, std::unique_ptr<RunHistory>> by_spec;
-    std::unique_ptr<RunHistory> given;
-    std::vector<const RunHistory*> per_rule(rules.rules.size(), nullptr);
+    std::map<BaselineSpec, RunHistory*> by_spec;
+    RunHistory* given = nullptr;
     for (std::size_t i = 0; i < rules.rules.size(); ++i) {
         const CompiledRule& rule = rules.rules[i];
         if (!rule.uses_history) continue;
-        if (options.baseline_run) {
-            if (!given) {
-                auto b = explicit_baseline(db, run, *options.baseline_run);
+        if (baseline_run) {
+            if (given == nullptr) {
+                auto b = explicit_baseline(db, run, *baseline_run);
                 if (!b) return std::unexpected(b.error());
-                out.baselines.push_back(b->description);
-                given = std::make_unique<RunHistory>(std::move(*b), run.batch);
+                out.descriptions.push_back(b->description);
+                out.owned.push_back(std::make_unique<RunHistory>(std::move(*b), run.batch));
+                given = out.owned.back().get();
             }
-            per_rule[i] = given.get();
+            out.per_rule[i] = given;
             continue;
         }
         auto it = by_spec.find(rule.spec.baseline);
         if (it == by_spec.end()) {
-            auto b = select_baseline(db, run, rule.spec.baseline, options.cache);
+            auto b = select_baseline(db, run, rule.spec.baseline, cache);
             if (!b) return std::unexpected(b.error());
-            out.baselines.push_back(b->description);
-            it = by_spec.emplace(rule.spec.baseline, std::make_unique<RunHistory>(std::move(*b), run.batch)).first;
+            out.descriptions.push_back(b->description);
+            out.owned.push_back(std::make_unique<RunHistory>(std::move(*b), run.batch));
+            it = by_spec.emplace(rule.spec.baseline, out.owned.back().get()).first;
         }
-        per_rule[i] = it->second.get();
+        out.per_rule[i] = it->second;
     }
+    return out;
+}
+
+Result<RunOutcome> process_run(Db& db, const RuleSet& rules, const StoredRun& run, const PipelineOptions& options) {
+    RunOutcome out;
+    auto histories = choose_histories(db, rules, run, options.baseline_run, options.cache);
+    if (!histories) return std::unexpected(histories.error());
+    out.baselines = histories->descriptions;
+    const std::vector<const RunHistory*>& per_rule = histories->per_rule;
     out.evaluation = evaluate_run(rules, run, per_rule, options.record_checks);
     if (auto stored = db.store_findings(run.id, out.evaluation.findings); !stored)
         return std::unexpected(stored.error());

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,16 @@ struct RunOutcome {
     std::vector<RegressionEvent> events;
     std::vector<std::string> baselines;  // how each distinct baseline was chosen, for the report
 };
+
+// The baseline histories the history rules of `rules` read for `run` (runs stored before it, or
+// `baseline_run` for all): one per distinct baseline spec, owned here.
+struct RunHistories {
+    std::vector<std::unique_ptr<RunHistory>> owned;
+    std::vector<const RunHistory*> per_rule;  // by rule index; nullptr for rules without history
+    std::vector<std::string> descriptions;    // how each was chosen
+};
+Result<RunHistories> choose_histories(const Db& db, const RuleSet& rules, const StoredRun& run,
+                                      std::optional<std::int64_t> baseline_run = std::nullopt, RunCache* cache = nullptr);
 
 // The run pipeline: chooses each history rule's baseline, evaluates the rules on `run`, stores
 // the findings, and follows regressions over runs: a regressed() rule firing opens one (naming
