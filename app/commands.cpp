@@ -28,13 +28,10 @@
 
 namespace perfwatch {
 
-namespace {
-
 void print_error(const Error& e) {
     fmt::print(stderr, "perfwatch: {}: {}\n", e.skipped ? "skipped" : "error", e.to_string());
 }
 
-// Opens the database, printing why not; nullopt when it cannot be opened.
 std::optional<Db> open_db(const std::string& path) {
     auto db = Db::open(path);
     if (!db) {
@@ -43,6 +40,8 @@ std::optional<Db> open_db(const std::string& path) {
     }
     return std::move(*db);
 }
+
+namespace {
 
 std::string value_text(double v) {
     if (v == static_cast<double>(static_cast<long long>(v)) && std::fabs(v) < 1e15) return fmt::format("{:.0f}", v);
@@ -638,8 +637,13 @@ std::int64_t now_ms() {
         .count();
 }
 
-// An absolute UTC time (2026-12-01T08:00:00Z, 2026-12-01 08:00, 2026-12-01) or a duration from
-// now (30m, 4h, 2d); nullopt when neither.
+
+std::string utc_text(std::int64_t ms) {
+    return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::sys_seconds(std::chrono::seconds(ms / 1000)));
+}
+
+}  // namespace
+
 std::optional<std::int64_t> parse_until(const std::string& text, std::int64_t now) {
     if (!text.empty() && std::isdigit(static_cast<unsigned char>(text.back())) == 0 && text.find('-') == std::string::npos) {
         double n = 0;
@@ -657,12 +661,6 @@ std::optional<std::int64_t> parse_until(const std::string& text, std::int64_t no
     }
     return std::nullopt;
 }
-
-std::string utc_text(std::int64_t ms) {
-    return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::sys_seconds(std::chrono::seconds(ms / 1000)));
-}
-
-}  // namespace
 
 int run_silence_add(const SilenceAdd& options) {
     Silence silence;

@@ -1,11 +1,14 @@
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "collectors/convert.hpp"
 #include "collectors/labels.hpp"
+#include "storage/db.hpp"
 
 namespace perfwatch {
 
@@ -48,6 +51,14 @@ int run_rules_list(const std::vector<std::string>& paths, bool verbose);
 int run_rules_test(const std::vector<std::string>& paths);
 // Validates a configuration file: prints every diagnostic; 0 when valid, 1 otherwise.
 int run_config_check(const std::string& path);
+
+// Prints `perfwatch: error: ...` (or `skipped:`) for `e` on stderr.
+void print_error(const Error& e);
+// Opens the database, printing why not; nullopt when it cannot be opened.
+std::optional<Db> open_db(const std::string& path);
+// An absolute UTC time (2026-12-01T08:00:00Z, 2026-12-01 08:00, 2026-12-01) in Unix ms, or a
+// duration (30m, 4h, 2d, 1w) added to `now`; nullopt when neither.
+std::optional<std::int64_t> parse_until(const std::string& text, std::int64_t now);
 // The report formats, then the binary reports the converters turn into one of them.
 int run_formats(const std::vector<Converter>& converters);
 

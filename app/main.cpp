@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "app/backtest.hpp"
 #include "app/commands.hpp"
 #include "app/config.hpp"
 #include "app/daemon.hpp"
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
 
     std::vector<std::string> rule_args;
     bool list_verbose = false;
-    auto* rules_cmd = app.add_subcommand("rules", "Rule authoring tools: lint, list, test");
+    auto* rules_cmd = app.add_subcommand("rules", "Rule authoring tools: lint, list, test, backtest");
     rules_cmd->require_subcommand(1);
     auto* lint_cmd = rules_cmd->add_subcommand("lint", "Report every error and warning in rule files; exit 1 on errors");
     lint_cmd->add_option("files", rule_args,
@@ -81,6 +82,15 @@ int main(int argc, char** argv) {
     auto* list_cmd = rules_cmd->add_subcommand("list", "Print the effective rule set after overrides");
     list_cmd->add_option("files", rule_args, "Extra rule files, loaded after the shipped packs");
     list_cmd->add_flag("-v,--verbose", list_verbose, "Show conditions, lets, appended conditions and overrides");
+    perfwatch::BacktestCommand backtest;
+    std::vector<std::string> backtest_labels;
+    auto* backtest_cmd = rules_cmd->add_subcommand(
+        "backtest", "What new or changed rules would have raised on the stored runs, beside the rules in effect");
+    backtest_cmd->add_option("--rules", backtest.candidate, "New or changed rule files or directories")->required();
+    backtest_cmd->add_option("--db", backtest.db_path, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    backtest_cmd->add_option("--since", backtest.since, "Only runs ingested since: 30d, 12h, 2026-11-01");
+    backtest_cmd->add_option("--label", backtest_labels, "Only runs with label KEY=VALUE (repeatable)");
+    backtest_cmd->add_option("--examples", backtest.examples, "Added and removed findings shown per rule (default 3)");
     auto* test_cmd = rules_cmd->add_subcommand("test", "Run YAML rule tests; exit 1 on a failure");
     test_cmd->add_option("files", rule_args, "Rule test files or directories of *.yaml")->required();
 
@@ -221,6 +231,12 @@ int main(int argc, char** argv) {
         check.converters = config.converters;
         check.rule_paths.insert(check.rule_paths.begin(), config.rules.begin(), config.rules.end());
         return perfwatch::run_check(check);
+    }
+    if (backtest_cmd->parsed()) {
+        if (backtest.db_path.empty()) backtest.db_path = default_db(config);
+        if (!parse_labels(backtest_labels, backtest.labels)) return 2;
+        backtest.in_effect = config.rules;
+        return perfwatch::run_rules_backtest(backtest);
     }
     if (list_cmd->parsed()) {
         std::vector<std::string> files = config.rules;
