@@ -94,6 +94,8 @@ public:
                 receivers(kv.second);
             } else if (key == "route") {
                 m_out.config.route = route(kv.second, 0);
+            } else if (key == "inhibit_rules") {
+                inhibit_rules(kv.second);
             } else if (key == "log_level") {
                 if (auto v = scalar(kv.second, key)) {
                     static constexpr std::array k_levels{"debug", "info", "notice", "warning", "error"};
@@ -106,7 +108,7 @@ public:
             } else {
                 diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, rules, converters, "
                                                   "path_templates, watch, workers, quiet_period, listen, "
-                                                  "shutdown_timeout, log_level, reports, receivers or route)",
+                                                  "shutdown_timeout, log_level, reports, receivers, route or inhibit_rules)",
                                                   key));
             }
         }
@@ -413,6 +415,64 @@ private:
         }
     }
 
+    // Label matchers (label, or severity/rule, to a value or glob), as routes and inhibit rules take them.
+    std::map<std::string, std::string> matchers(const YAML::Node& n, std::string_view key) {
+        std::map<std::string, std::string> out;
+        if (!n.IsMap()) {
+            diag(n.Mark(), fmt::format("'{}' must be a mapping of labels (or severity, rule) to values", key));
+            return out;
+        }
+        for (const auto& m : n) {
+            const std::string label = m.first.as<std::string>("");
+            if (auto v = scalar(m.second, label)) {
+                if (label == "severity" && !severity_from_string(*v))
+                    diag(m.second.Mark(), fmt::format("severity must be info, warning or error; found '{}'", *v));
+                out[label] = *v;
+            }
+        }
+        return out;
+    }
+
+    void inhibit_rules(const YAML::Node& n) {
+        if (!n.IsSequence()) {
+            diag(n.Mark(), "'inhibit_rules' must be a list of mappings with source_match, target_match and equal");
+            return;
+        }
+        for (const auto& item : n) {
+            if (!item.IsMap()) {
+                diag(item.Mark(), "an inhibit rule must be a mapping with source_match, target_match and equal");
+                continue;
+            }
+            InhibitRule rule;
+            rule.line = item.Mark().line + 1;
+            rule.col = item.Mark().column + 1;
+            bool has_source = false, has_target = false;
+            for (const auto& kv : item) {
+                const std::string key = kv.first.as<std::string>("");
+                if (key == "source_match") {
+                    rule.source_match = matchers(kv.second, key);
+                    has_source = true;
+                } else if (key == "target_match") {
+                    rule.target_match = matchers(kv.second, key);
+                    has_target = true;
+                } else if (key == "equal") {
+                    if (!kv.second.IsSequence())
+                        diag(kv.second.Mark(), "'equal' must be a list of labels (entity, project, ...)");
+                    else
+                        for (const auto& label : kv.second)
+                            if (auto v = scalar(label, key)) rule.equal.push_back(*v);
+                } else {
+                    diag(kv.first.Mark(), fmt::format("unknown inhibit rule setting '{}' (expected source_match, "
+                                                      "target_match or equal)",
+                                                      key));
+                }
+            }
+            if (!has_source) diag(item.Mark(), "an inhibit rule needs 'source_match' (the alerts that mute others)");
+            if (!has_target) diag(item.Mark(), "an inhibit rule needs 'target_match' (the alerts they mute)");
+            m_out.config.inhibit_rules.push_back(std::move(rule));
+        }
+    }
+
     std::optional<Route> route(const YAML::Node& n, int depth) {
         if (!n.IsMap()) {
             diag(n.Mark(), "a route must be a mapping (receiver, match, group_by, repeat_interval, continue, routes)");
@@ -429,18 +489,7 @@ private:
                 }
             } else if (key == "match") {
                 if (depth == 0) diag(kv.first.Mark(), "the top route takes every alert: put 'match' on its routes");
-                if (!kv.second.IsMap()) {
-                    diag(kv.second.Mark(), "'match' must be a mapping of labels (or severity, rule) to values");
-                    continue;
-                }
-                for (const auto& m : kv.second) {
-                    const std::string label = m.first.as<std::string>("");
-                    if (auto v = scalar(m.second, label)) {
-                        if (label == "severity" && !severity_from_string(*v))
-                            diag(m.second.Mark(), fmt::format("severity must be info, warning or error; found '{}'", *v));
-                        r.match[label] = *v;
-                    }
-                }
+                r.match = matchers(kv.second, key);
             } else if (key == "group_by") {
                 r.group_by = string_list(kv.second, key);
             } else if (key == "repeat_interval") {

@@ -43,6 +43,8 @@ struct Config {
     // Alerts: where they go, and the route tree choosing receivers (none: no alerts).
     std::vector<Receiver> receivers;
     std::optional<Route> route;
+    // Alerts that mute lesser ones (a regression on a kernel mutes the other findings on it).
+    std::vector<InhibitRule> inhibit_rules;
 };
 
 // Errors for watched directories that do not exist or are not directories (the daemon would

@@ -496,10 +496,11 @@ private:
             }
             auto silences = m_db.silences(wall_now_ms());
             if (!silences) return std::unexpected(silences.error());
-            std::size_t silenced = 0;
+            std::size_t silenced = 0, inhibited = 0;
             auto groups = group_alerts(*settings.config.route, run, outcome.evaluation.findings, resolved, 50,
-                                       *silences, &silenced);
+                                       *silences, &silenced, settings.config.inhibit_rules, &inhibited);
             if (silenced > 0) log(LogLevel::info, "run {}: {} alerts silenced", run.id, silenced);
+            if (inhibited > 0) log(LogLevel::info, "run {}: {} alerts inhibited", run.id, inhibited);
             for (AlertGroup& g : groups) g.report_url = report_url;
             auto built = outbox_messages(m_db, std::move(groups), wall_now_ms());
             if (!built) return std::unexpected(built.error());

@@ -27,8 +27,8 @@ Labels alert_labels(const StoredRun& run, const std::map<std::string, std::strin
     return out;
 }
 
-bool matches(const Route& route, const Labels& labels, Severity severity) {
-    for (const auto& [key, want] : route.match) {
+bool matches(const std::map<std::string, std::string>& match, const Labels& labels, Severity severity) {
+    for (const auto& [key, want] : match) {
         if (key == "severity") {
             const auto least = severity_from_string(want);
             if (!least || severity < *least) return false;
@@ -54,7 +54,7 @@ void route_alert(const Route& node, const Labels& labels, Severity severity, Del
     if (node.repeat_interval) inherited.repeat_interval_ms = node.repeat_interval->count();
     bool taken = false;
     for (const Route& child : node.routes) {
-        if (!matches(child, labels, severity)) continue;
+        if (!matches(child.match, labels, severity)) continue;
         route_alert(child, labels, severity, inherited, out);
         taken = true;
         if (!child.continue_matching) break;
@@ -155,7 +155,30 @@ Result<AlertGroup> alert_group_from_json(const std::string& text) {
 
 std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, const std::vector<Finding>& findings,
                                      const std::vector<ResolvedAlert>& resolved, std::size_t max_alerts,
-                                     const std::vector<Silence>& silences, std::size_t* silenced) {
+                                     const std::vector<Silence>& silences, std::size_t* silenced,
+                                     const std::vector<InhibitRule>& inhibit, std::size_t* inhibited) {
+    // The labels inhibit rules see: an alert's, with its entity.
+    std::vector<Labels> inhibit_labels;
+    for (const Finding& f : findings) {
+        Labels l = alert_labels(run, f.labels, f.rule, f.severity);
+        l["entity_kind"] = std::string(to_string(f.entity_kind));
+        l["entity"] = f.entity_name;
+        inhibit_labels.push_back(std::move(l));
+    }
+    const auto muted_by_rule = [&](std::size_t target) {
+        for (const InhibitRule& r : inhibit) {
+            if (!matches(r.target_match, inhibit_labels[target], findings[target].severity)) continue;
+            for (std::size_t source = 0; source < findings.size(); ++source) {
+                if (source == target || !matches(r.source_match, inhibit_labels[source], findings[source].severity))
+                    continue;
+                const bool same = std::all_of(r.equal.begin(), r.equal.end(), [&](const std::string& label) {
+                    return label_value(inhibit_labels[source], label) == label_value(inhibit_labels[target], label);
+                });
+                if (same) return true;
+            }
+        }
+        return false;
+    };
     std::map<std::string, AlertGroup> groups;  // by status + group key
     auto add = [&](const Labels& labels, Severity severity, const std::string& status, AlertItem item) {
         const bool muted = std::any_of(silences.begin(), silences.end(), [&](const Silence& s) {
@@ -191,10 +214,16 @@ std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, co
             g.alerts.push_back(item);
         }
     };
-    for (const Finding& f : findings)
+    for (std::size_t i = 0; i < findings.size(); ++i) {
+        const Finding& f = findings[i];
+        if (!inhibit.empty() && muted_by_rule(i)) {
+            if (inhibited != nullptr) ++*inhibited;
+            continue;
+        }
         add(alert_labels(run, f.labels, f.rule, f.severity), f.severity, "firing",
             AlertItem{f.rule, f.title, f.severity, std::string(to_string(f.entity_kind)), f.entity_name, f.message,
                       f.metrics, f.impact});
+    }
     for (const ResolvedAlert& r : resolved)
         add(alert_labels(run, {}, r.rule, r.severity), r.severity, "resolved",
             AlertItem{r.rule, "Regression resolved", r.severity, r.entity_kind, r.entity_name, r.message, {}, {}});

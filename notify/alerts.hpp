@@ -87,6 +87,18 @@ std::string to_json(const AlertGroup& group);
 Result<AlertGroup> alert_group_from_json(const std::string& text);
 
 // A regression that went away with a run: sent as a resolved message.
+// While an alert matching `source_match` fires, alerts matching `target_match` whose `equal`
+// labels have the same values are not sent (Alertmanager's inhibit rules). Matchers are as a
+// route's `match`; labels are the run's and the rule's, plus `rule`, `severity`, `entity_kind`
+// and `entity` (the entity's name). An alert never inhibits itself.
+struct InhibitRule {
+    std::map<std::string, std::string> source_match;
+    std::map<std::string, std::string> target_match;
+    std::vector<std::string> equal;
+    int line = 0;
+    int col = 0;
+};
+
 struct ResolvedAlert {
     std::string rule;
     Severity severity = Severity::warning;
@@ -98,10 +110,12 @@ struct ResolvedAlert {
 // Routes the findings (and resolved regressions) of one run through `root` and groups them
 // per receiver and group_by values: one group per receiver and group. At most `max_alerts` per
 // group are carried (the worst); the rest are counted in `omitted`.
-// Alerts matching one of `silences` are left out (counted in `silenced` when given).
+// Alerts matching one of `silences` are left out (counted in `silenced` when given), and so are
+// firing alerts an `inhibit` rule mutes (counted in `inhibited`).
 std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, const std::vector<Finding>& findings,
                                      const std::vector<ResolvedAlert>& resolved, std::size_t max_alerts = 50,
-                                     const std::vector<Silence>& silences = {}, std::size_t* silenced = nullptr);
+                                     const std::vector<Silence>& silences = {}, std::size_t* silenced = nullptr,
+                                     const std::vector<InhibitRule>& inhibit = {}, std::size_t* inhibited = nullptr);
 
 // Identifies the same alert across runs: rule, entity and group.
 std::string alert_fingerprint(const AlertGroup& group, const AlertItem& alert);

@@ -15,7 +15,9 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include "tests/support.hpp"
 
@@ -445,6 +447,47 @@ route:
 
 // A regression opens (a firing alert), then three runs back inside the band resolve it: a
 // resolved message follows.
+// inhibit_rules in the daemon: while the GPU-idle alert fires, the run's hotspot alerts are not sent.
+TEST(Alerts, InhibitRulesMuteAlertsInTheDaemon) {
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "reports";
+    fs::create_directories(reports);
+    write_file(dir.path() / "perfwatch.yaml", daemon_config(reports, "off", R"(receivers:
+  - {name: archive, type: jsonl, path: alerts.jsonl}
+route:
+  receiver: archive
+inhibit_rules:
+  - source_match: {rule: launch-gpu-idle}
+    target_match: {rule: "hotspot-*"}
+)"));
+    test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+    // Three kernels over 1.06 ms: the GPU idles 97% of the time, and gemm is the top kernel.
+    std::string events;
+    for (const auto& [name, ts, dur] : {std::tuple{"gemm", 1000, 10}, std::tuple{"relu", 2000, 2}, std::tuple{"gemm", 2050, 10}})
+        events += fmt::format(R"({}{{"ph": "X", "cat": "kernel", "name": "{}", "pid": 0, "tid": 7, "ts": {}, "dur": {}, "args": {{"device": 0, "stream": 7}}}})",
+                              events.empty() ? "" : ", ", name, ts, dur);
+    write_file(reports / "p" / "main" / "c1" / "t.json",
+               R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "numSms": 132}], "traceEvents": [)" +
+                   events + "]}");
+    ASSERT_TRUE(eventually([&] { return fs::exists(dir.path() / "alerts.jsonl") && fs::file_size(dir.path() / "alerts.jsonl") > 0; },
+                           30s))
+        << daemon.log();
+    std::ifstream in(dir.file("alerts.jsonl"));
+    std::string line;
+    ASSERT_TRUE(std::getline(in, line));
+    std::set<std::string> rules;
+    const auto doc = nlohmann::json::parse(line);
+    for (const auto& a : doc["alerts"]) rules.insert(a["rule"].get<std::string>());
+    EXPECT_TRUE(rules.contains("launch-gpu-idle")) << line;
+    EXPECT_FALSE(rules.contains("hotspot-top-kernel")) << line;
+    EXPECT_GE(query_int(dir.path() / "perfwatch.db", "SELECT count(*) FROM findings WHERE rule = 'hotspot-top-kernel'"), 1)
+        << "the finding is stored; only its alert is inhibited";
+    EXPECT_TRUE(daemon.wait_for_log("alerts inhibited", 5)) << daemon.log();
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(10), 0);
+}
+
 TEST(Alerts, ARegressionThatGoesAwaySendsAResolvedMessage) {
     Receiver receiver([](std::size_t) { return Receiver::Answer{200, "", 0ms}; });
     test::TempDir dir;

@@ -250,6 +250,38 @@ route:
     EXPECT_NE(all.find("password: <redacted>"), std::string::npos) << all;
 }
 
+TEST(Config, InhibitRulesAndTheirMistakesWithLineAndColumn) {
+    const ConfigLoad ok = parse_config_text("cfg.yaml", R"(inhibit_rules:
+  - source_match: {rule: "*-regression"}
+    target_match: {severity: info}
+    equal: [entity, project]
+)");
+    EXPECT_TRUE(ok.ok()) << ::testing::PrintToString(ok.diagnostics.size());
+    ASSERT_EQ(ok.config.inhibit_rules.size(), 1u);
+    EXPECT_EQ(ok.config.inhibit_rules[0].source_match.at("rule"), "*-regression");
+    EXPECT_EQ(ok.config.inhibit_rules[0].equal, (std::vector<std::string>{"entity", "project"}));
+    EXPECT_EQ(ok.config.inhibit_rules[0].line, 2);
+
+    const ConfigLoad bad = parse_config_text("cfg.yaml", R"(inhibit_rules:
+  - source_match: [rule]
+    target_match: {severity: urgent}
+    equal: entity
+    mute: true
+  - target_match: {rule: x}
+)");
+    std::vector<std::string> got;
+    for (const Diagnostic& d : bad.diagnostics) got.push_back(d.to_string().substr(0, d.to_string().find('\n')));
+    const auto has = [&](const std::string& text) {
+        return std::any_of(got.begin(), got.end(), [&](const std::string& g) { return g.starts_with(text); });
+    };
+    EXPECT_TRUE(has("cfg.yaml:2:19: error: 'source_match' must be a mapping")) << ::testing::PrintToString(got);
+    EXPECT_TRUE(has("cfg.yaml:3:30: error: severity must be info, warning or error; found 'urgent'"))
+        << ::testing::PrintToString(got);
+    EXPECT_TRUE(has("cfg.yaml:4:12: error: 'equal' must be a list of labels")) << ::testing::PrintToString(got);
+    EXPECT_TRUE(has("cfg.yaml:5:5: error: unknown inhibit rule setting 'mute'")) << ::testing::PrintToString(got);
+    EXPECT_TRUE(has("cfg.yaml:6:5: error: an inhibit rule needs 'source_match'")) << ::testing::PrintToString(got);
+}
+
 TEST(Config, ReportsDirectoryAndBaseUrl) {
     const ConfigLoad ok = parse_config_text("/etc/perfwatch/config.yaml",
                                             "reports:\n  directory: html\n  base_url: https://ci.example/perfwatch\n");

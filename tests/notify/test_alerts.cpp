@@ -219,6 +219,39 @@ TEST(AlertSinks, RetryDelayIsExponentialWithJitterAndHonoursRetryAfter) {
     EXPECT_EQ(retry_delay(2, std::chrono::seconds(7), rng).count(), 7000);
 }
 
+// A regression on a kernel mutes the lesser findings on that kernel, and only those; an alert
+// never inhibits itself.
+TEST(AlertRouting, InhibitRulesMuteLesserFindingsOnTheSameEntity) {
+    Route root;
+    root.receiver = "r";
+    Finding regression = finding("kernel-time-regression", Severity::error, "k", 5);
+    Finding hot_k = finding("hotspot-top-kernel", Severity::info, "k", 4);
+    Finding hot_j = finding("hotspot-top-kernel", Severity::info, "j", 3);
+    InhibitRule rule;
+    rule.source_match = {{"rule", "*-regression"}};
+    rule.target_match = {{"rule", "hotspot-*"}};
+    rule.equal = {"entity"};
+    std::size_t inhibited = 0;
+    const auto groups = group_alerts(root, run_with({{"project", "p"}}), {regression, hot_k, hot_j}, {}, 50, {},
+                                     nullptr, {rule}, &inhibited);
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(inhibited, 1u);
+    std::vector<std::pair<std::string, std::string>> sent;
+    for (const AlertItem& a : groups[0].alerts) sent.emplace_back(a.rule, a.entity_name);
+    EXPECT_EQ(sent, (std::vector<std::pair<std::string, std::string>>{{"kernel-time-regression", "k"},
+                                                                        {"hotspot-top-kernel", "j"}}));
+
+    InhibitRule self;
+    self.source_match = {{"rule", "hotspot-*"}};
+    self.target_match = {{"rule", "hotspot-*"}};
+    self.equal = {"entity"};
+    inhibited = 0;
+    const auto alone = group_alerts(root, run_with({}), {hot_k}, {}, 50, {}, nullptr, {self}, &inhibited);
+    ASSERT_EQ(alone.size(), 1u);
+    EXPECT_EQ(alone[0].alerts.size(), 1u);
+    EXPECT_EQ(inhibited, 0u);
+}
+
 // libcurl sends a mail without authenticating when the server offers no AUTH. A receiver with
 // credentials sends nothing there and says why; told to allow it, the same mail goes out.
 TEST(AlertSinks, EmailWithCredentialsIsNotSentWhereTheServerOffersNoAuth) {
