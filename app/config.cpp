@@ -494,6 +494,10 @@ private:
                 r.group_by = string_list(kv.second, key);
             } else if (key == "repeat_interval") {
                 if (auto v = duration(kv.second, key)) r.repeat_interval = *v;
+            } else if (key == "group_wait") {
+                if (auto v = duration(kv.second, key)) r.group_wait = *v;
+            } else if (key == "group_interval") {
+                if (auto v = duration(kv.second, key)) r.group_interval = *v;
             } else if (key == "continue") {
                 bool value = false;
                 if (!kv.second.IsScalar() || !YAML::convert<bool>::decode(kv.second, value))
@@ -508,7 +512,7 @@ private:
                     if (auto c = route(child, depth + 1)) r.routes.push_back(std::move(*c));
             } else {
                 diag(kv.first.Mark(), fmt::format("unknown route setting '{}' (expected receiver, match, group_by, "
-                                                  "repeat_interval, continue or routes)",
+                                                  "group_wait, group_interval, repeat_interval, continue or routes)",
                                                   key));
             }
         }

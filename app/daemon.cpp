@@ -545,6 +545,12 @@ private:
                 if (auto r = m_db.message_attempted(m.id, "failed", m.next_attempt_ms, why, now); !r) database_failed(r.error());
                 continue;
             }
+            // From here it is sent as it is: later runs of its group make a follow-up.
+            if (m.open)
+                if (auto closed = m_db.close_message(m.id); !closed) {
+                    database_failed(closed.error());
+                    continue;
+                }
             m_sending_to.insert(m.receiver);
             m_next_send_ms[m.receiver] = now + receiver->rate_limit.count();
             ++m_sending;

@@ -44,6 +44,8 @@ struct Delivery {
     std::string receiver;
     std::vector<std::string> group_by;
     std::int64_t repeat_interval_ms = 0;
+    std::int64_t group_wait_ms = 0;
+    std::int64_t group_interval_ms = 0;
 };
 
 // The receivers an alert goes to: the deepest matching nodes (settings inherited down the tree).
@@ -52,6 +54,8 @@ void route_alert(const Route& node, const Labels& labels, Severity severity, Del
     if (!node.receiver.empty()) inherited.receiver = node.receiver;
     if (node.group_by) inherited.group_by = *node.group_by;
     if (node.repeat_interval) inherited.repeat_interval_ms = node.repeat_interval->count();
+    if (node.group_wait) inherited.group_wait_ms = node.group_wait->count();
+    if (node.group_interval) inherited.group_interval_ms = node.group_interval->count();
     bool taken = false;
     for (const Route& child : node.routes) {
         if (!matches(child.match, labels, severity)) continue;
@@ -98,6 +102,7 @@ std::string AlertGroup::title() const {
     if (const std::string commit = label_value(run_labels, "commit"); !commit.empty()) where += " @ " + commit;
     if (const std::string gpu = label_value(run_labels, "gpu"); !gpu.empty()) where += " on " + gpu;
     if (where.empty()) where = fmt::format(" in run {}", run_id);
+    if (sources.size() > 1) where += fmt::format(" from {} reports", sources.size());
     return "perfwatch: " + what + where;
 }
 
@@ -114,11 +119,12 @@ std::string to_json(const AlertGroup& g) {
                           {"entity", {{"kind", a.entity_kind}, {"name", a.entity_name}}},
                           {"message", a.message},
                           {"metrics", a.metrics},
-                          {"impact", a.impact ? nlohmann::json(*a.impact) : nlohmann::json(nullptr)}});
+                          {"impact", a.impact ? nlohmann::json(*a.impact) : nlohmann::json(nullptr)},
+                          {"source", a.source}});
     nlohmann::json doc = {{"receiver", g.receiver},   {"status", g.status},       {"group_key", g.group_key},
                           {"group_labels", g.group_labels}, {"run", g.run_id},     {"source", g.source},
                           {"labels", g.run_labels},   {"title", g.title()},       {"alerts", alerts},
-                          {"omitted", g.omitted},     {"report_url", g.report_url}};
+                          {"omitted", g.omitted},     {"report_url", g.report_url}, {"sources", g.sources}};
     return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -135,6 +141,7 @@ Result<AlertGroup> alert_group_from_json(const std::string& text) {
         g.run_labels = doc.at("labels").get<Labels>();
         g.omitted = doc.at("omitted").get<std::size_t>();
         g.report_url = doc.value("report_url", std::string());
+        g.sources = doc.value("sources", std::vector<std::string>());
         for (const auto& a : doc.at("alerts")) {
             AlertItem item;
             item.rule = a.at("rule").get<std::string>();
@@ -145,6 +152,7 @@ Result<AlertGroup> alert_group_from_json(const std::string& text) {
             item.message = a.at("message").get<std::string>();
             item.metrics = a.at("metrics").get<std::map<std::string, double>>();
             if (!a.at("impact").is_null()) item.impact = a.at("impact").get<double>();
+            item.source = a.value("source", std::string());
             g.alerts.push_back(std::move(item));
         }
         return g;
@@ -210,6 +218,8 @@ std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, co
                 g.source = run.batch.source;
                 g.run_labels = run.batch.labels;
                 g.repeat_interval_ms = d.repeat_interval_ms;
+                g.group_wait_ms = d.group_wait_ms;
+                g.group_interval_ms = d.group_interval_ms;
             }
             g.alerts.push_back(item);
         }
@@ -222,11 +232,11 @@ std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, co
         }
         add(alert_labels(run, f.labels, f.rule, f.severity), f.severity, "firing",
             AlertItem{f.rule, f.title, f.severity, std::string(to_string(f.entity_kind)), f.entity_name, f.message,
-                      f.metrics, f.impact});
+                      f.metrics, f.impact, {}});
     }
     for (const ResolvedAlert& r : resolved)
         add(alert_labels(run, {}, r.rule, r.severity), r.severity, "resolved",
-            AlertItem{r.rule, "Regression resolved", r.severity, r.entity_kind, r.entity_name, r.message, {}, {}});
+            AlertItem{r.rule, "Regression resolved", r.severity, r.entity_kind, r.entity_name, r.message, {}, {}, {}});
     std::vector<AlertGroup> out;
     for (auto& [key, g] : groups) {
         // As `check` ranks findings: estimated impact, then severity.
@@ -247,6 +257,31 @@ std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, co
 std::string alert_fingerprint(const AlertGroup& group, const AlertItem& alert) {
     return fmt::format("{:016x}", fnv1a(group.group_key + "\n" + alert.rule + "\n" + alert.entity_kind + "\n" +
                                         alert.entity_name));
+}
+
+void join_groups(AlertGroup& into, const AlertGroup& later, std::size_t max_alerts) {
+    if (into.sources.empty()) {
+        into.sources.push_back(into.source);
+        for (AlertItem& a : into.alerts)
+            if (a.source.empty()) a.source = into.source;
+    }
+    if (std::find(into.sources.begin(), into.sources.end(), later.source) == into.sources.end())
+        into.sources.push_back(later.source);
+    for (AlertItem a : later.alerts) {
+        if (a.source.empty()) a.source = later.source;
+        into.alerts.push_back(std::move(a));
+    }
+    into.omitted += later.omitted;
+    std::stable_sort(into.alerts.begin(), into.alerts.end(), [](const AlertItem& a, const AlertItem& b) {
+        const double ia = a.impact.value_or(-1), ib = b.impact.value_or(-1);
+        if (ia != ib) return ia > ib;
+        return a.severity > b.severity;
+    });
+    if (into.alerts.size() > max_alerts) {
+        into.omitted += into.alerts.size() - max_alerts;
+        into.alerts.resize(max_alerts);
+    }
+    if (into.report_url.empty()) into.report_url = later.report_url;
 }
 
 Result<std::vector<OutboxMessage>> outbox_messages(const Db& db, std::vector<AlertGroup> groups, std::int64_t now_ms) {
@@ -274,6 +309,23 @@ Result<std::vector<OutboxMessage>> outbox_messages(const Db& db, std::vector<Ale
         m.fingerprints = std::move(fingerprints);
         m.next_attempt_ms = now_ms;
         m.created_ms = now_ms;
+        if (g.group_wait_ms > 0 || g.group_interval_ms > 0) {
+            m.group_key = g.status + "|" + g.group_key;
+            auto open = db.open_group_message(m.receiver, m.group_key);
+            if (!open) return std::unexpected(open.error());
+            auto joined = *open ? alert_group_from_json((*open)->payload) : Result<AlertGroup>{};
+            if (*open && joined) {
+                join_groups(*joined, g);
+                m.join_id = (*open)->id;
+                m.own_payload = std::move(m.payload);
+                m.payload = to_json(*joined);
+            }
+            auto last = db.group_last_ms(m.receiver, m.group_key);
+            if (!last) return std::unexpected(last.error());
+            m.open = true;
+            m.next_attempt_ms = *last && now_ms < **last + g.group_interval_ms ? **last + g.group_interval_ms
+                                                                                : now_ms + g.group_wait_ms;
+        }
         out.push_back(std::move(m));
     }
     return out;

@@ -46,6 +46,10 @@ struct Route {
     std::string receiver;
     std::optional<std::vector<std::string>> group_by;
     std::optional<std::chrono::milliseconds> repeat_interval;
+    // Runs of one group arriving within group_wait of the first go out as one message; runs of
+    // that group arriving later within group_interval of a message make one follow-up.
+    std::optional<std::chrono::milliseconds> group_wait;
+    std::optional<std::chrono::milliseconds> group_interval;
     bool continue_matching = false;
     std::vector<Route> routes;
     int line = 0;
@@ -61,6 +65,7 @@ struct AlertItem {
     std::string message;
     std::map<std::string, double> metrics;
     std::optional<double> impact;
+    std::string source;  // the report it came from, in a message of several runs (else empty)
 };
 
 // What one message carries: the alerts of one run for one receiver and group.
@@ -76,6 +81,9 @@ struct AlertGroup {
     std::size_t omitted = 0;        // alerts left out of a long message
     std::string report_url;         // the run's HTML report, when the daemon publishes them
     std::int64_t repeat_interval_ms = 0;  // of the route that chose the receiver (not serialized)
+    std::int64_t group_wait_ms = 0;       // likewise
+    std::int64_t group_interval_ms = 0;
+    std::vector<std::string> sources;     // every report of a message that carries several runs
 
     // "perfwatch: 3 findings (1 error) in llm/main @ abc123 on NVIDIA H100".
     std::string title() const;
@@ -84,6 +92,10 @@ struct AlertGroup {
 };
 
 std::string to_json(const AlertGroup& group);
+
+// Adds the alerts of `later` (another run of the same group) to `into`: each alert names its
+// report, the worst `max_alerts` are kept, and `sources` lists every report.
+void join_groups(AlertGroup& into, const AlertGroup& later, std::size_t max_alerts = 50);
 Result<AlertGroup> alert_group_from_json(const std::string& text);
 
 // A regression that went away with a run: sent as a resolved message.
@@ -121,7 +133,9 @@ std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, co
 std::string alert_fingerprint(const AlertGroup& group, const AlertItem& alert);
 
 // Outbox messages for `groups`, leaving out firing alerts enqueued for the same receiver within
-// their route's repeat_interval (looked up in `db`); a group left empty sends nothing.
+// their route's repeat_interval (looked up in `db`); a group left empty sends nothing. Under a
+// route with group_wait/group_interval a message joins its group's open message when there is
+// one, and is otherwise due group_wait from now, or group_interval after the group's last one.
 Result<std::vector<OutboxMessage>> outbox_messages(const Db& db, std::vector<AlertGroup> groups, std::int64_t now_ms);
 
 }  // namespace perfwatch

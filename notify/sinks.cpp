@@ -29,6 +29,17 @@ using json = nlohmann::json;
 
 std::string severity_text(Severity s) { return std::string(to_string(s)); }
 
+// The report an alert came from.
+std::string_view source_of(const AlertGroup& g, const AlertItem& a) { return a.source.empty() ? g.source : a.source; }
+
+// ", in REPORT" after an entity in a message that carries several runs' alerts.
+std::string origin_text(const AlertGroup& g, const AlertItem& a) {
+    if (g.sources.size() < 2 || a.entity_kind == "run") return {};
+    const std::string_view source = source_of(g, a);
+    const std::size_t slash = source.find_last_of('/');
+    return fmt::format(" in {}", slash == std::string_view::npos ? source : source.substr(slash + 1));
+}
+
 std::string impact_text(const AlertItem& a) {
     return a.impact ? fmt::format(" (impact {:.1f}% of GPU time)", *a.impact) : std::string();
 }
@@ -312,9 +323,10 @@ std::string slack_message(const AlertGroup& g) {
     std::size_t shown = 0;
     for (const AlertItem& a : g.alerts) {
         if (blocks.size() >= 48) break;
-        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, g.source);
-        std::string text = fmt::format("*[{}] {}* {} {}{}\n{}", severity_text(a.severity), esc(a.title), esc(kind),
-                                       code_span(Medium::slack, name), impact_text(a), esc(a.message));
+        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, source_of(g, a));
+        std::string text = fmt::format("*[{}] {}* {} {}{}{}\n{}", severity_text(a.severity), esc(a.title), esc(kind),
+                                       code_span(Medium::slack, name), esc(origin_text(g, a)), impact_text(a),
+                                       esc(a.message));
         if (text.size() > 2900) text = std::string(utf8_prefix(text, 2900)) + "...";
         blocks.push_back({{"type", "section"}, {"text", {{"type", "mrkdwn"}, {"text", text}}}});
         fallback += fmt::format("\n[{}] {} {}", severity_text(a.severity), esc(a.title), esc(name));
@@ -337,10 +349,10 @@ std::string teams_message(const AlertGroup& g) {
     for (const auto& [k, v] : g.run_labels) facts.push_back({{"title", esc(k)}, {"value", esc(v)}});
     if (!facts.empty()) body.push_back({{"type", "FactSet"}, {"facts", facts}});
     for (const AlertItem& a : g.alerts) {
-        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, g.source);
+        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, source_of(g, a));
         body.push_back({{"type", "TextBlock"},
-                        {"text", fmt::format("[{}] {}: {} {}{}", severity_text(a.severity), esc(a.title), esc(kind),
-                                             esc(name), impact_text(a))},
+                        {"text", fmt::format("[{}] {}: {} {}{}{}", severity_text(a.severity), esc(a.title), esc(kind),
+                                             esc(name), esc(origin_text(g, a)), impact_text(a))},
                         {"weight", "Bolder"},
                         {"wrap", true},
                         {"color", a.severity == Severity::error ? "Attention" : "Default"}});
@@ -364,9 +376,9 @@ std::string mattermost_message(const AlertGroup& g) {
     const auto esc = [](std::string_view t) { return escape_for(Medium::mattermost, t); };
     std::string text = fmt::format("#### {}\n", esc(g.title()));
     for (const AlertItem& a : g.alerts) {
-        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, g.source);
-        text += fmt::format("- **[{}] {}** {} {}{}: {}\n", severity_text(a.severity), esc(a.title), esc(kind),
-                            code_span(Medium::mattermost, name), impact_text(a), esc(a.message));
+        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, source_of(g, a));
+        text += fmt::format("- **[{}] {}** {} {}{}{}: {}\n", severity_text(a.severity), esc(a.title), esc(kind),
+                            code_span(Medium::mattermost, name), esc(origin_text(g, a)), impact_text(a), esc(a.message));
     }
     text += "_" + esc(footer(g)) + "_";
     if (!g.report_url.empty()) text += fmt::format(" [HTML report]({})", g.report_url);
@@ -387,9 +399,9 @@ std::string email_text(const AlertGroup& g) {
     for (const auto& [k, v] : g.run_labels) text += fmt::format("{}: {}\n", esc(k), esc(v));
     text += "\n";
     for (const AlertItem& a : g.alerts) {
-        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, g.source);
-        text += fmt::format("[{}] {}: {} '{}'{}\n  {}\n  rule {}\n\n", severity_text(a.severity), esc(a.title),
-                            esc(kind), esc(name), impact_text(a), esc(a.message), esc(a.rule));
+        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, source_of(g, a));
+        text += fmt::format("[{}] {}: {} '{}'{}{}\n  {}\n  rule {}\n\n", severity_text(a.severity), esc(a.title),
+                            esc(kind), esc(name), esc(origin_text(g, a)), impact_text(a), esc(a.message), esc(a.rule));
     }
     if (!g.report_url.empty()) text += fmt::format("Report: {}\n", g.report_url);
     return text + esc(footer(g)) + "\n";
@@ -402,10 +414,10 @@ std::string email_html(const AlertGroup& g) {
         html += fmt::format("<tr><th align=\"left\">{}</th><td>{}</td></tr>", esc(k), esc(v));
     html += "</table><ul>";
     for (const AlertItem& a : g.alerts) {
-        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, g.source);
-        html += fmt::format("<li><b>[{}] {}</b>: {} <code>{}</code>{}<br>{}<br><small>rule {}</small></li>",
-                            severity_text(a.severity), esc(a.title), esc(kind), esc(name), esc(impact_text(a)),
-                            esc(a.message), esc(a.rule));
+        const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, source_of(g, a));
+        html += fmt::format("<li><b>[{}] {}</b>: {} <code>{}</code>{}{}<br>{}<br><small>rule {}</small></li>",
+                            severity_text(a.severity), esc(a.title), esc(kind), esc(name), esc(origin_text(g, a)),
+                            esc(impact_text(a)), esc(a.message), esc(a.rule));
     }
     if (!g.report_url.empty())
         html += fmt::format("</ul><p><a href=\"{}\">HTML report</a></p><ul>",

@@ -179,6 +179,13 @@ CREATE TABLE alert_fingerprints(
     PRIMARY KEY(receiver, fingerprint)
 ) WITHOUT ROWID;
 )sql",
+    // Outbox messages of a route with group_wait/group_interval: the group they belong to, and
+    // whether later runs of that group may still join them (until they are handed to a sender).
+    R"sql(
+ALTER TABLE outbox ADD COLUMN group_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN open INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX outbox_group ON outbox(receiver, group_key, state);
+)sql",
 };
 
 std::string now_utc() {
@@ -829,20 +836,32 @@ Result<std::size_t> Db::complete_run(std::int64_t run_id, const std::vector<Outb
     return guarded(m_path, [&]() -> Result<std::size_t> {
         SQLite::Transaction tx(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
         SQLite::Statement ins(*m_db,
-                              "INSERT OR IGNORE INTO outbox(key, receiver, run_id, payload, next_attempt_ms, created_ms) "
-                              "VALUES(?,?,?,?,?,?)");
+                              "INSERT OR IGNORE INTO outbox(key, receiver, run_id, payload, next_attempt_ms, created_ms, "
+                              "group_key, open) VALUES(?,?,?,?,?,?,?,?)");
+        SQLite::Statement join(*m_db, "UPDATE outbox SET payload = ? WHERE id = ? AND open = 1 AND state = 'pending'");
         SQLite::Statement fp(*m_db,
                              "INSERT OR REPLACE INTO alert_fingerprints(receiver, fingerprint, last_ms) VALUES(?,?,?)");
         std::size_t added = 0;
         for (const OutboxMessage& m : messages) {
-            ins.bind(1, m.key);
-            ins.bind(2, m.receiver);
-            ins.bind(3, m.run_id);
-            ins.bind(4, m.payload);
-            ins.bind(5, m.next_attempt_ms);
-            ins.bind(6, m.created_ms);
-            added += static_cast<std::size_t>(ins.exec());
-            ins.reset();
+            bool joined = false;
+            if (m.join_id > 0) {
+                join.bind(1, m.payload);
+                join.bind(2, m.join_id);
+                joined = join.exec() > 0;
+                join.reset();
+            }
+            if (!joined) {
+                ins.bind(1, m.key);
+                ins.bind(2, m.receiver);
+                ins.bind(3, m.run_id);
+                ins.bind(4, m.join_id > 0 ? m.own_payload : m.payload);
+                ins.bind(5, m.next_attempt_ms);
+                ins.bind(6, m.created_ms);
+                ins.bind(7, m.group_key);
+                ins.bind(8, m.open ? 1 : 0);
+                added += static_cast<std::size_t>(ins.exec());
+                ins.reset();
+            }
             for (const std::string& f : m.fingerprints) {
                 fp.bind(1, m.receiver);
                 fp.bind(2, f);
@@ -882,11 +901,13 @@ OutboxMessage read_message(SQLite::Statement& st) {
     m.next_attempt_ms = st.getColumn(7).getInt64();
     m.last_error = st.getColumn(8).getString();
     m.created_ms = st.getColumn(9).getInt64();
+    m.group_key = st.getColumn(10).getString();
+    m.open = st.getColumn(11).getInt() != 0;
     return m;
 }
 
 constexpr const char* k_outbox_columns =
-    "id, key, receiver, run_id, payload, state, attempts, next_attempt_ms, last_error, created_ms";
+    "id, key, receiver, run_id, payload, state, attempts, next_attempt_ms, last_error, created_ms, group_key, open";
 
 }  // namespace
 
@@ -933,6 +954,40 @@ Result<void> Db::message_attempted(std::int64_t id, const std::string& state, st
         st.bind(4, state);
         st.bind(5, now_ms);
         st.bind(6, id);
+        st.exec();
+        return {};
+    });
+}
+
+Result<std::optional<OutboxMessage>> Db::open_group_message(const std::string& receiver,
+                                                            const std::string& group_key) const {
+    return guarded(m_path, [&]() -> Result<std::optional<OutboxMessage>> {
+        SQLite::Statement st(*m_db, fmt::format("SELECT {} FROM outbox WHERE receiver = ? AND group_key = ? AND "
+                                                "state = 'pending' AND open = 1 ORDER BY id LIMIT 1",
+                                                k_outbox_columns));
+        st.bind(1, receiver);
+        st.bind(2, group_key);
+        if (!st.executeStep()) return std::optional<OutboxMessage>{};
+        return std::optional<OutboxMessage>{read_message(st)};
+    });
+}
+
+Result<std::optional<std::int64_t>> Db::group_last_ms(const std::string& receiver, const std::string& group_key) const {
+    return guarded(m_path, [&]() -> Result<std::optional<std::int64_t>> {
+        SQLite::Statement st(*m_db,
+                             "SELECT max(CASE WHEN state = 'sent' THEN done_ms ELSE next_attempt_ms END) FROM outbox "
+                             "WHERE receiver = ? AND group_key = ? AND open = 0 AND state IN ('sent', 'pending')");
+        st.bind(1, receiver);
+        st.bind(2, group_key);
+        if (!st.executeStep() || st.getColumn(0).isNull()) return std::optional<std::int64_t>{};
+        return std::optional<std::int64_t>{st.getColumn(0).getInt64()};
+    });
+}
+
+Result<void> Db::close_message(std::int64_t id) {
+    return guarded(m_path, [&]() -> Result<void> {
+        SQLite::Statement st(*m_db, "UPDATE outbox SET open = 0 WHERE id = ?");
+        st.bind(1, id);
         st.exec();
         return {};
     });

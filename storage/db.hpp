@@ -96,6 +96,16 @@ struct OutboxMessage {
     std::int64_t next_attempt_ms = 0;  // Unix time in ms
     std::string last_error;
     std::int64_t created_ms = 0;
+    // A route with group_wait/group_interval: the message's group (status, receiver and group_by
+    // values), and whether later runs of the group may still join it (until it is handed to a
+    // sender; it is sent as it is then).
+    std::string group_key;
+    bool open = false;
+    // Enqueue only: join the open message `join_id` by replacing its payload with `payload`
+    // (both runs' alerts); should it have closed meanwhile, this message is enqueued alone with
+    // `own_payload`.
+    std::int64_t join_id = 0;
+    std::string own_payload;
 };
 
 // Alerts whose labels (the run's, plus rule and severity) match every matcher (a value or a glob)
@@ -167,8 +177,9 @@ public:
     // Inserts or replaces the mark of `mark.path`.
     Result<void> save_file_mark(const FileMark& mark);
 
-    // In one transaction: enqueues `messages` (a key already there is skipped), records their
-    // alert fingerprints, and marks the run processed. Returns how many were new.
+    // In one transaction: enqueues `messages` (a key already there is skipped; one with a join_id
+    // joins that open message instead), records their alert fingerprints, and marks the run
+    // processed. Returns how many were new.
     Result<std::size_t> complete_run(std::int64_t run_id, const std::vector<OutboxMessage>& messages);
     // When an alert with `fingerprint` was last enqueued for `receiver` (Unix ms).
     Result<std::optional<std::int64_t>> fingerprint_sent_at(const std::string& receiver,
@@ -182,6 +193,13 @@ public:
     Result<void> message_attempted(std::int64_t id, const std::string& state, std::int64_t next_attempt_ms,
                                    const std::string& error, std::int64_t now_ms);
     Result<std::int64_t> outbox_depth() const;
+    // The open (still joinable) pending message of a group, oldest first.
+    Result<std::optional<OutboxMessage>> open_group_message(const std::string& receiver,
+                                                            const std::string& group_key) const;
+    // When the group's last message went out (or, pending, is to go out); nullopt when none did.
+    Result<std::optional<std::int64_t>> group_last_ms(const std::string& receiver, const std::string& group_key) const;
+    // No run joins the message any more (it is being sent).
+    Result<void> close_message(std::int64_t id);
 
     Result<std::int64_t> add_silence(const Silence& silence);
     // Every silence, or those still active at `active_at` (Unix ms).

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -486,6 +487,83 @@ inhibit_rules:
     EXPECT_TRUE(daemon.wait_for_log("alerts inhibited", 5)) << daemon.log();
     daemon.signal(SIGTERM);
     EXPECT_EQ(daemon.wait_exit(10), 0);
+}
+
+namespace {
+
+// A small Kineto trace whose GPU idles (launch-gpu-idle fires) with gemm as its top kernel;
+// `variant` changes a duration so that each is a report of its own.
+std::string idle_trace(int variant) {
+    std::string events;
+    for (const auto& [name, ts, dur] : {std::tuple{"gemm", 1000, 10}, std::tuple{"relu", 2000, 2 + variant},
+                                        std::tuple{"gemm", 2050, 10}})
+        events += fmt::format(R"({}{{"ph": "X", "cat": "kernel", "name": "{}", "pid": 0, "tid": 7, "ts": {}, "dur": {}, "args": {{"device": 0, "stream": 7}}}})",
+                              events.empty() ? "" : ", ", name, ts, dur);
+    return R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "numSms": 132}], "traceEvents": [)" +
+           events + "]}";
+}
+
+std::vector<nlohmann::json> jsonl(const fs::path& path) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+}  // namespace
+
+// group_wait and group_interval: a CI job writing 10 reports into one commit folder within a
+// second gets one message holding all 10; runs of that commit arriving later make one follow-up
+// (not one each) no sooner than group_interval after it, also across a kill -9 of the daemon.
+TEST(Alerts, OneMessagePerPipelineWithGroupWaitAndGroupInterval) {
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "reports", db = dir.path() / "perfwatch.db";
+    fs::create_directories(reports);
+    write_file(dir.path() / "perfwatch.yaml", daemon_config(reports, "off", R"(receivers:
+  - {name: archive, type: jsonl, path: alerts.jsonl}
+route:
+  receiver: archive
+  group_by: [project, commit]
+  group_wait: 3s
+  group_interval: 4s
+)"));
+    const fs::path commit = reports / "llm" / "main" / "c1";
+    auto daemon = std::make_unique<test::BackgroundProcess>(
+        std::vector<std::string>{"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon->wait_for_log("ready:", 30)) << daemon->log();
+    for (int i = 0; i < 10; ++i) write_file(commit / fmt::format("bench{}.json", i), idle_trace(i));
+    ASSERT_TRUE(eventually([&] { return !jsonl(dir.path() / "alerts.jsonl").empty(); }, 30s)) << daemon->log();
+    std::this_thread::sleep_for(1500ms);
+    auto sent = jsonl(dir.path() / "alerts.jsonl");
+    ASSERT_EQ(sent.size(), 1u) << daemon->log();
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs"), 10);
+    EXPECT_EQ(sent[0]["sources"].size(), 10u) << sent[0].dump();
+    EXPECT_NE(sent[0]["title"].get<std::string>().find("from 10 reports"), std::string::npos) << sent[0]["title"];
+    std::set<std::string> alert_sources;
+    for (const auto& a : sent[0]["alerts"]) alert_sources.insert(a["source"].get<std::string>());
+    EXPECT_EQ(alert_sources.size(), 10u);
+
+    // kill -9, then two more reports of the commit: one follow-up holding both.
+    daemon->signal(SIGKILL);
+    daemon->wait_exit(5);
+    daemon.reset();
+    write_file(commit / "late1.json", idle_trace(20));
+    write_file(commit / "late2.json", idle_trace(21));
+    daemon = std::make_unique<test::BackgroundProcess>(
+        std::vector<std::string>{"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon2.log"));
+    ASSERT_TRUE(daemon->wait_for_log("ready:", 30)) << daemon->log();
+    ASSERT_TRUE(eventually([&] { return jsonl(dir.path() / "alerts.jsonl").size() >= 2; }, 30s)) << daemon->log();
+    std::this_thread::sleep_for(1500ms);
+    sent = jsonl(dir.path() / "alerts.jsonl");
+    ASSERT_EQ(sent.size(), 2u) << daemon->log();
+    EXPECT_EQ(sent[1]["sources"].size(), 2u) << sent[1].dump();
+    EXPECT_NE(sent[1]["key"], sent[0]["key"]);
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs"), 12);
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM outbox WHERE state = 'sent'"), 2);
+    EXPECT_GE(query_int(db, "SELECT max(done_ms) - min(done_ms) FROM outbox WHERE state = 'sent'"), 4000)
+        << "the follow-up waited group_interval";
+    daemon->signal(SIGTERM);
+    EXPECT_EQ(daemon->wait_exit(10), 0);
 }
 
 TEST(Alerts, ARegressionThatGoesAwaySendsAResolvedMessage) {

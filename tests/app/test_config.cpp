@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 
@@ -248,6 +249,36 @@ route:
         << all;
     EXPECT_NE(all.find("url: <redacted>"), std::string::npos) << all;
     EXPECT_NE(all.find("password: <redacted>"), std::string::npos) << all;
+}
+
+TEST(Config, GroupWaitAndGroupIntervalOnRoutes) {
+    const ConfigLoad ok = parse_config_text("cfg.yaml", R"(receivers:
+  - {name: a, type: stdout}
+route:
+  receiver: a
+  group_wait: 30s
+  group_interval: 5m
+  routes:
+    - {match: {project: x}, receiver: a, group_wait: 1s}
+)");
+    EXPECT_TRUE(ok.ok());
+    ASSERT_TRUE(ok.config.route.has_value());
+    EXPECT_EQ(ok.config.route->group_wait, std::chrono::milliseconds(30000));
+    EXPECT_EQ(ok.config.route->group_interval, std::chrono::milliseconds(300000));
+    EXPECT_EQ(ok.config.route->routes.at(0).group_wait, std::chrono::milliseconds(1000));
+
+    const ConfigLoad bad = parse_config_text("cfg.yaml", R"(receivers:
+  - {name: a, type: stdout}
+route:
+  receiver: a
+  group_wait: soon
+  group_interval: [1m]
+)");
+    std::vector<std::string> got;
+    for (const Diagnostic& d : bad.diagnostics) got.push_back(d.to_string().substr(0, d.to_string().find('\n')));
+    ASSERT_EQ(got.size(), 2u) << ::testing::PrintToString(got);
+    EXPECT_TRUE(got[0].starts_with("cfg.yaml:5:15: error: 'group_wait'")) << got[0];
+    EXPECT_TRUE(got[1].starts_with("cfg.yaml:6:19: error: 'group_interval'")) << got[1];
 }
 
 TEST(Config, InhibitRulesAndTheirMistakesWithLineAndColumn) {

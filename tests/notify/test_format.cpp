@@ -39,7 +39,7 @@ TEST(Format, RunLevelFindingsNameTheirReport) {
 
     AlertGroup g;
     g.source = report.runs[0].source;
-    g.alerts.push_back({f.rule, f.title, f.severity, "run", "run", f.message, {}, {}});
+    g.alerts.push_back({f.rule, f.title, f.severity, "run", "run", f.message, {}, {}, {}});
     EXPECT_NE(email_text(g).find("report 'bert.json.gz'"), std::string::npos) << email_text(g);
     EXPECT_NE(slack_message(g).find("report `bert.json.gz`"), std::string::npos) << slack_message(g);
 }
