@@ -124,6 +124,7 @@ void TimelineBuilder::time(Group& g, Device* dev, bool kernel, double start_ns, 
     if (kernel && d < k_short_launch_ns) m_short += 1;
     if (dev == nullptr) return;
     dev->busy.add(start_ns, end_ns);
+    m_all_busy.add(start_ns, end_ns);
     if (kernel) {
         dev->kernels.add(start_ns, end_ns);
         dev->kernel_sum += d;
@@ -204,6 +205,16 @@ void TimelineBuilder::finish(RunBatch& batch) {
         device_entity[d] = batch.entities.size();
         batch.entities.push_back(std::move(dev));
     }
+
+    // With several devices the run is busy while any device is: the union of their intervals.
+    if (m_devices.size() > 1 && any_timed) {
+        const UnionStats all = union_stats(m_all_busy);
+        run_busy = all.length;
+        run_span_sum = last - first;
+        run_idle = run_span_sum - all.length;
+        longest_gap = all.longest_gap;
+    }
+    m_all_busy = SpanSet();
 
     double gpu_time = 0, memory_time = 0;
     std::size_t kernel_count = 0;
