@@ -13,6 +13,17 @@
 
 namespace perfwatch {
 
+namespace {
+
+// Each diagnostic's first line ("file:line:col: level: message"), in order.
+std::vector<std::string> first_lines(const std::vector<Diagnostic>& diagnostics) {
+    std::vector<std::string> out;
+    for (const Diagnostic& d : diagnostics) out.push_back(d.to_string().substr(0, d.to_string().find('\n')));
+    return out;
+}
+
+}  // namespace
+
 TEST(Config, ReadsSettingsAndResolvesPathsFromItsDirectory) {
     const ConfigLoad c = parse_config_text("/etc/perfwatch/config.yaml", R"(database: perfwatch.db
 rules: [team.yaml, /abs/rules.yaml]
@@ -118,8 +129,7 @@ quiet_period: soon
 listen: localhost
 log_level: loud
 )");
-    std::vector<std::string> got;
-    for (const Diagnostic& d : c.diagnostics) got.push_back(d.to_string().substr(0, d.to_string().find('\n')));
+    const std::vector<std::string> got = first_lines(c.diagnostics);
     ASSERT_EQ(got.size(), 8u) << ::testing::PrintToString(got);
     EXPECT_TRUE(got[0].starts_with("cfg.yaml:3:5: error: unknown watch setting 'recursiv'")) << got[0];
     EXPECT_TRUE(got[1].starts_with("cfg.yaml:4:16: error: 'recursive' must be true or false")) << got[1];
@@ -204,8 +214,7 @@ route:
   routes:
     - receiver: nobody
 )");
-    std::vector<std::string> got;
-    for (const Diagnostic& d : c.diagnostics) got.push_back(d.to_string().substr(0, d.to_string().find('\n')));
+    const std::vector<std::string> got = first_lines(c.diagnostics);
     for (const std::string& g : got) {
         EXPECT_EQ(g.find("INLINE-SECRET"), std::string::npos) << g;
         EXPECT_EQ(g.find("INLINE-PASSWORD"), std::string::npos) << g;
@@ -274,8 +283,7 @@ route:
   group_wait: soon
   group_interval: [1m]
 )");
-    std::vector<std::string> got;
-    for (const Diagnostic& d : bad.diagnostics) got.push_back(d.to_string().substr(0, d.to_string().find('\n')));
+    const std::vector<std::string> got = first_lines(bad.diagnostics);
     ASSERT_EQ(got.size(), 2u) << ::testing::PrintToString(got);
     EXPECT_TRUE(got[0].starts_with("cfg.yaml:5:15: error: 'group_wait'")) << got[0];
     EXPECT_TRUE(got[1].starts_with("cfg.yaml:6:19: error: 'group_interval'")) << got[1];
@@ -300,8 +308,7 @@ TEST(Config, InhibitRulesAndTheirMistakesWithLineAndColumn) {
     mute: true
   - target_match: {rule: x}
 )");
-    std::vector<std::string> got;
-    for (const Diagnostic& d : bad.diagnostics) got.push_back(d.to_string().substr(0, d.to_string().find('\n')));
+    const std::vector<std::string> got = first_lines(bad.diagnostics);
     const auto has = [&](const std::string& text) {
         return std::any_of(got.begin(), got.end(), [&](const std::string& g) { return g.starts_with(text); });
     };
@@ -320,8 +327,7 @@ TEST(Config, ReportsDirectoryAndBaseUrl) {
     EXPECT_EQ(ok.config.reports_directory, "/etc/perfwatch/html");
     EXPECT_EQ(ok.config.reports_base_url, "https://ci.example/perfwatch/");
     const ConfigLoad bad = parse_config_text("c.yaml", "reports:\n  base_url: ftp://x\n  dir: y\n");
-    std::vector<std::string> got;
-    for (const Diagnostic& d : bad.diagnostics) got.push_back(d.to_string().substr(0, d.to_string().find('\n')));
+    const std::vector<std::string> got = first_lines(bad.diagnostics);
     ASSERT_EQ(got.size(), 2u) << ::testing::PrintToString(got);
     EXPECT_TRUE(got[0].starts_with("c.yaml:2:13: error: 'base_url' must start with http:// or https://")) << got[0];
     EXPECT_TRUE(got[1].starts_with("c.yaml:3:3: error: unknown reports setting 'dir'")) << got[1];
