@@ -65,7 +65,7 @@ int run_formats(const std::vector<Converter>& converters);
 struct DiffCommand {
     std::string db_path;
     std::string before, after;  // run ids or report files
-    std::string kind = "kernel";
+    std::string kind;  // empty: every kind the runs hold
     double min_change_pct = 5;
     std::string format = "text";
     std::vector<Converter> converters = default_converters();
@@ -77,7 +77,7 @@ struct HistoryCommand {
     std::string db_path;
     std::string metric;
     std::string entity;  // empty: the run's own metric
-    std::string kind = "kernel";
+    std::string kind;  // empty: every kind the runs hold
     std::map<std::string, std::string> labels;
     std::string format = "text";
 };

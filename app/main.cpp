@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     diff_cmd->add_option("before", diff.before, "Run id or report file")->required();
     diff_cmd->add_option("after", diff.after, "Run id or report file")->required();
     diff_cmd->add_option("--db", diff.db_path, "SQLite database for run ids (default $PERFWATCH_DB or perfwatch.db)");
-    diff_cmd->add_option("--kind", diff.kind, "Entities to compare (default kernel)")
+    diff_cmd->add_option("--kind", diff.kind, "Entities to compare: kernel, memcpy, api_call, nvtx_range (default: every kind the runs hold)")
         ->check(CLI::IsMember({"kernel", "memcpy", "api_call", "nvtx_range"}));
     diff_cmd->add_option("--min-change", diff.min_change_pct, "Smaller changes of the per-launch time are unchanged "
                                                              "(percent, default 5)");

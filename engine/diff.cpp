@@ -18,6 +18,7 @@ std::string_view to_string(DiffEntry::Status status) {
         case DiffEntry::Status::removed: return "removed";
         case DiffEntry::Status::slower: return "slower";
         case DiffEntry::Status::faster: return "faster";
+        case DiffEntry::Status::count_changed: return "count changed";
         case DiffEntry::Status::unchanged: return "unchanged";
     }
     return "unchanged";
@@ -104,6 +105,8 @@ RunDiff diff_runs(RunBatch a, const RunBatch& b, const DiffOptions& options) {
             const bool confident = !tested || *d.confidence >= options.confidence;
             if (std::fabs(d.change_pct) >= options.min_change_pct && confident)
                 d.status = d.change_pct > 0 ? DiffEntry::Status::slower : DiffEntry::Status::faster;
+            else if (sa.count != sb.count)
+                d.status = DiffEntry::Status::count_changed;
         }
         out.entries.push_back(std::move(d));
     }
@@ -121,11 +124,14 @@ RunDiff diff_runs(RunBatch a, const RunBatch& b, const DiffOptions& options) {
     for (const DiffEntry& d : out.entries) {
         out.total_a += d.total_a;
         out.total_b += d.total_b;
+        out.count_a += d.count_a;
+        out.count_b += d.count_b;
         switch (d.status) {
             case DiffEntry::Status::added: ++out.added; break;
             case DiffEntry::Status::removed: ++out.removed; break;
             case DiffEntry::Status::slower: ++out.slower; break;
             case DiffEntry::Status::faster: ++out.faster; break;
+            case DiffEntry::Status::count_changed: ++out.count_changed; break;
             case DiffEntry::Status::unchanged: ++out.unchanged; break;
         }
     }

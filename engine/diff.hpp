@@ -17,7 +17,8 @@ struct DiffOptions {
 
 // One entity of either run, matched by name.
 struct DiffEntry {
-    enum class Status { added, removed, slower, faster, unchanged };
+    // count_changed: the per-launch time held, but the number of launches (or operations) changed.
+    enum class Status { added, removed, slower, faster, count_changed, unchanged };
     std::string name;
     Status status = Status::unchanged;
     double count_a = 0, count_b = 0;  // launches (kernels) or operations
@@ -35,14 +36,15 @@ bool is_deterministic_metric(std::string_view metric);
 
 struct RunDiff {
     std::vector<DiffEntry> entries;  // largest change of total time first
-    std::size_t added = 0, removed = 0, slower = 0, faster = 0, unchanged = 0;
+    std::size_t added = 0, removed = 0, slower = 0, faster = 0, count_changed = 0, unchanged = 0;
     double total_a = 0, total_b = 0;
+    double count_a = 0, count_b = 0;  // launches (kernels) or operations in all
 };
 
 std::string_view to_string(DiffEntry::Status status);
 
 // Compares the entities of one kind of run `a` (before) and run `b` (after) by name, like a
-// trace diff: added, removed, slower, faster, unchanged, with counts and total time. `a` is
+// trace diff: added, removed, slower, faster, count changed, unchanged, with counts and total time. `a` is
 // taken by value: it becomes the one-run baseline of the comparison.
 RunDiff diff_runs(RunBatch a, const RunBatch& b, const DiffOptions& options = {});
 

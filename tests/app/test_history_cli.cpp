@@ -118,10 +118,13 @@ TEST(HistoryCli, DiffOfTwoReportsAsText) {
     test::TempDir dir;
     const auto r = run_perfwatch({"diff", test::write_kineto_trace(dir, "a.json", 100), test::write_kineto_trace(dir, "b.json", 80)});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("kernels: 0 added, 0 removed, 0 slower, 1 faster, 0 unchanged"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("kernels: 0 added, 0 removed, 0 slower, 1 faster, 0 count changed, 0 unchanged"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("launches: 40 -> 40"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("-20.0%"), std::string::npos) << r.out;
     // Both sides hold per-launch samples: the rank test gives a confidence.
-    const auto j = run_perfwatch({"diff", "--format", "json", dir.file("a.json"), dir.file("b.json")});
+    const auto j = run_perfwatch({"diff", "--format", "json", "--kind", "kernel", dir.file("a.json"), dir.file("b.json")});
     const auto doc = nlohmann::json::parse(j.out);
     ASSERT_FALSE(doc["entries"][0]["confidence"].is_null()) << j.out;
     EXPECT_GT(doc["entries"][0]["confidence"].get<double>(), 0.999);

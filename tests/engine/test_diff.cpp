@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -29,7 +30,7 @@ std::map<std::string, KernelTotals> kernels_in(const std::string& path) {
 }
 
 nlohmann::json diff_json(const std::string& a, const std::string& b) {
-    const auto r = test::run_perfwatch({"diff", "--format", "json", a, b});
+    const auto r = test::run_perfwatch({"diff", "--format", "json", "--kind", "kernel", a, b});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out);
 }
@@ -58,13 +59,39 @@ TEST(Diff, HtaTraceComparePairListsEveryKernelWithCountsAndTimesFromTheFiles) {
         EXPECT_EQ(e["count_after"].get<double>(), b.count) << name;
         EXPECT_NEAR(e["total_before_ns"].get<double>(), a.total_ns, 1e-3) << name;
         EXPECT_NEAR(e["total_after_ns"].get<double>(), b.total_ns, 1e-3) << name;
-        count_changed = count_changed || a.count != b.count;
-        // Per-launch times equal on both sides: unchanged, whatever the launch count did.
+        count_changed = count_changed || (a.count > 0 && b.count > 0 && a.count != b.count);
+        // Per-launch times equal on both sides: unchanged, or "count changed" when the number of
+        // launches moved (3 -> 2 is no "unchanged" kernel).
         if (a.count > 0 && b.count > 0 && a.total_ns / a.count == b.total_ns / b.count) {
-            EXPECT_EQ(e["status"], "unchanged") << name;
+            EXPECT_EQ(e["status"], a.count == b.count ? "unchanged" : "count changed") << name;
         }
     }
     EXPECT_TRUE(count_changed) << "the pair differs in a launch count (3 -> 2 adds), the diff must show it";
+    double launches_a = 0, launches_b = 0;
+    for (const auto& [n, k] : before) launches_a += k.count;
+    for (const auto& [n, k] : after) launches_b += k.count;
+    EXPECT_EQ(doc["summary"]["count_before"].get<double>(), launches_a);
+    EXPECT_EQ(doc["summary"]["count_after"].get<double>(), launches_b);
+}
+
+// Without --kind every kind the runs hold is compared, and the summary gives the launches.
+TEST(Diff, WithoutAKindEveryKindIsComparedWithLaunchTotals) {
+    PERFWATCH_CORPUS_FILE(base, "kineto/hta__trace_compare__base__base.json.gz");
+    PERFWATCH_CORPUS_FILE(test_trace, "kineto/hta__trace_compare__test__test.json.gz");
+    const auto before = kernels_in(base), after = kernels_in(test_trace);
+    double launches_a = 0, launches_b = 0;
+    for (const auto& [n, k] : before) launches_a += k.count;
+    for (const auto& [n, k] : after) launches_b += k.count;
+    const auto r = test::run_perfwatch({"diff", "--format", "json", base, test_trace});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    std::set<std::string> kinds;
+    for (const auto& k : doc["kinds"]) kinds.insert(k["kind"].get<std::string>());
+    EXPECT_TRUE(kinds.contains("kernel"));
+    EXPECT_TRUE(kinds.contains("api_call")) << r.out.substr(0, 400);
+    const auto text = test::run_perfwatch({"diff", base, test_trace});
+    EXPECT_NE(text.out.find(fmt::format("launches: {} -> {}", launches_a, launches_b)), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("api_calls: "), std::string::npos) << text.out;
 }
 
 TEST(Diff, KinetoDocsFixPairShowsTheOccupancyPropertiesThatWentAway) {
