@@ -94,6 +94,15 @@ Result<std::string> read_trace(const std::string& path, std::string_view content
         if (!number("ts", t.ts))
             return fail(path, 0, fmt::format("trace event {} (\"{}\") has no numeric \"ts\"", index, t.name));
         if (!number("dur", t.dur)) continue;
+        if (simdjson::dom::object args; !o["args"].get_object().get(args)) {
+            simdjson::dom::element begin_v, end_v;
+            double b = 0, e = 0;
+            if (!args["BeginNs"].get(begin_v) && !args["EndNs"].get(end_v) && json_number(begin_v, b) &&
+                json_number(end_v, e) && e >= b) {
+                t.begin_ns = b;
+                t.end_ns = e;
+            }
+        }
         auto id_text = [&](std::string_view key, std::string& out, bool* negative, bool* is_string) {
             simdjson::dom::element v;
             if (o[key].get(v)) return;

@@ -15,6 +15,8 @@ struct TraceEvent {
     double ts = 0, dur = -1;
     std::string pid, tid;
     bool tid_negative = false, tid_is_string = false;
+    // rocprof v1 also writes each event's nanosecond times in args (BeginNs, EndNs): -1 when absent.
+    double begin_ns = -1, end_ns = -1;
 };
 
 // Reads a Chrome trace document (plain or gzip): a JSON array of events, or an object with

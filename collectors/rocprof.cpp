@@ -333,6 +333,7 @@ public:
         struct Pending {
             std::string pid;
             TimelineEvent ev;
+            double begin_ns = -1, end_ns = -1;  // args.BeginNs/EndNs
         };
         std::vector<Pending> pending;
         std::map<std::string, std::vector<double>> api;
@@ -346,9 +347,19 @@ public:
             ev.start_ns = t.ts * 1000;
             ev.end_ns = (t.ts + t.dur) * 1000;
             ev.queue = t.tid;
-            pending.push_back({t.pid, std::move(ev)});
+            pending.push_back({t.pid, std::move(ev), t.begin_ns, t.end_ns});
         });
         if (!note) return std::unexpected(note.error());
+        // `ts` and `dur` are whole microseconds; args.BeginNs/EndNs hold the nanoseconds. They are
+        // used when every event has them (one clock for the whole timeline).
+        const bool in_ns = !pending.empty() && std::all_of(pending.begin(), pending.end(), [](const Pending& p) {
+            return p.begin_ns >= 0 && p.end_ns >= p.begin_ns;
+        });
+        if (in_ns)
+            for (Pending& p : pending) {
+                p.ev.start_ns = p.begin_ns;
+                p.ev.end_ns = p.end_ns;
+            }
         TimelineBuilder builder(TimelineOptions{false, true});
         std::size_t kernels = 0;
         std::sort(pending.begin(), pending.end(),
@@ -378,7 +389,7 @@ public:
         }
         RunBatch batch;
         batch.format = std::string(id());
-        batch.format_detail = "rocprof v1 Chrome trace";
+        batch.format_detail = in_ns ? "rocprof v1 Chrome trace (times from args.BeginNs/EndNs)" : "rocprof v1 Chrome trace";
         if (!note->empty()) batch.notes.push_back(*note);
         if (kernels == 0) batch.notes.push_back("no GPU kernel events in this trace");
         builder.finish(batch);

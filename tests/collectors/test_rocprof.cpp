@@ -111,9 +111,12 @@ TEST(RocprofJson, StringTimesAndProcessRoles) {
         const std::string proc = names[e["pid"].dump()];
         if (!proc.starts_with("GPU") || proc.starts_with("GPU Barriers")) continue;
         kernels += 1;
-        total += std::stod(e["dur"].get<std::string>()) * 1000;
+        // Nanoseconds from args (ts and dur are whole microseconds).
+        total += std::stod(e["args"]["EndNs"].get<std::string>()) - std::stod(e["args"]["BeginNs"].get<std::string>());
     }
     expect_run_totals(b, {kernels, total});
+    EXPECT_NEAR(b.entities[0].value("gpu_time").value_or(-1), total, 1.0);  // to the nanosecond
+    EXPECT_NE(b.format_detail.find("BeginNs"), std::string::npos) << b.format_detail;
     EXPECT_FALSE(of_kind(b, EntityKind::api_call).empty());
 }
 
@@ -134,8 +137,9 @@ std::map<std::string, std::vector<std::pair<double, double>>> results_json_inter
         const std::string proc = names[pid(e)];
         const std::string role = proc == "COPY" ? "copy" : proc.starts_with("GPU Barriers") ? "" : proc.starts_with("GPU") ? proc : "";
         if (role.empty()) continue;
-        const double ts = std::stod(e["ts"].get<std::string>()) * 1000, dur = std::stod(e["dur"].get<std::string>()) * 1000;
-        out[role].emplace_back(ts, ts + dur);
+        // The nanosecond times rocprof keeps in args.
+        out[role].emplace_back(std::stod(e["args"]["BeginNs"].get<std::string>()),
+                               std::stod(e["args"]["EndNs"].get<std::string>()));
     }
     return out;
 }
