@@ -109,10 +109,11 @@ std::optional<Span> SpanSet::Merged::next() {
     return cur;
 }
 
-UnionStats union_stats(SpanSet& spans) {
+UnionStats union_stats(SpanSet& spans, SpanSet* also_into) {
     UnionStats u;
     auto merged = spans.merged();
     while (auto s = merged.next()) {
+        if (also_into != nullptr) also_into->add(s->start, s->end);
         if (!u.any) u.first = s->start;
         else u.longest_gap = std::max(u.longest_gap, s->start - u.last);
         u.length += s->end - s->start;

@@ -62,12 +62,14 @@ private:
     std::uint64_t m_file_spans = 0;
 };
 
-// Length of the union of `spans`, and the longest gap between its intervals.
+// Length of the union of `spans`, and the longest gap between its intervals. When `also_into` is
+// given, each merged interval is added to it too (a union over several sets, from their merged
+// intervals only).
 struct UnionStats {
     double length = 0, longest_gap = 0, first = 0, last = 0;
     bool any = false;
 };
-UnionStats union_stats(SpanSet& spans);
+UnionStats union_stats(SpanSet& spans, SpanSet* also_into = nullptr);
 
 // The length of the union of `a`, and how much of it the union of `b` covers.
 struct Overlap {

@@ -124,7 +124,6 @@ void TimelineBuilder::time(Group& g, Device* dev, bool kernel, double start_ns, 
     if (kernel && d < k_short_launch_ns) m_short += 1;
     if (dev == nullptr) return;
     dev->busy.add(start_ns, end_ns);
-    m_all_busy.add(start_ns, end_ns);
     if (kernel) {
         dev->kernels.add(start_ns, end_ns);
         dev->kernel_sum += d;
@@ -170,6 +169,7 @@ void TimelineBuilder::finish(RunBatch& batch) {
     double first = 0, last = 0;
     bool any_timed = false;
     std::vector<std::size_t> device_entity(m_devices.size());
+    SpanSet all_busy;  // the devices' merged intervals, when there are several
     for (std::size_t d = 0; d < m_devices.size(); ++d) {
         Device& dv = m_devices[d];
         Entity dev;
@@ -178,7 +178,7 @@ void TimelineBuilder::finish(RunBatch& batch) {
         dev.parent = static_cast<std::int64_t>(run_index);
         dev.set(plain("launches", dv.launches, "count"));
         if (!dv.busy.empty()) {
-            const UnionStats busy = union_stats(dv.busy);
+            const UnionStats busy = union_stats(dv.busy, m_devices.size() > 1 ? &all_busy : nullptr);
             const UnionStats kernels = union_stats(dv.kernels);
             const double busy_time = busy.length;
             const double span = busy.last - busy.first;
@@ -208,13 +208,12 @@ void TimelineBuilder::finish(RunBatch& batch) {
 
     // With several devices the run is busy while any device is: the union of their intervals.
     if (m_devices.size() > 1 && any_timed) {
-        const UnionStats all = union_stats(m_all_busy);
+        const UnionStats all = union_stats(all_busy);
         run_busy = all.length;
         run_span_sum = last - first;
         run_idle = run_span_sum - all.length;
         longest_gap = all.longest_gap;
     }
-    m_all_busy = SpanSet();
 
     double gpu_time = 0, memory_time = 0;
     std::size_t kernel_count = 0;

@@ -98,7 +98,6 @@ private:
     std::vector<Group> m_groups;
     std::unordered_map<std::string, std::size_t> m_group_of;
     std::vector<Device> m_devices;
-    SpanSet m_all_busy;  // every device's intervals, for the run's busy time (their union)
     std::unordered_map<std::string, std::size_t> m_device_of;
     std::vector<TimelineEvent> m_events;
     std::size_t m_kernel_events = 0;
