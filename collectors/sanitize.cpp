@@ -13,16 +13,13 @@ namespace perfwatch {
 namespace {
 
 void make_valid(std::string& text, bool name) {
-    if (text.empty()) return;
-    std::string valid = to_valid_utf8(text, name);
-    if (valid != text) text = std::move(valid);
+    if (needs_repair(text, name)) text = to_valid_utf8(text, name);
 }
 
 template <typename Map>
 void make_valid_map(Map& map) {
-    bool changed = false;
-    for (const auto& [k, v] : map)
-        if (to_valid_utf8(k, true) != k || to_valid_utf8(v, true) != v) changed = true;
+    const bool changed =
+        std::any_of(map.begin(), map.end(), [](const auto& kv) { return needs_repair(kv.first, true) || needs_repair(kv.second, true); });
     if (!changed) return;
     Map out;
     for (auto& [k, v] : map) out[to_valid_utf8(k, true)] = to_valid_utf8(v, true);
@@ -44,9 +41,9 @@ void sanitize_batch(RunBatch& batch) {
     std::size_t renamed = 0, dropped = 0;
     std::string first_dropped;
     for (Entity& e : batch.entities) {
-        if (std::string valid = to_valid_utf8(e.name, true); valid != e.name) {
+        if (needs_repair(e.name, true)) {
             e.attributes["name_sha256"] = sha256_hex(e.name);
-            e.name = std::move(valid);
+            e.name = to_valid_utf8(e.name, true);
             ++renamed;
         }
         make_valid_map(e.attributes);

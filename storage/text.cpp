@@ -18,9 +18,13 @@ bool is_control(char c) {
 
 bool is_valid_utf8(std::string_view text) { return utf8::is_valid(text.begin(), text.end()); }
 
+bool needs_repair(std::string_view text, bool names) {
+    return (names && std::any_of(text.begin(), text.end(), is_control)) || !is_valid_utf8(text);
+}
+
 std::string to_valid_utf8(std::string_view text, bool names) {
+    if (!needs_repair(text, names)) return std::string(text);
     const bool has_control = names && std::any_of(text.begin(), text.end(), is_control);
-    if (!has_control && is_valid_utf8(text)) return std::string(text);
     std::string valid;
     valid.reserve(text.size() + 8);
     utf8::replace_invalid(text.begin(), text.end(), std::back_inserter(valid), 0xFFFDu);

@@ -11,6 +11,9 @@ inline constexpr std::string_view k_replacement_character = "\xEF\xBF\xBD";
 // True when `text` is valid UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
 bool is_valid_utf8(std::string_view text);
 
+// True when to_valid_utf8(text, names) would change `text` (checked without copying it).
+bool needs_repair(std::string_view text, bool names = false);
+
 // `text` with every invalid UTF-8 sequence replaced by U+FFFD (utf8cpp's maximal-subpart rule),
 // and, when `names` is set, every C0 control character and DEL too: a name is one line of text.
 std::string to_valid_utf8(std::string_view text, bool names = false);
