@@ -32,22 +32,19 @@ bool is_word(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-// Valid UTF-8 with control characters replaced; line breaks and tabs kept or made spaces.
+// Valid UTF-8 with control characters replaced by U+FFFD; line breaks and tabs kept or made
+// spaces (a carriage return is never kept).
 std::string clean(std::string_view text, bool keep_line_breaks) {
-    std::string spaced(text);
-    if (!keep_line_breaks)
-        for (char& c : spaced)
-            if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-    // Line breaks and tabs survive to_valid_utf8's control replacement only by being put back.
     std::string out;
-    out.reserve(spaced.size());
-    std::size_t start = 0;
-    while (start <= spaced.size()) {
-        std::size_t end = spaced.find_first_of("\n\t", start);
-        if (end == std::string::npos) end = spaced.size();
-        out += to_valid_utf8(std::string_view(spaced).substr(start, end - start), true);
-        if (end < spaced.size()) out += spaced[end];
-        start = end + 1;
+    out.reserve(text.size());
+    for (const char c : to_valid_utf8(text)) {
+        const bool line = c == '\n' || c == '\t' || c == '\r';
+        if (line && !keep_line_breaks)
+            out += ' ';
+        else if ((line && c != '\r') || !(static_cast<unsigned char>(c) < 0x20 || c == 0x7f))
+            out += c;
+        else
+            out += k_replacement_character;
     }
     return out;
 }
