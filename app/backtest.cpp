@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstddef>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "app/commands.hpp"
 #include "engine/backtest.hpp"
@@ -16,9 +19,9 @@ namespace perfwatch {
 
 namespace {
 
-// The rule set of the shipped packs and `paths`, its errors printed; nullopt when it has any.
-std::optional<RuleSet> compiled(const std::vector<std::string>& paths) {
-    RuleSet rules = compile_rules(load_rule_files(paths));
+// The compiled rule set of `files`, its errors printed; nullopt when it has any.
+std::optional<RuleSet> compiled(const std::vector<RuleFile>& files) {
+    RuleSet rules = compile_rules(files);
     for (const Diagnostic& d : rules.diagnostics)
         if (d.level == Diagnostic::Level::error) fmt::print(stderr, "{}\n", d.to_string());
     if (rules.has_errors()) return std::nullopt;
@@ -55,15 +58,17 @@ int run_rules_backtest(const BacktestCommand& command) {
         const std::int64_t ms = duration ? now - (*at - now) : *at;
         scope.since = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::sys_seconds(std::chrono::seconds(ms / 1000)));
     }
-    const auto in_effect = compiled(command.in_effect);
-    std::vector<std::string> with_candidate = command.in_effect;
-    with_candidate.insert(with_candidate.end(), command.candidate.begin(), command.candidate.end());
-    const auto candidate = compiled(with_candidate);
+    // Each file is read once: the shipped packs and the rules in effect, then the candidates.
+    std::vector<RuleFile> files = load_rule_files(command.in_effect);
+    const std::size_t in_effect_files = files.size();
+    for (const std::string& path : expand_rule_paths(command.candidate)) files.push_back(parse_rule_file(path));
+    const auto in_effect = compiled({files.begin(), files.begin() + static_cast<std::ptrdiff_t>(in_effect_files)});
+    const auto candidate = compiled(files);
     if (!in_effect || !candidate) return 2;
     std::vector<std::string> ids;
     std::set<std::string> seen;
-    for (const std::string& path : expand_rule_paths(command.candidate))
-        for (const RuleSpec& r : parse_rule_file(path).rules)
+    for (std::size_t i = in_effect_files; i < files.size(); ++i)
+        for (const RuleSpec& r : files[i].rules)
             if (seen.insert(r.id).second) ids.push_back(r.id);
     auto db = open_db(command.db_path);
     if (!db) return 2;

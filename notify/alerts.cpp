@@ -311,20 +311,20 @@ Result<std::vector<OutboxMessage>> outbox_messages(const Db& db, std::vector<Ale
         m.created_ms = now_ms;
         if (g.group_wait_ms > 0 || g.group_interval_ms > 0) {
             m.group_key = g.status + "|" + g.group_key;
+            m.open = true;
             auto open = db.open_group_message(m.receiver, m.group_key);
             if (!open) return std::unexpected(open.error());
-            auto joined = *open ? alert_group_from_json((*open)->payload) : Result<AlertGroup>{};
-            if (*open && joined) {
+            if (auto joined = *open ? alert_group_from_json((*open)->payload) : Result<AlertGroup>{}; *open && joined) {
                 join_groups(*joined, g);
                 m.join_id = (*open)->id;
                 m.own_payload = std::move(m.payload);
                 m.payload = to_json(*joined);
+            } else {
+                auto last = db.group_last_ms(m.receiver, m.group_key);
+                if (!last) return std::unexpected(last.error());
+                m.next_attempt_ms = *last && now_ms < **last + g.group_interval_ms ? **last + g.group_interval_ms
+                                                                                    : now_ms + g.group_wait_ms;
             }
-            auto last = db.group_last_ms(m.receiver, m.group_key);
-            if (!last) return std::unexpected(last.error());
-            m.open = true;
-            m.next_attempt_ms = *last && now_ms < **last + g.group_interval_ms ? **last + g.group_interval_ms
-                                                                                : now_ms + g.group_wait_ms;
         }
         out.push_back(std::move(m));
     }
