@@ -164,12 +164,15 @@ int run_ingest(const IngestOptions& options) {
             if (!stored.error().skipped) status = 2;
             continue;
         }
+        const std::string benchmark = label_value(batch.labels, "benchmark");
         if (stored->inserted)
-            fmt::print("run {}: {} ({}, {} kernels, {} launches)\n", stored->run_id, file, batch.format,
-                       count_kind(batch, EntityKind::kernel),
-                       value_text(batch.entities[batch.run_entity()].value("launches").value_or(0)));
+            fmt::print("run {}: {} ({}, {} kernels, {} launches; benchmark '{}'{})\n", stored->run_id, file,
+                       batch.format, count_kind(batch, EntityKind::kernel),
+                       value_text(batch.entities[batch.run_entity()].value("launches").value_or(0)), benchmark,
+                       stored->content_run ? fmt::format("; same content as run {}", *stored->content_run) : "");
         else
-            fmt::print("run {}: {} already stored (same content)\n", stored->run_id, file);
+            fmt::print("run {}: {} already stored (same content and labels; benchmark '{}')\n", stored->run_id, file,
+                       benchmark);
     }
     return status;
 }
@@ -384,7 +387,7 @@ Result<StoredRun> load_side(const std::string& text, const std::string& db_path,
     if (!id || std::filesystem::exists(text, ec)) {
         auto batch = collect_labelled(text, {}, converters);
         if (!batch) return std::unexpected(batch.error());
-        return StoredRun{0, "", std::move(*batch)};
+        return StoredRun{0, "", std::move(*batch), std::nullopt};
     }
     auto db = Db::open(db_path);
     if (!db) return std::unexpected(db.error());

@@ -353,6 +353,7 @@ private:
         labels.path_templates.insert(labels.path_templates.end(), s.config.path_templates.begin(),
                                      s.config.path_templates.end());
         labels.directory = watch.labels;
+        labels.root = watch.path;
         // A bug in a collector costs this report, never the daemon.
         Result<RunBatch> batch = fail(job.path, 0, "not read");
         try {

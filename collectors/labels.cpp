@@ -7,6 +7,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "collectors/benchmark.hpp"
 #include "collectors/collector.hpp"
 #include "collectors/sanitize.hpp"
 #include "storage/file.hpp"
@@ -70,14 +71,17 @@ std::optional<PathTemplate> PathTemplate::compile(std::string_view text, std::st
                 error = fmt::format("column {}: '{{' must start a label name such as {{commit}}", i + 1);
                 return std::nullopt;
             }
+            t.m_groups.push_back(static_cast<int>(t.m_names.size()));
             t.m_names.push_back(name);
             re += "([^/]+?)";
             i = end;
         } else if (c == '*' && i + 1 < text.size() && text[i + 1] == '*') {
-            re += ".*";
+            t.m_groups.push_back(-1);
+            re += "(.*)";
             ++i;
         } else if (c == '*') {
-            re += "[^/]*";
+            t.m_groups.push_back(-1);
+            re += "([^/]*)";
         } else if (std::string_view("\\^$.|?+()[]").find(c) != std::string_view::npos) {
             re += '\\';
             re += c;
@@ -95,16 +99,30 @@ std::optional<PathTemplate> PathTemplate::compile(std::string_view text, std::st
     return t;
 }
 
-std::optional<std::map<std::string, std::string>> PathTemplate::match(const std::string& path) const {
+std::optional<TemplateMatch> PathTemplate::match_parts(const std::string& path) const {
     std::error_code ec;
     std::filesystem::path abs = std::filesystem::absolute(path, ec);
     if (ec) abs = path;
     const std::string normal = abs.lexically_normal().generic_string();
     std::smatch m;
     if (!std::regex_search(normal, m, m_regex)) return std::nullopt;
-    std::map<std::string, std::string> out;
-    for (std::size_t i = 0; i < m_names.size(); ++i) out[m_names[i]] = m[i + 1].str();
+    TemplateMatch out;
+    for (std::size_t i = 0; i < m_groups.size(); ++i) {
+        const std::string text = m[i + 1].str();
+        if (m_groups[i] >= 0) {
+            out.labels[m_names[static_cast<std::size_t>(m_groups[i])]] = text;
+        } else if (!text.empty()) {
+            if (!out.wildcards.empty() && out.wildcards.back() != '/' && text.front() != '/') out.wildcards += '/';
+            out.wildcards += text;
+        }
+    }
     return out;
+}
+
+std::optional<std::map<std::string, std::string>> PathTemplate::match(const std::string& path) const {
+    auto parts = match_parts(path);
+    if (!parts) return std::nullopt;
+    return std::move(parts->labels);
 }
 
 std::map<std::string, std::string> path_labels(const std::vector<PathTemplate>& templates, const std::string& path) {
@@ -113,10 +131,44 @@ std::map<std::string, std::string> path_labels(const std::vector<PathTemplate>& 
     return {};
 }
 
+std::string derived_benchmark(const LabelSources& sources, const std::string& path, const std::string& format,
+                              std::string* rank) {
+    std::string relative;
+    bool found = false;
+    for (const PathTemplate& t : sources.path_templates) {
+        if (auto parts = t.match_parts(path)) {
+            relative = std::move(parts->wildcards);
+            found = true;
+            break;
+        }
+    }
+    const std::filesystem::path p = std::filesystem::path(path).lexically_normal();
+    if (!found && !sources.root.empty()) {
+        const std::filesystem::path rel = p.lexically_relative(std::filesystem::path(sources.root).lexically_normal());
+        if (!rel.empty() && *rel.begin() != "..") relative = rel.generic_string();
+    }
+    if (relative.empty()) relative = p.filename().string();
+    BenchmarkName b = benchmark_from_path(relative);
+    // Only volatile parts (a PyTorch trace named after its host, pid and time): the folder holding it.
+    if (b.name.empty() && p.has_parent_path()) {
+        BenchmarkName dir = benchmark_from_path(p.parent_path().filename().string());
+        b.name = dir.name;
+        if (b.rank.empty()) b.rank = dir.rank;
+    }
+    if (b.name.empty()) b.name = format;
+    if (rank != nullptr) *rank = b.rank;
+    return b.name;
+}
+
 Result<RunBatch> collect_labelled(const std::string& file, const LabelSources& labels,
                                   const std::vector<Converter>& converters) {
     auto batch = collect_file(file, converters);
     if (!batch) return std::unexpected(batch.error());
+    if (!batch->labels.contains("benchmark")) {
+        std::string rank;
+        batch->labels["benchmark"] = derived_benchmark(labels, file, batch->format, &rank);
+        if (!rank.empty() && !batch->labels.contains("rank")) batch->labels["rank"] = rank;
+    }
     for (const auto& [k, v] : path_labels(labels.path_templates, file)) batch->labels[k] = v;
     for (const auto& [k, v] : labels.directory) batch->labels[k] = v;
     auto sidecar = sidecar_labels(file);

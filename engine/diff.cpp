@@ -73,7 +73,7 @@ Side side_of(const Entity& e) {
 RunDiff diff_runs(RunBatch a, const RunBatch& b, const DiffOptions& options) {
     RunDiff out;
     Baseline baseline;
-    baseline.runs.push_back(std::make_shared<const StoredRun>(StoredRun{0, "", std::move(a)}));
+    baseline.runs.push_back(std::make_shared<const StoredRun>(StoredRun{0, "", std::move(a), std::nullopt}));
     baseline.given = true;
     const RunHistory history(std::move(baseline), b);
     std::map<std::string, const Entity*> before, after;

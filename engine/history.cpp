@@ -29,7 +29,7 @@ bool is_identity_label(std::string_view key) {
 std::string gpu_of(const Labels& labels) { return label_value(labels, "gpu"); }
 
 bool comparable(const Labels& a, const Labels& b, const std::vector<std::string>& match) {
-    if (gpu_of(a) != gpu_of(b)) return false;
+    if (gpu_of(a) != gpu_of(b) || label_value(a, "benchmark") != label_value(b, "benchmark")) return false;
     if (!match.empty()) {
         for (const std::string& k : match)
             if (label_value(a, k) != label_value(b, k)) return false;
@@ -48,7 +48,7 @@ std::string series_key(const Labels& labels, const BaselineSpec& spec) {
     std::string key;
     for (const auto& [k, v] : labels) {
         if (k == "gpu" || is_identity_label(k)) continue;
-        if (!spec.match.empty() && std::find(spec.match.begin(), spec.match.end(), k) == spec.match.end()) continue;
+        if (k != "benchmark" && !spec.match.empty() && std::find(spec.match.begin(), spec.match.end(), k) == spec.match.end()) continue;
         key += fmt::format("{}={};", k, v);
     }
     return key + fmt::format("gpu={};branch={}", gpu_of(labels), branch_of(labels, spec.branch));
@@ -65,7 +65,7 @@ Result<std::vector<std::int64_t>> comparable_runs(const Db& db, const Labels& la
     for (const auto& [k, v] : labels) {
         const bool config = spec.match.empty() ? !is_identity_label(k)
                                                : std::find(spec.match.begin(), spec.match.end(), k) != spec.match.end();
-        if (config || k == "gpu") must.emplace(k, v);
+        if (config || k == "gpu" || k == "benchmark") must.emplace(k, v);
     }
     const std::size_t page = std::max<std::size_t>(4 * spec.runs, 32);
     std::vector<std::int64_t> out;
@@ -161,7 +161,8 @@ Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const B
     auto ids = comparable_runs(db, labels, spec, current.id, &branch);
     if (!ids) return std::unexpected(ids.error());
     if (auto r = load_runs(db, *ids, out, cache); !r) return std::unexpected(r.error());
-    out.description = fmt::format("last {} comparable run(s) on {}", out.runs.size(), spec.branch);
+    out.description = out.runs.empty() ? fmt::format("no comparable run on {} yet", spec.branch)
+                                       : fmt::format("last {} comparable run(s) on {}", out.runs.size(), spec.branch);
     return out;
 }
 

@@ -32,11 +32,11 @@ struct BaselineSpec {
 // The run's GPU model: its `gpu` label (from --label, a sidecar or the report); "" when unknown.
 std::string gpu_of(const Labels& labels);
 
-// Runs may be compared when they ran on the same GPU model (both unknown counts as the same)
-// and their configuration labels match: the labels of `match`, or every non-identity label.
+// Runs may be compared when they measured the same benchmark on the same GPU model (both unknown
+// counts as the same) and their configuration labels match: the labels of `match`, or every non-identity label.
 bool comparable(const Labels& a, const Labels& b, const std::vector<std::string>& match);
 
-// The key of the series a run belongs to for `spec`: its configuration labels, GPU and branch.
+// The key of the series a run belongs to for `spec`: its benchmark, configuration labels, GPU and branch.
 std::string series_key(const Labels& labels, const BaselineSpec& spec);
 
 // The runs one run is compared with, oldest first.

@@ -39,6 +39,8 @@ std::string format_check_text(const CheckReport& report) {
         out += fmt::format("run {}: {} ({})", r.id, r.source, r.format);
         if (!r.labels.empty()) out += fmt::format(" [{}]", labels_text(r.labels));
         out += '\n';
+        if (auto b = r.labels.find("benchmark"); b != r.labels.end())
+            out += fmt::format("  benchmark: {} (compared only with runs of the same benchmark)\n", b->second);
         for (const std::string& n : r.notes) out += fmt::format("  note: {}\n", n);
         for (const std::string& b : r.baselines) out += fmt::format("  baseline: {}\n", b);
         for (const std::string& g : r.regressions) out += fmt::format("  regression {}\n", g);

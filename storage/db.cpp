@@ -186,7 +186,41 @@ ALTER TABLE outbox ADD COLUMN group_key TEXT NOT NULL DEFAULT '';
 ALTER TABLE outbox ADD COLUMN open INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX outbox_group ON outbox(receiver, group_key, state);
 )sql",
+    // A run is a report's content under its labels: the same bytes under another commit are a
+    // new run sharing the entities of the run that stored them first (content_run).
+    R"sql(
+CREATE TABLE runs_new(
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    format TEXT NOT NULL,
+    format_detail TEXT NOT NULL DEFAULT '',
+    tool_version TEXT NOT NULL DEFAULT '',
+    captured_at TEXT,
+    ingested_at TEXT NOT NULL,
+    processed_at TEXT,
+    content_run INTEGER REFERENCES runs(id),
+    labels_key TEXT NOT NULL DEFAULT '',
+    UNIQUE(sha256, labels_key)
+);
+INSERT INTO runs_new(id, source, sha256, format, format_detail, tool_version, captured_at, ingested_at,
+                     processed_at, content_run, labels_key)
+SELECT id, source, sha256, format, format_detail, tool_version, captured_at, ingested_at, processed_at, NULL,
+       COALESCE((SELECT group_concat(key || '=' || value || char(10), '')
+                 FROM (SELECT key, value FROM run_labels l WHERE l.run_id = runs.id ORDER BY key)), '')
+FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_new RENAME TO runs;
+CREATE INDEX runs_content ON runs(content_run);
+)sql",
 };
+
+// The labels of a run as one text ("key=value\n" in key order), part of the run's identity.
+std::string labels_key(const std::map<std::string, std::string>& labels) {
+    std::string out;
+    for (const auto& [k, v] : labels) out += k + "=" + v + "\n";
+    return out;
+}
 
 std::string now_utc() {
     return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
@@ -285,18 +319,29 @@ Result<void> Db::migrate() {
             return fail(m_path, 0,
                         fmt::format("database schema version {} is newer than this build supports ({})", version,
                                     current_schema_version()));
+        if (version == current_schema_version()) return {};
+        // A migration may rebuild a table (drop and rename), which must not cascade to the rows
+        // referring to it: foreign keys are off while migrating (outside any transaction), and
+        // checked before they are on again.
+        m_db->exec("PRAGMA foreign_keys=OFF");
         for (int v = version; v < current_schema_version(); ++v) {
             SQLite::Transaction tx(*m_db);
             m_db->exec(k_migrations[v]);
             m_db->exec(fmt::format("PRAGMA user_version = {}", v + 1));
+            SQLite::Statement check(*m_db, "PRAGMA foreign_key_check");
+            if (check.executeStep())
+                return fail(m_path, 0,
+                            fmt::format("migration to schema version {} left a row of '{}' referring to nothing", v + 1,
+                                        check.getColumn(0).getString()));
             tx.commit();
         }
+        m_db->exec("PRAGMA foreign_keys=ON");
         return {};
     });
 }
 
 std::optional<std::int64_t> Db::find_by_sha256(const std::string& sha256) const {
-    SQLite::Statement st(*m_db, "SELECT id FROM runs WHERE sha256 = ?");
+    SQLite::Statement st(*m_db, "SELECT id FROM runs WHERE sha256 = ? ORDER BY id LIMIT 1");
     st.bind(1, sha256);
     if (st.executeStep()) return st.getColumn(0).getInt64();
     return std::nullopt;
@@ -307,11 +352,19 @@ std::int64_t Db::count_runs() const { return m_db->execAndGet("SELECT count(*) F
 Result<StoreOutcome> Db::store(const RunBatch& batch) {
     return guarded(m_path, [&]() -> Result<StoreOutcome> {
         SQLite::Transaction tx(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
-        if (auto existing = find_by_sha256(batch.sha256)) return StoreOutcome{*existing, false};
+        const std::string key = labels_key(batch.labels);
+        SQLite::Statement same(*m_db, "SELECT id FROM runs WHERE sha256 = ? AND labels_key = ?");
+        same.bind(1, batch.sha256);
+        same.bind(2, key);
+        if (same.executeStep()) return StoreOutcome{same.getColumn(0).getInt64(), false, std::nullopt};
+        std::optional<std::int64_t> content;
+        SQLite::Statement stored(*m_db, "SELECT COALESCE(content_run, id) FROM runs WHERE sha256 = ? ORDER BY id LIMIT 1");
+        stored.bind(1, batch.sha256);
+        if (stored.executeStep()) content = stored.getColumn(0).getInt64();
 
         SQLite::Statement run_st(*m_db,
                                  "INSERT INTO runs(source, sha256, format, format_detail, tool_version, "
-                                 "captured_at, ingested_at) VALUES(?,?,?,?,?,?,?)");
+                                 "captured_at, ingested_at, content_run, labels_key) VALUES(?,?,?,?,?,?,?,?,?)");
         run_st.bind(1, batch.source);
         run_st.bind(2, batch.sha256);
         run_st.bind(3, batch.format);
@@ -322,6 +375,11 @@ Result<StoreOutcome> Db::store(const RunBatch& batch) {
         else
             run_st.bind(6);
         run_st.bind(7, now_utc());
+        if (content)
+            run_st.bind(8, *content);
+        else
+            run_st.bind(8);
+        run_st.bind(9, key);
         run_st.exec();
         const std::int64_t run_id = m_db->getLastInsertRowid();
 
@@ -340,6 +398,10 @@ Result<StoreOutcome> Db::store(const RunBatch& batch) {
             note_st.bind(3, batch.notes[i]);
             note_st.exec();
             note_st.reset();
+        }
+        if (content) {
+            tx.commit();
+            return StoreOutcome{run_id, true, content};
         }
 
         SQLite::Statement ent_st(*m_db,
@@ -404,7 +466,7 @@ Result<StoreOutcome> Db::store(const RunBatch& batch) {
             }
         }
         tx.commit();
-        return StoreOutcome{run_id, true};
+        return StoreOutcome{run_id, true, std::nullopt};
     });
 }
 
@@ -412,7 +474,7 @@ Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
     return guarded(m_path, [&]() -> Result<std::optional<StoredRun>> {
         SQLite::Statement run_st(*m_db,
                                  "SELECT source, sha256, format, format_detail, tool_version, captured_at, "
-                                 "ingested_at FROM runs WHERE id = ?");
+                                 "ingested_at, COALESCE(content_run, id) FROM runs WHERE id = ?");
         run_st.bind(1, run_id);
         if (!run_st.executeStep()) return std::optional<StoredRun>{};
         StoredRun run;
@@ -425,6 +487,9 @@ Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
         b.tool_version = run_st.getColumn(4).getString();
         if (!run_st.getColumn(5).isNull()) b.captured_at = run_st.getColumn(5).getString();
         run.ingested_at = run_st.getColumn(6).getString();
+        // Entities live with the run that stored the content first.
+        const std::int64_t content_id = run_st.getColumn(7).getInt64();
+        if (content_id != run_id) run.content_run = content_id;
 
         SQLite::Statement label_st(*m_db, "SELECT key, value FROM run_labels WHERE run_id = ?");
         label_st.bind(1, run_id);
@@ -436,7 +501,7 @@ Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
         std::unordered_map<std::int64_t, std::size_t> index_of;
         SQLite::Statement ent_st(*m_db,
                                  "SELECT id, parent_id, kind, name FROM entities WHERE run_id = ? ORDER BY ordinal");
-        ent_st.bind(1, run_id);
+        ent_st.bind(1, content_id);
         while (ent_st.executeStep()) {
             Entity e;
             const std::int64_t id = ent_st.getColumn(0).getInt64();
@@ -453,7 +518,7 @@ Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
         SQLite::Statement attr_st(*m_db,
                                   "SELECT a.entity_id, a.key, a.value FROM entity_attributes a "
                                   "JOIN entities e ON e.id = a.entity_id WHERE e.run_id = ?");
-        attr_st.bind(1, run_id);
+        attr_st.bind(1, content_id);
         while (attr_st.executeStep())
             b.entities[index_of.at(attr_st.getColumn(0).getInt64())].attributes[attr_st.getColumn(1).getString()] =
                 attr_st.getColumn(2).getString();
@@ -461,7 +526,7 @@ Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
         SQLite::Statement metric_st(*m_db,
                                     "SELECT m.entity_id, m.name, m.value, m.unit, m.tool_name, m.tool_unit "
                                     "FROM metrics m JOIN entities e ON e.id = m.entity_id WHERE e.run_id = ?");
-        metric_st.bind(1, run_id);
+        metric_st.bind(1, content_id);
         while (metric_st.executeStep()) {
             Metric m{metric_st.getColumn(1).getString(), metric_st.getColumn(2).getDouble(),
                      metric_st.getColumn(3).getString(), metric_st.getColumn(4).getString(),
@@ -472,7 +537,7 @@ Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
         SQLite::Statement sample_st(*m_db,
                                     "SELECT s.entity_id, s.metric, s.data FROM entity_samples s "
                                     "JOIN entities e ON e.id = s.entity_id WHERE e.run_id = ?");
-        sample_st.bind(1, run_id);
+        sample_st.bind(1, content_id);
         while (sample_st.executeStep()) {
             const SQLite::Column data = sample_st.getColumn(2);
             std::vector<double> values(static_cast<std::size_t>(data.getBytes()) / sizeof(double));
@@ -485,7 +550,7 @@ Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
                                 "SELECT t.entity_id, t.rule, t.type, t.section, t.text, t.speedup_type, "
                                 "t.speedup_pct FROM tool_findings t JOIN entities e ON e.id = t.entity_id "
                                 "WHERE e.run_id = ? ORDER BY t.id");
-        tf_st.bind(1, run_id);
+        tf_st.bind(1, content_id);
         while (tf_st.executeStep()) {
             ToolFinding f{tf_st.getColumn(1).getString(), tf_st.getColumn(2).getString(),
                           tf_st.getColumn(3).getString(), tf_st.getColumn(4).getString(),
@@ -500,7 +565,7 @@ Result<std::vector<RunSummary>> Db::list_runs() const {
     return guarded(m_path, [&]() -> Result<std::vector<RunSummary>> {
         SQLite::Statement st(*m_db,
                              "SELECT r.id, r.source, r.format, r.ingested_at, "
-                             "(SELECT count(*) FROM entities e WHERE e.run_id = r.id AND e.kind = 'kernel') "
+                             "(SELECT count(*) FROM entities e WHERE e.run_id = COALESCE(r.content_run, r.id) AND e.kind = 'kernel') "
                              "FROM runs r ORDER BY r.id");
         std::vector<RunSummary> out;
         while (st.executeStep())
@@ -628,8 +693,9 @@ Result<std::vector<SeriesPoint>> Db::metric_series(EntityKind kind, const std::s
                                                    const std::vector<std::int64_t>& runs) const {
     return guarded(m_path, [&]() -> Result<std::vector<SeriesPoint>> {
         SQLite::Statement st(*m_db,
-                             "SELECT m.value FROM entities e JOIN metrics m ON m.entity_id = e.id "
-                             "WHERE e.run_id = ? AND e.kind = ? AND e.name = ? AND m.name = ? LIMIT 1");
+                             "SELECT m.value FROM runs r JOIN entities e ON e.run_id = COALESCE(r.content_run, r.id) "
+                             "JOIN metrics m ON m.entity_id = e.id "
+                             "WHERE r.id = ? AND e.kind = ? AND e.name = ? AND m.name = ? LIMIT 1");
         std::vector<SeriesPoint> out;
         for (std::int64_t run : runs) {
             st.bind(1, run);

@@ -19,9 +19,12 @@ namespace perfwatch {
 // The schema version this build migrates databases to (PRAGMA user_version).
 int current_schema_version();
 
+// A run is a report's content (sha256) under its labels. The same content under other labels
+// (another commit, branch or build) is a new run sharing the stored entities.
 struct StoreOutcome {
     std::int64_t run_id = 0;
-    bool inserted = false;  // false: the same content was already stored as run_id
+    bool inserted = false;  // false: the same content under the same labels was already run_id
+    std::optional<std::int64_t> content_run;  // the run whose stored content this new run shares
 };
 
 struct RunSummary {
@@ -130,8 +133,9 @@ public:
 
     int schema_version() const;
 
-    // Stores one report in one transaction: either all of it or nothing. Content already
-    // stored (same sha256) is not stored twice; its run id is returned with inserted=false.
+    // Stores one report in one transaction: either all of it or nothing. The same content under
+    // the same labels is not stored twice (its run id is returned with inserted=false); the same
+    // content under other labels is a new run whose entities are those already stored.
     Result<StoreOutcome> store(const RunBatch& batch);
 
     // Reads a run back with its labels, entities, metrics and tool findings.

@@ -89,6 +89,7 @@ struct StoredRun {
     std::int64_t id = 0;
     std::string ingested_at;
     RunBatch batch;
+    std::optional<std::int64_t> content_run;  // the run whose stored entities this one shares
 };
 
 }  // namespace perfwatch

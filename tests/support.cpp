@@ -217,6 +217,7 @@ std::string write_kineto_trace(const TempDir& dir, const std::string& name, doub
         {"deviceProperties", {{{"id", 0}, {"name", gpu}, {"computeMajor", 9}, {"computeMinor", 0}, {"numSms", 132}}}},
         {"traceEvents", events}};
     const std::string path = dir.file(name);
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     std::ofstream(path) << trace.dump();
     return path;
 }

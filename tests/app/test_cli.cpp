@@ -120,12 +120,28 @@ TEST(Cli, IngestShowAndDeduplicate) {
     const auto first = run_perfwatch({"ingest", "--db", db, "--label", "branch=main", "--label", "gpu=L4", path});
     ASSERT_EQ(first.exit_code, 0) << first.err;
     EXPECT_NE(first.out.find("run 1: "), std::string::npos) << first.out;
-    const std::string copy = dir.file("renamed.log");
+    // A copy under the same labels (the same benchmark name in another folder) is the same run.
+    const std::string name = std::filesystem::path(path).filename().string();
+    std::filesystem::create_directories(dir.file("copy"));
+    const std::string copy = dir.file("copy/" + name);
     std::filesystem::copy_file(path, copy);
-    const auto second = run_perfwatch({"ingest", "--db", db, copy});
+    const auto second = run_perfwatch({"ingest", "--db", db, "--label", "branch=main", "--label", "gpu=L4", copy});
     EXPECT_EQ(second.exit_code, 0);
     EXPECT_NE(second.out.find("run 1: " + copy + " already stored"), std::string::npos) << second.out;
     EXPECT_EQ(count_runs(db), 1);
+    // The same bytes under another commit are a new run sharing the stored content.
+    const std::int64_t entities = query_int(db, "SELECT count(*) FROM entities");
+    const auto third =
+        run_perfwatch({"ingest", "--db", db, "--label", "branch=main", "--label", "gpu=L4", "--label", "commit=c2", copy});
+    EXPECT_EQ(third.exit_code, 0);
+    EXPECT_NE(third.out.find("run 2: " + copy + " ("), std::string::npos) << third.out;
+    EXPECT_NE(third.out.find("same content as run 1"), std::string::npos) << third.out;
+    EXPECT_EQ(count_runs(db), 2);
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM entities"), entities);
+    const auto shown1 = run_perfwatch({"show", "--db", db, "1", "--format", "json"});
+    const auto shown2 = run_perfwatch({"show", "--db", db, "2", "--format", "json"});
+    EXPECT_EQ(parse_json(shown1)["entities"], parse_json(shown2)["entities"]);
+    EXPECT_EQ(parse_json(shown2)["labels"]["commit"], "c2");
 
     const auto show = run_perfwatch({"show", "--db", db, "1", "--format", "json"});
     ASSERT_EQ(show.exit_code, 0) << show.err;

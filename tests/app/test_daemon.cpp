@@ -139,7 +139,7 @@ TEST(Daemon, IngestsHundredsOfReportsExactlyOnceAndStaysHealthy) {
     const std::string gz = test::read_file((corpus->dir / "kineto/hta__trace_compare__base__base.json.gz").string());
     drop(reports / "bin" / "main" / "c0" / "report1.sqlite", nsys);
     drop(reports / "bin" / "main" / "c0" / "base.json.gz", gz);
-    // Exact duplicates under other names and labels.
+    // The same bytes under other labels (commits): new runs sharing the stored content.
     const std::size_t duplicates = 30;
     for (std::size_t i = 0; i < duplicates; ++i) {
         const auto& [name, bytes] = corpus->texts[i % corpus->texts.size()];
@@ -148,6 +148,7 @@ TEST(Daemon, IngestsHundredsOfReportsExactlyOnceAndStaysHealthy) {
     }
     write_file(reports / "dups" / "main" / "bin" / "again.sqlite", nsys);
     ++files;
+    const std::size_t shared = duplicates + 1;
     // Corrupt reports: each must be logged by name and counted, never stored.
     const std::string kineto = corpus->texts[0].second, csv = corpus->texts[2].second, roc = corpus->texts[5].second;
     const std::vector<std::pair<std::string, std::string>> corrupt = {
@@ -188,13 +189,16 @@ TEST(Daemon, IngestsHundredsOfReportsExactlyOnceAndStaysHealthy) {
     }
     for (auto& w : writers) w.join();
 
-    const auto expected = static_cast<std::int64_t>(distinct.size());
+    const auto expected = static_cast<std::int64_t>(distinct.size() + shared);
     ASSERT_TRUE(wait_idle_with(port, db, expected, 180)) << "runs: " << query_int(db, "SELECT count(*) FROM runs")
                                                          << " expected " << expected << "\n" << daemon.log();
     std::this_thread::sleep_for(1500ms);
     EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs"), expected);
     // Every run was evaluated.
     EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs WHERE processed_at IS NULL"), 0);
+    // Each content is stored once: the runs under other labels share it.
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs WHERE content_run IS NOT NULL"), static_cast<std::int64_t>(shared));
+    EXPECT_EQ(query_int(db, "SELECT count(DISTINCT run_id) FROM entities"), static_cast<std::int64_t>(distinct.size()));
 
     const std::string log = daemon.log();
     for (const auto& [name, bytes] : corrupt)

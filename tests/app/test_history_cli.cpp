@@ -52,7 +52,7 @@ TEST(HistoryCli, CheckNamesTheFirstBadCommitAndHistoryMarksTheChangePoint) {
     std::string last_out;
     for (std::size_t i = 0; i < std::size(series); ++i) {
         const std::string trace =
-            test::write_kineto_trace(dir, fmt::format("run{}.json", i), series[i], 40, "NVIDIA H100", 1000.0 * static_cast<double>(i + 1));
+            test::write_kineto_trace(dir, fmt::format("c{}/trace.json", i), series[i], 40, "NVIDIA H100", 1000.0 * static_cast<double>(i + 1));
         const auto r = run_perfwatch({"check", "--db", db, "--label", fmt::format("commit=c{}", i), "--label",
                                       "project=demo", "--fail-on", "error", trace});
         if (i < 8) {

@@ -86,7 +86,7 @@ TEST(HtmlReport, RegressionTrendChartHasBandSeriesAndChangePoint) {
     const std::string db = dir.file("h.db");
     const double series[] = {100, 101, 99, 100, 102, 100, 99, 101, 125};
     for (std::size_t i = 0; i < std::size(series); ++i) {
-        const std::string trace = test::write_kineto_trace(dir, fmt::format("run{}.json", i), series[i], 40,
+        const std::string trace = test::write_kineto_trace(dir, fmt::format("c{}/trace.json", i), series[i], 40,
                                                            "NVIDIA H100", 1000.0 * static_cast<double>(i + 1));
         test::run_perfwatch({"check", "--db", db, "--label", fmt::format("commit=c{}", i), trace});
     }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
 
 #include "storage/db.hpp"
 #include "storage/vocabulary.hpp"
@@ -97,6 +98,72 @@ TEST(Db, SameContentIsStoredOnce) {
     EXPECT_FALSE(second->inserted);
     EXPECT_EQ(first->run_id, second->run_id);
     EXPECT_EQ(db->count_runs(), 1);
+}
+
+TEST(Db, SameContentUnderOtherLabelsIsANewRunSharingIt) {
+    TempDir dir;
+    auto db = Db::open(dir.file("a.db"));
+    ASSERT_TRUE(db);
+    RunBatch a = sample_batch("same"), b = sample_batch("same");
+    b.labels["commit"] = "c2";
+    auto first = db->store(a);
+    auto second = db->store(b);
+    auto third = db->store(b);
+    ASSERT_TRUE(first && second && third);
+    EXPECT_TRUE(second->inserted);
+    EXPECT_NE(first->run_id, second->run_id);
+    EXPECT_EQ(second->content_run, first->run_id);
+    EXPECT_FALSE(third->inserted);
+    EXPECT_EQ(third->run_id, second->run_id);
+    EXPECT_EQ(query_int(dir.file("a.db"), "SELECT count(*) FROM entities"), static_cast<std::int64_t>(a.entities.size()));
+    auto one = db->load(first->run_id), two = db->load(second->run_id);
+    ASSERT_TRUE(one && *one && two && *two);
+    EXPECT_EQ((*two)->content_run, first->run_id);
+    EXPECT_EQ((*two)->batch.labels.at("commit"), "c2");
+    ASSERT_EQ((*two)->batch.entities.size(), (*one)->batch.entities.size());
+    for (std::size_t i = 0; i < a.entities.size(); ++i) {
+        EXPECT_EQ((*two)->batch.entities[i].name, (*one)->batch.entities[i].name);
+        EXPECT_EQ((*two)->batch.entities[i].metrics.size(), (*one)->batch.entities[i].metrics.size());
+    }
+    EXPECT_EQ((*two)->batch.notes, a.notes);
+}
+
+// A database written by schema version 5 (runs unique by content) keeps every row through the
+// migration that rebuilds the runs table: nothing cascades away.
+TEST(Db, MigratesAVersion5DatabaseKeepingEveryRow) {
+    TempDir dir;
+    const std::string path = dir.file("v5.db");
+    {
+        SQLite::Database raw(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        raw.exec(read_file(fixture("storage/schema_v5.sql")));
+    }
+    auto count = [&](const char* table) { return query_int(path, fmt::format("SELECT count(*) FROM {}", table)); };
+    const std::int64_t entities = count("entities"), metrics = count("metrics"), findings = count("findings"),
+                       labels = count("run_labels"), pins = count("baseline_pins");
+    ASSERT_GT(entities, 0);
+    ASSERT_GT(findings, 0);
+    auto db = Db::open(path);
+    ASSERT_TRUE(db) << db.error().to_string();
+    EXPECT_EQ(db->schema_version(), current_schema_version());
+    EXPECT_EQ(count("runs"), 1);
+    EXPECT_EQ(count("entities"), entities);
+    EXPECT_EQ(count("metrics"), metrics);
+    EXPECT_EQ(count("findings"), findings);
+    EXPECT_EQ(count("run_labels"), labels);
+    EXPECT_EQ(count("baseline_pins"), pins);
+    EXPECT_EQ(query_int(path, "PRAGMA foreign_keys"), 0);  // a fresh connection's default
+    // The run's labels became its identity: the same content under the same labels is the same run.
+    auto run = db->load(1);
+    ASSERT_TRUE(run && *run);
+    auto again = db->store((*run)->batch);
+    ASSERT_TRUE(again);
+    EXPECT_FALSE(again->inserted);
+    EXPECT_EQ(again->run_id, 1);
+    // Deleting the run still cascades (foreign keys are on again for the connection).
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE);
+    raw.exec("PRAGMA foreign_keys=ON");
+    raw.exec("DELETE FROM baseline_pins; DELETE FROM runs");
+    EXPECT_EQ(count("entities"), 0);
 }
 
 TEST(Db, AFailureHalfWayLeavesNothing) {
