@@ -31,49 +31,60 @@ double kernel_time(const Entity& e) {
     return e.value("duration").value_or(0) * e.value("launches").value_or(1);
 }
 
-// The trend of `metric` on (kind, name) over the comparable runs before `run`, then `run`.
-Result<std::optional<Trend>> trend_for(const Db& db, const StoredRun& run, EntityKind kind, const std::string& name,
-                                       const std::string& metric, const std::string& title) {
+// The trend of a regression finding's metric over the comparable runs before `run`, then `run`,
+// as the pipeline judged it: each run's level, and the band and first bad run stored with the
+// regression (the finding's own comparison where no regression was followed, as in check
+// --baseline).
+Result<std::optional<Trend>> trend_for(const Db& db, const StoredRun& run, const Finding& f) {
+    const FindingComparison& cmp = *f.comparison;
+    const bool run_level = cmp.metric.starts_with("run.");
+    const std::string metric = run_level ? cmp.metric.substr(4) : cmp.metric;
+    const EntityKind kind = run_level ? EntityKind::run : f.entity_kind;
+    const std::string name = run_level ? std::string() : f.entity_name;
     BaselineSpec spec;
-    spec.runs = 30;
     const std::string branch = label_value(run.batch.labels, "branch");
     if (!branch.empty()) spec.branch = branch;
-    auto baseline = select_baseline(db, run, spec);
-    if (!baseline) return std::unexpected(baseline.error());
-    std::vector<std::int64_t> ids;
-    std::map<std::int64_t, std::string> labels;
-    for (const auto& r : baseline->runs) {
-        ids.push_back(r->id);
-        labels[r->id] = label_value(r->batch.labels, "commit");
-    }
-    ids.push_back(run.id);
-    labels[run.id] = label_value(run.batch.labels, "commit");
-    auto series = db.metric_series(kind, name, metric, ids);
-    if (!series) return std::unexpected(series.error());
-    if (series->size() < 2) return std::optional<Trend>{};
+    auto runs = series_runs(db, run, spec, 30);
+    if (!runs) return std::unexpected(runs.error());
+    Baseline all;
+    all.runs = std::move(*runs);
+    const RunHistory history(std::move(all), run.batch);
+    const Entity* current = nullptr;
+    for (const Entity& e : run.batch.entities)
+        if (e.kind == kind && (kind == EntityKind::run || e.name == name)) current = &e;
+    if (current == nullptr) return std::optional<Trend>{};
     Trend t;
-    t.title = title;
+    t.title = fmt::format("{} '{}': {} ({})", to_string(kind), run_level ? "run" : name, metric, f.rule);
     t.metric = metric;
-    std::vector<double> before, all;
-    for (const SeriesPoint& p : *series) {
-        const std::string& commit = labels[p.run_id];
-        t.points.push_back({p.run_id, commit.empty() ? fmt::format("run {}", p.run_id) : commit, p.value});
-        all.push_back(p.value);
+    const auto levels = history.baseline_levels(*current, metric);
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+        if (!levels[i]) continue;
+        const StoredRun& r = *history.baseline().runs[i];
+        const std::string commit = label_value(r.batch.labels, "commit");
+        t.points.push_back({r.id, commit.empty() ? fmt::format("run {}", r.id) : commit, *levels[i]});
     }
-    before.assign(all.begin(), all.end() - 1);
-    t.baseline = median(before);
-    const double half = std::max(3 * mad_sigma(before), std::fabs(t.baseline) * 0.05);
-    t.band_low = t.baseline - half;
-    t.band_high = t.baseline + half;
-    // As the regression rules name the first bad run: a newest value alone may start a shift.
-    ChangePointOptions options;
-    options.min_segment = 2;
-    options.min_last = 1;
-    options.significance = 0.05;
-    if (const Split s = best_split(all, options); s.index > 0 && s.p_value <= options.significance)
-        t.change_point = s.index;
-    else if (all.back() < t.band_low || all.back() > t.band_high)
-        t.change_point = all.size() - 1;  // no earlier shift: it begins with this run (as first_bad() says)
+    const auto now = history.level(*current, metric);
+    if (!now) return std::optional<Trend>{};
+    const std::string commit = label_value(run.batch.labels, "commit");
+    t.points.push_back({run.id, commit.empty() ? fmt::format("run {}", run.id) : commit, *now});
+    if (t.points.size() < 2) return std::optional<Trend>{};
+
+    t.baseline = t.band_low = t.band_high = cmp.baseline;
+    std::optional<std::int64_t> first_bad = cmp.first_bad_run;
+    auto regressions = db.series_regressions(series_key(run.batch.labels, spec));
+    if (!regressions) return std::unexpected(regressions.error());
+    for (const RegressionState& r : *regressions) {
+        if (r.rule != f.rule || r.entity_kind != f.entity_kind || r.entity_name != f.entity_name) continue;
+        if (r.opened_run > run.id || (r.resolved_run && *r.resolved_run < run.id)) continue;
+        const double margin = std::fabs(r.band_limit - r.baseline);
+        t.baseline = r.baseline;
+        t.band_low = r.baseline - margin;
+        t.band_high = r.baseline + margin;
+        if (r.first_bad_run) first_bad = r.first_bad_run;
+    }
+    if (first_bad)
+        for (std::size_t i = 0; i < t.points.size(); ++i)
+            if (t.points[i].run_id == *first_bad) t.change_point = i;
     return std::optional<Trend>{std::move(t)};
 }
 
@@ -152,19 +163,12 @@ Result<HtmlReport> build_html_report(const Db& db, std::int64_t run_id) {
                                           counts[Severity::warning] == 1 ? "" : "s", counts[Severity::info])}};
     if (const std::string gpu = label_value(run.batch.labels, "gpu"); !gpu.empty()) r.summary.push_back({"GPU", gpu});
 
-    for (const Finding& f : r.findings)
-        for (const auto& [key, value] : f.metrics) {
-            if (!key.starts_with("baseline(") || !key.ends_with(")")) continue;
-            std::string metric = key.substr(9, key.size() - 10);
-            const bool run_level = metric.starts_with("run.");
-            if (run_level) metric = metric.substr(4);
-            const EntityKind kind = run_level ? EntityKind::run : f.entity_kind;
-            const std::string name = run_level ? "run" : f.entity_name;
-            auto trend = trend_for(db, run, kind, name, metric,
-                                   fmt::format("{} '{}': {} ({})", to_string(kind), name, metric, f.rule));
-            if (!trend) return std::unexpected(trend.error());
-            if (*trend) r.trends.push_back(std::move(**trend));
-        }
+    for (const Finding& f : r.findings) {
+        if (!f.comparison) continue;
+        auto trend = trend_for(db, run, f);
+        if (!trend) return std::unexpected(trend.error());
+        if (*trend) r.trends.push_back(std::move(**trend));
+    }
     return r;
 }
 

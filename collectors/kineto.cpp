@@ -83,7 +83,8 @@ public:
         JsonEventStream stream(m_path, source);
         m_stream = &stream;
         auto want = [](std::string_view key) {
-            return key == "deviceProperties" || key == "distributedInfo" || key == "schemaVersion";
+            return key == "deviceProperties" || key == "distributedInfo" || key == "schemaVersion" ||
+                   key == "cuda_driver_version" || key == "cuda_runtime_version" || key == "cupti_version";
         };
         auto member = [&](std::string_view key, std::string_view json) { return take_member(key, json); };
         auto event = [&](std::string_view json, const JsonEventStream::Hints& hints) { return take_event(json, hints); };
@@ -98,6 +99,15 @@ private:
             return fail(m_path, 0, fmt::format("top-level member \"{}\" is not valid JSON", key));
         if (key == "schemaVersion") {
             if (root.is_int64()) m_schema = fmt::format("schema {}", int64_t(root));
+            return {};
+        }
+        // The software a trace ran on (recent PyTorch writes these beside schemaVersion): labels
+        // that never make another series, named when they change.
+        if (key == "cuda_driver_version" || key == "cuda_runtime_version" || key == "cupti_version") {
+            if (root.is_int64())
+                m_labels[std::string(key.substr(0, key.size() - 8))] = std::to_string(int64_t(root));
+            else if (root.is_string())
+                m_labels[std::string(key.substr(0, key.size() - 8))] = std::string(std::string_view(root));
             return {};
         }
         if (key == "distributedInfo") {

@@ -109,6 +109,16 @@ public:
         return m_history->describe_run(*run, m_batch->labels);
     }
 
+    std::optional<UniformChange> uniform_change(std::string_view metric) const override {
+        if (m_history == nullptr) return std::nullopt;
+        return m_history->uniform_change(metric);
+    }
+
+    std::optional<std::string> changed_labels() const override {
+        if (m_history == nullptr) return std::nullopt;
+        return m_history->changed_labels();
+    }
+
 private:
     // The entity history functions read: this one, or the run for run.METRIC; nullptr without history.
     const Entity* subject(bool run_level) const {
@@ -213,19 +223,24 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
             f.message = rule.message.render(scope);
             collect_values(rule.when.metrics_read(), scope, f.metrics);
             collect_values(rule.message.metrics_read(), scope, f.metrics);
-            // A regression carries its comparison: baseline, change (%) and confidence (%).
-            if (history != nullptr)
-                for (const RegressionCheck& check : rule.regressions) {
-                    const Entity* subject = check.run_level ? run_entity : &entity;
-                    if (subject == nullptr) continue;
+            // A regression carries its comparison as the engine judged it.
+            if (history != nullptr && !rule.regressions.empty()) {
+                const RegressionCheck& check = rule.regressions.front();
+                const Entity* subject = check.run_level ? run_entity : &entity;
+                if (subject != nullptr)
                     if (const auto c = history->compare(*subject, check.metric)) {
-                        const std::string m = check.run_level ? "run." + check.metric : check.metric;
-                        f.metrics["baseline(" + m + ")"] = c->baseline;
-                        f.metrics["change(" + m + ")"] = c->change_pct;
-                        f.metrics["confidence(" + m + ")"] =
-                            100.0 * (check.higher_is_worse ? c->confidence_up : c->confidence_down);
+                        FindingComparison fc;
+                        fc.metric = check.run_level ? "run." + check.metric : check.metric;
+                        fc.baseline = c->baseline;
+                        fc.current = c->current;
+                        fc.change_pct = c->change_pct;
+                        if (c->window_test || c->rank_test)
+                            fc.confidence_pct = 100.0 * (check.higher_is_worse ? c->confidence_up : c->confidence_down);
+                        fc.first_bad_run = history->first_bad_run(*subject, check.metric, run.id);
+                        fc.reference = c->horizon ? "horizon" : "window";
+                        f.comparison = std::move(fc);
                     }
-                }
+            }
             f.estimated_speedup_pct = tool_speedup(rule, batch, i, launches_of);
             if (!f.estimated_speedup_pct && rule.estimated_speedup) {
                 const Value s = rule.estimated_speedup->evaluate(scope);

@@ -218,7 +218,7 @@ constexpr std::array k_functions = std::to_array<FunctionDef>({
 // improved() take named parameters min_change, confidence and worse.
 constexpr auto k_history_functions = std::to_array<std::string_view>({
     "baseline", "change", "spread", "confidence", "regressed", "improved", "changed", "first_bad", "is_new",
-    "vanished", "vanished_names",
+    "vanished", "vanished_names", "current", "uniform_change", "uniform_kernels", "changed_labels",
 });
 
 constexpr std::array<std::string_view, 7> k_entity_kinds{"run",       "device",   "kernel", "launch",
@@ -429,7 +429,7 @@ private:
         n->text = name.text;
         const std::string& f = name.text;
         n->type = f == "regressed" || f == "improved" || f == "changed" || f == "is_new" ? ValueType::boolean
-                  : f == "first_bad" || f == "vanished_names"                           ? ValueType::string
+                  : f == "first_bad" || f == "vanished_names" || f == "changed_labels"  ? ValueType::string
                                                                                          : ValueType::number;
         auto close = [&] {
             if (peek().kind != Tok::rparen) {
@@ -438,8 +438,8 @@ private:
             }
             take();
         };
-        if (f == "is_new") {
-            if (peek().kind != Tok::rparen) error(peek().offset, "is_new() takes no arguments");
+        if (f == "is_new" || f == "changed_labels") {
+            if (peek().kind != Tok::rparen) error(peek().offset, fmt::format("{}() takes no arguments", f));
             close();
             return n;
         }
@@ -687,6 +687,10 @@ Value eval_history(const Node& n, const EvalScope& s) {
         if (auto v = s.is_new()) return *v;
         return std::monostate{};
     }
+    if (f == "changed_labels") {
+        if (auto v = s.changed_labels()) return *v;
+        return std::monostate{};
+    }
     if (f == "vanished" || f == "vanished_names") {
         const auto names = s.vanished(n.entity_kind);
         if (!names) return std::monostate{};
@@ -707,9 +711,15 @@ Value eval_history(const Node& n, const EvalScope& s) {
         if (auto v = s.first_bad(c.metric, c.run_level)) return *v;
         return std::monostate{};
     }
+    if (f == "uniform_change" || f == "uniform_kernels") {
+        const auto u = s.uniform_change(c.metric);
+        if (!u) return std::monostate{};
+        return f == "uniform_change" ? u->change_pct : static_cast<double>(u->kernels);
+    }
     const auto cmp = s.compare(c.metric, c.run_level);
     if (!cmp) return std::monostate{};
     if (f == "baseline") return cmp->baseline;
+    if (f == "current") return cmp->current;
     if (f == "change") return cmp->change_pct;
     if (f == "spread") {
         if (!cmp->window_test) return std::monostate{};

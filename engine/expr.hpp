@@ -70,6 +70,13 @@ public:
         (void)run_level;
         return std::nullopt;
     }
+    // How the run's kernels moved together in `metric`.
+    virtual std::optional<UniformChange> uniform_change(std::string_view metric) const {
+        (void)metric;
+        return std::nullopt;
+    }
+    // Environment labels that changed since the newest baseline run.
+    virtual std::optional<std::string> changed_labels() const { return std::nullopt; }
 };
 
 // A regressed() call of a rule: what the run pipeline needs to follow the regression over runs.

@@ -1,18 +1,23 @@
 #include "engine/history.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <set>
 
 namespace perfwatch {
 
 namespace {
 
+// Labels naming one build, and labels describing the machine a run had (its environment):
+// neither makes another series, and the environment ones are named when they change.
 constexpr auto k_identity_labels = std::to_array<std::string_view>({
     "commit", "branch", "build", "build_id", "pipeline", "job", "job_id", "time", "date", "timestamp",
-    "tool_version", "host", "hostname",
+    "tool_version", "host", "hostname", "driver", "cuda_driver", "cuda_runtime", "cupti", "rocm", "clocks",
+    "sm_clock", "memory_clock", "power_limit",
 });
 
 std::string branch_of(const Labels& labels, const std::string& default_branch) {
@@ -56,9 +61,54 @@ std::string series_key(const Labels& labels, const BaselineSpec& spec) {
 
 namespace {
 
-// Comparable runs stored before `before`, newest first, at most `limit`, on `branch` when given.
+// Which runs of a series may be a baseline, from its regressions: none before an accepted
+// regression's first bad run (the accepted level is the baseline since), and none from an open
+// regression's first bad run on, nor between a resolved one's first and last bad runs.
+struct BaselineWindow {
+    std::int64_t from = 0;
+    std::vector<std::pair<std::int64_t, std::int64_t>> excluded;  // [first, last] run ids
+    bool admits(std::int64_t id) const {
+        if (id < from) return false;
+        for (const auto& [a, b] : excluded)
+            if (id >= a && id <= b) return false;
+        return true;
+    }
+};
+
+// Also records, in `out`, the first bad run of each open regression and its commit.
+Result<BaselineWindow> baseline_window(const Db& db, const std::string& series, std::int64_t current, Baseline& out) {
+    BaselineWindow w;
+    auto regressions = db.series_regressions(series);
+    if (!regressions) return std::unexpected(regressions.error());
+    for (const RegressionState& r : *regressions) {
+        if (r.opened_run >= current) continue;  // opened by this run or a later one
+        const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
+        const bool closed_before = r.resolved_run && *r.resolved_run < current;
+        if (r.status == RegressionStatus::accepted && closed_before)
+            w.from = std::max(w.from, first);
+        else if (r.status == RegressionStatus::resolved && closed_before)
+            w.excluded.emplace_back(first, r.last_bad_run);
+        else
+            w.excluded.emplace_back(first, std::numeric_limits<std::int64_t>::max());
+        if (!closed_before) {
+            out.open_first_bad[{r.entity_kind, r.entity_kind == EntityKind::run ? std::string() : r.entity_name, r.metric}] =
+                first;
+            if (!out.commits.contains(first)) {
+                auto run = db.find_runs({}, first + 1, 1);
+                if (!run) return std::unexpected(run.error());
+                if (!run->empty() && run->front().id == first)
+                    out.commits[first] = label_value(run->front().labels, "commit");
+            }
+        }
+    }
+    return w;
+}
+
+// Comparable runs stored before `before`, newest first, at most `limit`, on `branch` when given,
+// admitted by `window` when given.
 Result<std::vector<std::int64_t>> comparable_runs(const Db& db, const Labels& labels, const BaselineSpec& spec,
-                                                  std::int64_t before, const std::string* branch) {
+                                                  std::int64_t before, const std::string* branch, std::size_t limit,
+                                                  const BaselineWindow* window = nullptr) {
     // The labels a comparable run must carry go to the query; the rest (labels it must not have,
     // a missing branch counting as the baseline branch) is checked here, a page at a time.
     Labels must;
@@ -67,14 +117,16 @@ Result<std::vector<std::int64_t>> comparable_runs(const Db& db, const Labels& la
                                                : std::find(spec.match.begin(), spec.match.end(), k) != spec.match.end();
         if (config || k == "gpu" || k == "benchmark") must.emplace(k, v);
     }
-    const std::size_t page = std::max<std::size_t>(4 * spec.runs, 32);
+    const std::size_t page = std::max<std::size_t>(4 * limit, 32);
     std::vector<std::int64_t> out;
-    while (out.size() < spec.runs) {
+    while (out.size() < limit) {
+        if (window != nullptr && before != 0 && before <= window->from) break;
         auto candidates = db.find_runs(must, before, page);
         if (!candidates) return std::unexpected(candidates.error());
         for (const RunLabels& r : *candidates) {
-            if (out.size() >= spec.runs) break;
+            if (out.size() >= limit) break;
             if (branch != nullptr && branch_of(r.labels, spec.branch) != *branch) continue;
+            if (window != nullptr && !window->admits(r.id)) continue;
             if (comparable(labels, r.labels, spec.match)) out.push_back(r.id);
         }
         if (candidates->size() < page) break;
@@ -83,17 +135,18 @@ Result<std::vector<std::int64_t>> comparable_runs(const Db& db, const Labels& la
     return out;
 }
 
-Result<void> load_runs(const Db& db, const std::vector<std::int64_t>& newest_first, Baseline& out, RunCache* cache) {
+Result<void> load_runs(const Db& db, const std::vector<std::int64_t>& newest_first,
+                       std::vector<std::shared_ptr<const StoredRun>>& out, RunCache* cache) {
     for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) {
         if (cache != nullptr) {
             auto run = cache->get(db, *it);
             if (!run) return std::unexpected(run.error());
-            if (*run) out.runs.push_back(std::move(*run));
+            if (*run) out.push_back(std::move(*run));
             continue;
         }
         auto run = db.load(*it);
         if (!run) return std::unexpected(run.error());
-        if (*run) out.runs.push_back(std::make_shared<const StoredRun>(std::move(**run)));
+        if (*run) out.push_back(std::make_shared<const StoredRun>(std::move(**run)));
     }
     return {};
 }
@@ -147,22 +200,48 @@ Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const B
         const Labels& pl = pinned->front().labels;
         if (!comparable(labels, pl, spec.match)) continue;
         const std::string branch = branch_of(pl, spec.branch);
-        BaselineSpec earlier = spec;
-        earlier.runs = spec.runs - 1;
-        auto ids = comparable_runs(db, pl, earlier, pin.run_id, &branch);
+        auto ids = comparable_runs(db, pl, spec, pin.run_id, &branch, spec.runs - 1);
         if (!ids) return std::unexpected(ids.error());
         ids->insert(ids->begin(), pin.run_id);
-        if (auto r = load_runs(db, *ids, out, cache); !r) return std::unexpected(r.error());
+        if (auto r = load_runs(db, *ids, out.runs, cache); !r) return std::unexpected(r.error());
         out.description = fmt::format("pinned run {} and {} earlier comparable run(s) on {}", pin.run_id,
                                       ids->size() - 1, branch);
         return out;
     }
     const std::string branch = spec.branch;
-    auto ids = comparable_runs(db, labels, spec, current.id, &branch);
+    auto window = baseline_window(db, series_key(labels, spec), current.id, out);
+    if (!window) return std::unexpected(window.error());
+    auto ids = comparable_runs(db, labels, spec, current.id, &branch, spec.runs + k_reference_runs, &*window);
     if (!ids) return std::unexpected(ids.error());
-    if (auto r = load_runs(db, *ids, out, cache); !r) return std::unexpected(r.error());
+    // The newest `runs` are the window; the k_reference_runs before them the long-horizon reference.
+    std::vector<std::int64_t> reference;
+    if (ids->size() == spec.runs + k_reference_runs) reference.assign(ids->begin() + static_cast<std::ptrdiff_t>(spec.runs), ids->end());
+    if (ids->size() > spec.runs) ids->resize(spec.runs);
+    if (auto r = load_runs(db, *ids, out.runs, cache); !r) return std::unexpected(r.error());
+    if (auto r = load_runs(db, reference, out.reference, cache); !r) return std::unexpected(r.error());
+    const bool cut = window->from > 0 || !window->excluded.empty();
     out.description = out.runs.empty() ? fmt::format("no comparable run on {} yet", spec.branch)
                                        : fmt::format("last {} comparable run(s) on {}", out.runs.size(), spec.branch);
+    if (cut && !out.runs.empty()) {
+        std::vector<std::string> parts;
+        if (window->from > 0) parts.push_back(fmt::format("from run {} (an accepted level)", window->from));
+        for (const auto& [a, b] : window->excluded)
+            parts.push_back(b == std::numeric_limits<std::int64_t>::max() ? fmt::format("before run {} (an open regression)", a)
+                                                                          : fmt::format("not runs {}-{} (a regression)", a, b));
+        out.description += fmt::format(", {}", fmt::join(parts, ", "));
+    }
+    if (!out.reference.empty())
+        out.description += fmt::format("; reference: the {} run(s) before them", out.reference.size());
+    return out;
+}
+
+Result<std::vector<std::shared_ptr<const StoredRun>>> series_runs(const Db& db, const StoredRun& current,
+                                                                  const BaselineSpec& spec, std::size_t limit) {
+    const std::string branch = spec.branch;
+    auto ids = comparable_runs(db, current.batch.labels, spec, current.id, &branch, limit);
+    if (!ids) return std::unexpected(ids.error());
+    std::vector<std::shared_ptr<const StoredRun>> out;
+    if (auto r = load_runs(db, *ids, out, nullptr); !r) return std::unexpected(r.error());
     return out;
 }
 
@@ -188,34 +267,51 @@ bool uses_duration_samples(std::string_view metric) {
 }
 
 RunHistory::RunHistory(Baseline baseline, const RunBatch& current) : m_baseline(std::move(baseline)), m_current(current) {
-    for (const auto& run_ptr : m_baseline.runs) {
-        const StoredRun& run = *run_ptr;
-        auto& index = m_index.emplace_back();
-        for (const Entity& e : run.batch.entities) {
-            if (e.kind == EntityKind::launch) continue;
-            index.emplace(std::make_pair(e.kind, e.kind == EntityKind::run ? std::string() : e.name), &e);
+    auto index_runs = [&](const std::vector<std::shared_ptr<const StoredRun>>& runs, auto& indexes) {
+        for (const auto& run_ptr : runs) {
+            auto& index = indexes.emplace_back();
+            for (const Entity& e : run_ptr->batch.entities) {
+                if (e.kind == EntityKind::launch) continue;
+                index.emplace(std::make_pair(e.kind, e.kind == EntityKind::run ? std::string() : e.name), &e);
+            }
+            index_launches(run_ptr->batch);
         }
-        index_launches(run.batch);
-    }
+    };
+    index_runs(m_baseline.runs, m_index);
+    index_runs(m_baseline.reference, m_reference_index);
     index_launches(current);
 }
 
 void RunHistory::index_launches(const RunBatch& batch) {
-    for (const Entity& e : batch.entities)
+    for (std::size_t i = 0; i < batch.entities.size(); ++i) {
+        const Entity& e = batch.entities[i];
         if (e.kind == EntityKind::launch && e.parent >= 0 && static_cast<std::size_t>(e.parent) < batch.entities.size())
             m_launches[&batch.entities[static_cast<std::size_t>(e.parent)]].push_back(&e);
+        if (e.kind == EntityKind::kernel) m_kernels[&batch].push_back(&e);
+        if (e.kind == EntityKind::run) m_batch_of[&e] = &batch;
+    }
 }
 
-const std::vector<const Entity*>& RunHistory::matches(const Entity& entity) const {
-    auto [it, fresh] = m_matches.try_emplace(&entity);
+namespace {
+
+const std::vector<const Entity*>& find_matches(
+    const Entity& entity, const std::vector<std::map<std::pair<EntityKind, std::string>, const Entity*>>& indexes,
+    std::map<const Entity*, std::vector<const Entity*>>& memo) {
+    auto [it, fresh] = memo.try_emplace(&entity);
     if (fresh) {
         const auto key = std::make_pair(entity.kind, entity.kind == EntityKind::run ? std::string() : entity.name);
-        for (const auto& index : m_index) {
+        for (const auto& index : indexes) {
             auto found = index.find(key);
             it->second.push_back(found == index.end() ? nullptr : found->second);
         }
     }
     return it->second;
+}
+
+}  // namespace
+
+const std::vector<const Entity*>& RunHistory::matches(const Entity& entity) const {
+    return find_matches(entity, m_index, m_matches);
 }
 
 std::vector<double> RunHistory::samples_of(const Entity& entity, std::string_view metric) const {
@@ -228,35 +324,78 @@ std::vector<double> RunHistory::samples_of(const Entity& entity, std::string_vie
     return evenly_spaced(out);
 }
 
+std::optional<double> RunHistory::robust_run_time(const Entity& run) const {
+    auto batch = m_batch_of.find(&run);
+    if (batch == m_batch_of.end()) return std::nullopt;
+    auto kernels = m_kernels.find(batch->second);
+    if (kernels == m_kernels.end() || kernels->second.empty()) return std::nullopt;
+    double total = 0;
+    for (const Entity* k : kernels->second) {
+        const std::vector<double> s = samples_of(*k, "duration");
+        const auto launches = k->value("launches");
+        if (s.size() >= 3 && launches) {
+            total += *launches * median(s);
+        } else if (auto t = k->value("duration_total")) {
+            total += *t;
+        } else {
+            return std::nullopt;
+        }
+    }
+    return total;
+}
+
+std::optional<double> RunHistory::level(const Entity& entity, std::string_view metric) const {
+    if (entity.kind == EntityKind::run && metric == "gpu_time")
+        if (auto robust = robust_run_time(entity)) return robust;
+    const std::vector<double> s = samples_of(entity, metric);
+    if (s.size() >= 3) return median(s);
+    return entity.value(metric);
+}
+
+std::optional<Comparison> RunHistory::compare_with(const Entity& entity, std::string_view metric,
+                                                   const std::vector<const Entity*>& baseline) const {
+    const auto current = level(entity, metric);
+    if (!current) return std::nullopt;
+    // Each run is seen through its level: the median per launch where launches were sampled (one
+    // slow launch, a warm-up or a spike, moves a mean, not a median), launches x median per
+    // kernel for a run's GPU time. The rank test adds the pooled per-launch samples.
+    const std::vector<double> current_samples = samples_of(entity, metric);
+    std::vector<double> levels, pooled;
+    for (const Entity* e : baseline) {
+        if (e == nullptr) continue;
+        const auto v = level(*e, metric);
+        if (!v) continue;
+        levels.push_back(*v);
+        const std::vector<double> s = samples_of(*e, metric);
+        pooled.insert(pooled.end(), s.begin(), s.end());
+    }
+    if (levels.empty()) return std::nullopt;
+    std::optional<Comparison> result;
+    if (!m_baseline.given && levels.size() < k_min_history_runs)
+        result = compare_to_baseline(*current, {}, levels, {}, 0.005, k_min_history_runs);  // too little history: no test
+    else
+        result = compare_to_baseline(*current, current_samples, levels, pooled);
+    // Value, baseline and change in one estimator: the change is the ratio of the two levels.
+    result->current = *current;
+    const double scale = std::fabs(result->baseline);
+    result->change_pct = scale > 0 ? 100.0 * (*current - result->baseline) / scale : 0.0;
+    return result;
+}
+
 std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_view metric) const {
     const auto key = std::make_pair(&entity, std::string(metric));
     if (auto it = m_memo.find(key); it != m_memo.end()) return it->second;
-    std::optional<Comparison> result;
-    if (const auto current = entity.value(metric)) {
-        // Where every run has per-launch samples, the run-to-run test compares their medians: one
-        // slow launch (a warm-up, a spike) moves a mean, not a median.
-        const std::vector<double> current_samples = samples_of(entity, metric);
-        std::vector<double> values, medians, pooled;
-        bool all_sampled = current_samples.size() >= 3;
-        for (const Entity* e : matches(entity)) {
-            if (e == nullptr) continue;
-            const auto v = e->value(metric);
-            if (!v) continue;
-            values.push_back(*v);
-            const std::vector<double> s = samples_of(*e, metric);
-            all_sampled = all_sampled && s.size() >= 3;
-            if (s.size() >= 3) medians.push_back(median(s));
-            pooled.insert(pooled.end(), s.begin(), s.end());
-        }
-        if (!m_baseline.given && values.size() < k_min_history_runs) {
-            // Too little history: report the change, test nothing.
-            if (!values.empty()) result = compare_to_baseline(*current, {}, values, {}, 0.005, k_min_history_runs);
-        } else if (!values.empty()) {
-            if (all_sampled) {
-                result = compare_to_baseline(median(current_samples), current_samples, medians, pooled);
-                result->current = *current;
-            } else {
-                result = compare_to_baseline(*current, current_samples, values, pooled);
+    std::optional<Comparison> result = compare_with(entity, metric, matches(entity));
+    if (result && (result->window_test || result->rank_test) && m_baseline.reference.size() >= k_reference_runs) {
+        auto far = compare_with(entity, metric, find_matches(entity, m_reference_index, m_reference_matches));
+        if (far && (far->window_test || far->rank_test)) {
+            const bool up = far->change_pct > 0;
+            const double conf_far = up ? far->confidence_up : far->confidence_down;
+            const double conf_near = up ? result->confidence_up : result->confidence_down;
+            if (std::fabs(far->change_pct) > std::fabs(result->change_pct) && (far->change_pct > 0) == (result->change_pct > 0) &&
+                conf_far >= conf_near) {
+                far->horizon = true;
+                result = far;
             }
         }
     }
@@ -264,10 +403,60 @@ std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_
     return result;
 }
 
-std::optional<double> RunHistory::level(const Entity& entity, std::string_view metric) const {
-    const std::vector<double> s = samples_of(entity, metric);
-    if (s.size() >= 3) return median(s);
-    return entity.value(metric);
+std::optional<UniformChange> RunHistory::uniform_change(std::string_view metric) const {
+    if (m_baseline.runs.empty()) return std::nullopt;
+    if (auto it = m_uniform.find(metric); it != m_uniform.end()) return it->second;
+    std::vector<double> changes;
+    for (const Entity& e : m_current.entities) {
+        if (e.kind != EntityKind::kernel) continue;
+        const auto c = compare(e, metric);
+        if (!c || !(c->window_test || c->rank_test)) continue;
+        changes.push_back(c->change_pct);
+    }
+    UniformChange u;
+    u.kernels = changes.size();
+    if (changes.size() >= 3) {
+        const double mid = median(changes);
+        // Every kernel moved the same way by about the same factor: within a quarter of the
+        // common change, or 2 points, of it.
+        const double tolerance = std::max(2.0, std::fabs(mid) / 4);
+        const bool same = std::all_of(changes.begin(), changes.end(), [&](double c) {
+            return std::fabs(c - mid) <= tolerance && (c > 0) == (mid > 0);
+        });
+        if (same && std::fabs(mid) >= 3) u.change_pct = mid;
+    }
+    m_uniform.emplace(std::string(metric), u);
+    return u;
+}
+
+std::optional<std::string> RunHistory::changed_labels() const {
+    if (m_baseline.runs.empty()) return std::nullopt;
+    const Labels& before = m_baseline.runs.back()->batch.labels;
+    const Labels& now = m_current.labels;
+    std::vector<std::string> parts;
+    auto differs = [&](const std::string& k) {
+        static const std::set<std::string> k_build = {"commit", "branch", "build", "build_id", "pipeline", "job",
+                                                      "job_id", "time", "date", "timestamp"};
+        return !k_build.contains(k) && label_value(before, k) != label_value(now, k);
+    };
+    std::set<std::string> keys;
+    for (const auto& [k, v] : before) keys.insert(k);
+    for (const auto& [k, v] : now) keys.insert(k);
+    for (const std::string& k : keys)
+        if (differs(k))
+            parts.push_back(fmt::format("{} {} -> {}", k, label_value(before, k).empty() ? "(none)" : label_value(before, k),
+                                        label_value(now, k).empty() ? "(none)" : label_value(now, k)));
+    if (m_baseline.runs.back()->batch.tool_version != m_current.tool_version && !m_current.tool_version.empty())
+        parts.push_back(fmt::format("tool version {} -> {}", m_baseline.runs.back()->batch.tool_version,
+                                    m_current.tool_version));
+    if (parts.empty()) return std::nullopt;
+    return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::vector<std::optional<double>> RunHistory::baseline_levels(const Entity& entity, std::string_view metric) const {
+    std::vector<std::optional<double>> out;
+    for (const Entity* e : matches(entity)) out.push_back(e == nullptr ? std::nullopt : level(*e, metric));
+    return out;
 }
 
 std::optional<double> RunHistory::latest(const Entity& entity, std::string_view metric) const {
@@ -297,14 +486,19 @@ std::optional<std::vector<std::string>> RunHistory::vanished(EntityKind kind) co
 
 std::optional<std::int64_t> RunHistory::first_bad_run(const Entity& entity, std::string_view metric,
                                                       std::int64_t current_run) const {
-    const auto current = entity.value(metric);
+    // An open regression keeps the first bad run decided when it opened.
+    if (auto it = m_baseline.open_first_bad.find({entity.kind, entity.kind == EntityKind::run ? std::string() : entity.name,
+                                                 std::string(metric)});
+        it != m_baseline.open_first_bad.end())
+        return it->second;
+    const auto current = level(entity, metric);
     if (!current) return std::nullopt;
     std::vector<double> series;
     std::vector<std::int64_t> runs;
     const auto& m = matches(entity);
     for (std::size_t i = 0; i < m.size(); ++i) {
         if (m[i] == nullptr) continue;
-        if (auto v = m[i]->value(metric)) {
+        if (auto v = level(*m[i], metric)) {
             series.push_back(*v);
             runs.push_back(m_baseline.runs[i]->id);
         }
@@ -325,8 +519,13 @@ std::string RunHistory::describe_run(std::int64_t run_id, const Labels& current_
     const Labels* labels = nullptr;
     for (const auto& r : m_baseline.runs)
         if (r->id == run_id) labels = &r->batch.labels;
-    if (labels == nullptr) labels = &current_labels;
-    const std::string commit = label_value(*labels, "commit");
+    std::string commit;
+    if (labels != nullptr)
+        commit = label_value(*labels, "commit");
+    else if (auto it = m_baseline.commits.find(run_id); it != m_baseline.commits.end())
+        commit = it->second;
+    else
+        commit = label_value(current_labels, "commit");
     return commit.empty() ? fmt::format("run {}", run_id) : fmt::format("commit {} (run {})", commit, run_id);
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "engine/stats.hpp"
@@ -42,6 +43,13 @@ std::string series_key(const Labels& labels, const BaselineSpec& spec);
 // The runs one run is compared with, oldest first.
 struct Baseline {
     std::vector<std::shared_ptr<const StoredRun>> runs;  // oldest first
+    // The first bad run of each open regression of the series, by entity kind, name and metric
+    // (decided when it opened, and kept), with the commit of that run where it has one.
+    std::map<std::tuple<EntityKind, std::string, std::string>, std::int64_t> open_first_bad;
+    std::map<std::int64_t, std::string> commits;
+    // The long-horizon reference: the comparable runs just before `runs` (oldest first), so a
+    // slow drift the window follows is still seen. Empty when the window is not full.
+    std::vector<std::shared_ptr<const StoredRun>> reference;
     bool given = false;  // chosen by the user (check --baseline), not from history
     std::string description;  // "last 10 comparable runs on main", "pinned run 7 ...", "run 3 (given)"
 };
@@ -68,12 +76,23 @@ private:
     std::unordered_map<std::int64_t, Slot> m_slots;
 };
 
+// Runs in the long-horizon reference of a baseline.
+inline constexpr std::size_t k_reference_runs = 5;
+
 // Chooses the baseline of `current` for `spec`: a pinned comparable run (the newest pin stored
 // before it) with the comparable runs of its branch before it, else the last `spec.runs`
-// comparable runs on the baseline branch stored before `current`.
+// comparable runs on the baseline branch stored before `current` that the series' regressions
+// admit (none from an open regression's first bad run on, none between a resolved one's first
+// and last bad runs, none before an accepted one's first bad run), with the k_reference_runs
+// admitted runs before them as the reference.
 // Runs are read through `cache` when given.
 Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const BaselineSpec& spec,
                                  RunCache* cache = nullptr);
+
+// The comparable runs of `current`'s series stored before it (any level, regressions or not),
+// oldest first, at most `limit`: what a trend chart shows.
+Result<std::vector<std::shared_ptr<const StoredRun>>> series_runs(const Db& db, const StoredRun& current,
+                                                                  const BaselineSpec& spec, std::size_t limit);
 
 // An explicit baseline (check --baseline): refused when it ran on another GPU model.
 Result<Baseline> explicit_baseline(const Db& db, const StoredRun& current, std::int64_t baseline_run);
@@ -90,11 +109,23 @@ public:
 
     const Baseline& baseline() const { return m_baseline; }
     // Comparison of `metric` of `entity` (a current-run entity) with the baseline; nullopt when
-    // the entity or metric is missing on either side.
+    // the entity or metric is missing on either side. Value, baseline and change are levels. It is
+    // the comparison with the recent window, or with the long-horizon reference where that sees a
+    // larger change at least as confidently (a drift the window follows).
     std::optional<Comparison> compare(const Entity& entity, std::string_view metric) const;
-    // The level of `metric` on an entity as comparisons see it: the median of its per-launch samples
-    // where it has them, else its value.
+    // The level of `metric` on an entity as comparisons see it: the median of its per-launch
+    // samples where it has them; for a run's gpu_time, launches x median launch time summed over
+    // its kernels (outlier launches move neither); else its value.
     std::optional<double> level(const Entity& entity, std::string_view metric) const;
+    // The common change of the current run's kernels in `metric` (a whole run slower: the
+    // machine, not the code).
+    std::optional<UniformChange> uniform_change(std::string_view metric) const;
+    // Labels (other than those naming the build) and tool version that differ from the newest
+    // baseline run: "driver 550 -> 560"; nullopt when none or no baseline.
+    std::optional<std::string> changed_labels() const;
+    // The level of `metric` of the entity matching `entity` in each baseline run, oldest first
+    // (nullopt where a run lacks it).
+    std::vector<std::optional<double>> baseline_levels(const Entity& entity, std::string_view metric) const;
     // The metric's value in the newest baseline run that has the entity.
     std::optional<double> latest(const Entity& entity, std::string_view metric) const;
     // True when no baseline run has the entity (nullopt: no baseline at all).
@@ -111,16 +142,24 @@ public:
 private:
     // Baseline entities matching `entity`, one per baseline run (nullptr where absent).
     const std::vector<const Entity*>& matches(const Entity& entity) const;
+    std::optional<Comparison> compare_with(const Entity& entity, std::string_view metric,
+                                           const std::vector<const Entity*>& baseline) const;
+    std::optional<double> robust_run_time(const Entity& run) const;
     // Per-instance values behind `metric` of `entity`: its stored samples, else its launches' values.
     std::vector<double> samples_of(const Entity& entity, std::string_view metric) const;
     void index_launches(const RunBatch& batch);
 
     Baseline m_baseline;
     const RunBatch& m_current;
-    std::vector<std::map<std::pair<EntityKind, std::string>, const Entity*>> m_index;  // per baseline run
-    std::map<const Entity*, std::vector<const Entity*>> m_launches;                     // kernel -> its launches
-    mutable std::map<const Entity*, std::vector<const Entity*>> m_matches;
+    using Index = std::map<std::pair<EntityKind, std::string>, const Entity*>;
+    std::vector<Index> m_index;            // per baseline run
+    std::vector<Index> m_reference_index;  // per reference run
+    std::map<const Entity*, std::vector<const Entity*>> m_launches;  // kernel -> its launches
+    std::map<const RunBatch*, std::vector<const Entity*>> m_kernels;  // every batch's kernels
+    std::map<const Entity*, const RunBatch*> m_batch_of;              // run entity -> its batch
+    mutable std::map<const Entity*, std::vector<const Entity*>> m_matches, m_reference_matches;
     mutable std::map<std::pair<const Entity*, std::string>, std::optional<Comparison>> m_memo;
+    mutable std::map<std::string, UniformChange, std::less<>> m_uniform;
 };
 
 // True for metrics where per-instance durations stand behind the value (duration, its mean and median).

@@ -38,7 +38,7 @@ Result<void> follow_regressions(Db& db, const CompiledRule& rule, const RunHisto
         if (auto it = by_entity.find(key); it != by_entity.end()) {
             RegressionState& r = *it->second;
             if (r.last_run >= run.id) continue;  // this run was processed before
-            r.last_run = run.id;
+            r.last_run = r.last_bad_run = run.id;
             r.inside_runs = 0;
             changed.push_back(r);
             continue;
@@ -58,7 +58,9 @@ Result<void> follow_regressions(Db& db, const CompiledRule& rule, const RunHisto
         r.baseline = cmp->baseline;
         const double margin = std::fabs(cmp->baseline) * check.min_change_pct / 100;
         r.band_limit = check.higher_is_worse ? cmp->baseline + margin : cmp->baseline - margin;
-        r.opened_run = r.last_run = run.id;
+        r.opened_run = r.last_run = r.last_bad_run = run.id;
+        r.current = cmp->current;
+        r.change_pct = cmp->change_pct;
         r.first_bad_run = history.first_bad_run(*subject, check.metric, run.id);
         changed.push_back(r);
     }
@@ -75,6 +77,7 @@ Result<void> follow_regressions(Db& db, const CompiledRule& rule, const RunHisto
         r.last_run = run.id;
         if (r.inside_runs >= static_cast<std::int64_t>(rule.spec.resolve_after)) {
             r.resolved_run = run.id;
+            r.status = RegressionStatus::resolved;
             r.resolution = fmt::format("back inside the band for {} comparable run(s)", r.inside_runs);
         }
         changed.push_back(r);

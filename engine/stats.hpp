@@ -41,6 +41,13 @@ struct Comparison {
     std::size_t baseline_samples = 0;
     bool window_test = false;  // the run-to-run test was used (3 or more baseline runs)
     bool rank_test = false;    // the Mann-Whitney test on per-instance samples was used
+    bool horizon = false;      // against the long-horizon reference rather than the recent window
+};
+
+// How the kernels of a run moved together against their baselines.
+struct UniformChange {
+    std::size_t kernels = 0;  // kernels with a tested comparison
+    double change_pct = 0;    // their common change; 0 unless 3 or more moved alike
 };
 
 // Compares `current` (the run's value, with its per-instance samples, possibly none) with the

@@ -89,6 +89,16 @@ std::string format_check_json(const CheckReport& report) {
             {"share_pct", optional_number(f.share_pct)},
             {"impact", optional_number(f.impact)},
         });
+        if (const auto& c = f.comparison)
+            doc["findings"].back()["comparison"] = {
+                {"metric", c->metric},
+                {"baseline", c->baseline},
+                {"current", c->current},
+                {"change_pct", c->change_pct},
+                {"confidence_pct", optional_number(c->confidence_pct)},
+                {"first_bad_run", c->first_bad_run ? nlohmann::json(*c->first_bad_run) : nlohmann::json(nullptr)},
+                {"reference", c->reference},
+            };
     }
     doc["summary"] = {{"findings", report.findings.size()},
                       {"evaluated", report.evaluated},
@@ -111,17 +121,10 @@ std::string md(std::string_view text) { return escape_for(Medium::markdown, text
 // Inline code (a kernel name) in a comment or table cell.
 std::string md_code(std::string_view text) { return code_span(Medium::markdown, text); }
 
-struct RegressionRow {
-    const Finding* finding;
-    std::string metric;
-};
-
-std::vector<RegressionRow> regression_rows(const std::vector<Finding>& findings) {
-    std::vector<RegressionRow> rows;
+std::vector<const Finding*> regression_rows(const std::vector<Finding>& findings) {
+    std::vector<const Finding*> rows;
     for (const Finding& f : findings)
-        for (const auto& [key, value] : f.metrics)
-            if (key.starts_with("baseline(") && key.ends_with(")"))
-                rows.push_back({&f, key.substr(9, key.size() - 10)});
+        if (f.comparison) rows.push_back(&f);
     return rows;
 }
 
@@ -153,22 +156,15 @@ std::string format_check_markdown(const CheckReport& report, std::size_t max_cha
     if (!rows.empty()) {
         body += "\n#### Regressions\n\n| | entity | metric | before | after | change | confidence |\n"
                 "|---|---|---|---:|---:|---:|---:|\n";
-        for (const RegressionRow& row : rows) {
-            const Finding& f = *row.finding;
-            const auto value = [&](const std::string& key) -> std::optional<double> {
-                const auto it = f.metrics.find(key);
-                return it == f.metrics.end() ? std::nullopt : std::optional<double>(it->second);
-            };
-            const std::string plain = row.metric.starts_with("run.") ? row.metric.substr(4) : row.metric;
-            const auto before = value("baseline(" + row.metric + ")");
-            const auto after = value(row.metric);
-            const auto change = value("change(" + row.metric + ")");
-            const auto confidence = value("confidence(" + row.metric + ")");
+        for (const Finding* row : rows) {
+            const Finding& f = *row;
+            const FindingComparison& c = *f.comparison;
+            const std::string plain = c.metric.starts_with("run.") ? c.metric.substr(4) : c.metric;
             const auto [kind, name] = shown_entity(to_string(f.entity_kind), f.entity_name, source_of(report, f.run_id));
             const std::string line = fmt::format(
-                "| **{}** | {} {} | {} | {} | {} | {} | {} |\n", to_string(f.severity), kind, md_code(name), md(plain), before ? format_metric(plain, *before) : "",
-                after ? format_metric(plain, *after) : "", change ? fmt::format("{:+.1f}%", *change) : "",
-                confidence ? fmt::format("{:.1f}%", *confidence) : "");
+                "| **{}** | {} {} | {} | {} | {} | {:+.1f}% | {} |\n", to_string(f.severity), kind, md_code(name),
+                md(plain), format_metric(plain, c.baseline), format_metric(plain, c.current), c.change_pct,
+                c.confidence_pct ? fmt::format("{:.1f}%", *c.confidence_pct) : "");
             if (body.size() + line.size() > budget / 2) {
                 ++omitted_rows;
                 continue;

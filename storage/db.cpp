@@ -213,6 +213,25 @@ DROP TABLE runs;
 ALTER TABLE runs_new RENAME TO runs;
 CREATE INDEX runs_content ON runs(content_run);
 )sql",
+    // Regressions get a status (open, resolved, accepted), the last run that was still bad, the
+    // change when they opened and an acceptance comment; findings carry their comparison.
+    R"sql(
+ALTER TABLE regressions ADD COLUMN status TEXT NOT NULL DEFAULT 'open';
+ALTER TABLE regressions ADD COLUMN last_bad_run INTEGER;
+ALTER TABLE regressions ADD COLUMN current REAL;
+ALTER TABLE regressions ADD COLUMN change_pct REAL;
+ALTER TABLE regressions ADD COLUMN comment TEXT NOT NULL DEFAULT '';
+UPDATE regressions SET status = 'resolved' WHERE resolved_run IS NOT NULL;
+UPDATE regressions SET last_bad_run = opened_run;
+CREATE INDEX regressions_series_all ON regressions(series, id);
+ALTER TABLE findings ADD COLUMN cmp_metric TEXT;
+ALTER TABLE findings ADD COLUMN cmp_baseline REAL;
+ALTER TABLE findings ADD COLUMN cmp_current REAL;
+ALTER TABLE findings ADD COLUMN cmp_change_pct REAL;
+ALTER TABLE findings ADD COLUMN cmp_confidence_pct REAL;
+ALTER TABLE findings ADD COLUMN cmp_first_bad_run INTEGER;
+ALTER TABLE findings ADD COLUMN cmp_reference TEXT;
+)sql",
 };
 
 // The labels of a run as one text ("key=value\n" in key order), part of the run's identity.
@@ -230,6 +249,18 @@ std::string now_utc() {
 std::optional<double> nullable_double(const SQLite::Column& c) {
     if (c.isNull()) return std::nullopt;
     return c.getDouble();
+}
+
+std::optional<std::int64_t> nullable_int(const SQLite::Column& c) {
+    if (c.isNull()) return std::nullopt;
+    return c.getInt64();
+}
+
+void bind_optional_int(SQLite::Statement& st, int index, const std::optional<std::int64_t>& v) {
+    if (v)
+        st.bind(index, *v);
+    else
+        st.bind(index);
 }
 
 void bind_optional(SQLite::Statement& st, int index, const std::optional<double>& v) {
@@ -284,6 +315,22 @@ static std::string write_access_hint(const std::string& path) {
                            dir.string());
     if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) return " (the file is read-only)";
     return {};
+}
+
+std::string_view to_string(RegressionStatus s) {
+    switch (s) {
+        case RegressionStatus::open: return "open";
+        case RegressionStatus::resolved: return "resolved";
+        case RegressionStatus::accepted: return "accepted";
+    }
+    return "open";
+}
+
+std::optional<RegressionStatus> regression_status_from_string(std::string_view s) {
+    if (s == "open") return RegressionStatus::open;
+    if (s == "resolved") return RegressionStatus::resolved;
+    if (s == "accepted") return RegressionStatus::accepted;
+    return std::nullopt;
 }
 
 int current_schema_version() { return static_cast<int>(std::size(k_migrations)); }
@@ -583,7 +630,9 @@ Result<void> Db::store_findings(std::int64_t run_id, const std::vector<Finding>&
         del.exec();
         SQLite::Statement ins(*m_db,
                               "INSERT INTO findings(run_id, rule, title, severity, entity_kind, entity_name, "
-                              "message, speedup_pct, share_pct, impact) VALUES(?,?,?,?,?,?,?,?,?,?)");
+                              "message, speedup_pct, share_pct, impact, cmp_metric, cmp_baseline, cmp_current, "
+                              "cmp_change_pct, cmp_confidence_pct, cmp_first_bad_run, cmp_reference) "
+                              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
         SQLite::Statement val(*m_db, "INSERT INTO finding_values(finding_id, name, value) VALUES(?,?,?)");
         SQLite::Statement lab(*m_db, "INSERT INTO finding_labels(finding_id, key, value) VALUES(?,?,?)");
         for (const Finding& f : findings) {
@@ -597,6 +646,17 @@ Result<void> Db::store_findings(std::int64_t run_id, const std::vector<Finding>&
             bind_optional(ins, 8, f.estimated_speedup_pct);
             bind_optional(ins, 9, f.share_pct);
             bind_optional(ins, 10, f.impact);
+            if (const auto& c = f.comparison) {
+                ins.bind(11, c->metric);
+                ins.bind(12, c->baseline);
+                ins.bind(13, c->current);
+                ins.bind(14, c->change_pct);
+                bind_optional(ins, 15, c->confidence_pct);
+                bind_optional_int(ins, 16, c->first_bad_run);
+                ins.bind(17, c->reference);
+            } else {
+                for (int i = 11; i <= 17; ++i) ins.bind(i);
+            }
             ins.exec();
             ins.reset();
             const std::int64_t fid = m_db->getLastInsertRowid();
@@ -624,7 +684,9 @@ Result<std::vector<Finding>> Db::load_findings(std::int64_t run_id) const {
     return guarded(m_path, [&]() -> Result<std::vector<Finding>> {
         SQLite::Statement st(*m_db,
                              "SELECT id, rule, title, severity, entity_kind, entity_name, message, speedup_pct, "
-                             "share_pct, impact FROM findings WHERE run_id = ? ORDER BY id");
+                             "share_pct, impact, cmp_metric, cmp_baseline, cmp_current, cmp_change_pct, "
+                             "cmp_confidence_pct, cmp_first_bad_run, cmp_reference FROM findings WHERE run_id = ? "
+                             "ORDER BY id");
         st.bind(1, run_id);
         SQLite::Statement val(*m_db, "SELECT name, value FROM finding_values WHERE finding_id = ?");
         SQLite::Statement lab(*m_db, "SELECT key, value FROM finding_labels WHERE finding_id = ?");
@@ -642,6 +704,14 @@ Result<std::vector<Finding>> Db::load_findings(std::int64_t run_id) const {
             f.estimated_speedup_pct = nullable_double(st.getColumn(7));
             f.share_pct = nullable_double(st.getColumn(8));
             f.impact = nullable_double(st.getColumn(9));
+            if (!st.getColumn(10).isNull())
+                f.comparison = FindingComparison{st.getColumn(10).getString(),
+                                                 st.getColumn(11).getDouble(),
+                                                 st.getColumn(12).getDouble(),
+                                                 st.getColumn(13).getDouble(),
+                                                 nullable_double(st.getColumn(14)),
+                                                 nullable_int(st.getColumn(15)),
+                                                 st.getColumn(16).getString()};
             val.bind(1, fid);
             while (val.executeStep()) f.metrics[val.getColumn(0).getString()] = val.getColumn(1).getDouble();
             val.reset();
@@ -745,12 +815,8 @@ namespace {
 
 constexpr const char* k_regression_columns =
     "id, rule, entity_kind, entity_name, series, metric, higher_is_worse, baseline, band_limit, opened_run, "
-    "first_bad_run, last_run, inside_runs, resolved_run, resolution";
-
-std::optional<std::int64_t> nullable_int(const SQLite::Column& c) {
-    if (c.isNull()) return std::nullopt;
-    return c.getInt64();
-}
+    "first_bad_run, last_run, inside_runs, resolved_run, resolution, status, last_bad_run, current, change_pct, "
+    "comment, (SELECT ingested_at FROM runs WHERE runs.id = opened_run)";
 
 RegressionState regression_from(SQLite::Statement& st) {
     RegressionState r;
@@ -769,14 +835,13 @@ RegressionState regression_from(SQLite::Statement& st) {
     r.inside_runs = st.getColumn(12).getInt64();
     r.resolved_run = nullable_int(st.getColumn(13));
     r.resolution = st.getColumn(14).getString();
+    r.status = regression_status_from_string(st.getColumn(15).getString()).value_or(RegressionStatus::open);
+    r.last_bad_run = nullable_int(st.getColumn(16)).value_or(r.opened_run);
+    r.current = nullable_double(st.getColumn(17));
+    r.change_pct = nullable_double(st.getColumn(18));
+    r.comment = st.getColumn(19).getString();
+    if (!st.getColumn(20).isNull()) r.since = st.getColumn(20).getString();
     return r;
-}
-
-void bind_optional_int(SQLite::Statement& st, int index, const std::optional<std::int64_t>& v) {
-    if (v)
-        st.bind(index, *v);
-    else
-        st.bind(index);
 }
 
 }  // namespace
@@ -803,23 +868,56 @@ Result<std::vector<RegressionState>> Db::regressions(bool open_only) const {
     });
 }
 
+Result<std::vector<RegressionState>> Db::series_regressions(const std::string& series) const {
+    return guarded(m_path, [&]() -> Result<std::vector<RegressionState>> {
+        SQLite::Statement st(*m_db,
+                             fmt::format("SELECT {} FROM regressions WHERE series = ? ORDER BY id", k_regression_columns));
+        st.bind(1, series);
+        std::vector<RegressionState> out;
+        while (st.executeStep()) out.push_back(regression_from(st));
+        return out;
+    });
+}
+
+Result<std::optional<RegressionState>> Db::accept_regression(std::int64_t id, const std::string& comment) {
+    return guarded(m_path, [&]() -> Result<std::optional<RegressionState>> {
+        SQLite::Transaction tx(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
+        SQLite::Statement upd(*m_db,
+                              "UPDATE regressions SET status = 'accepted', resolved_run = last_run, "
+                              "resolution = 'accepted', comment = ? WHERE id = ? AND status = 'open'");
+        upd.bind(1, comment);
+        upd.bind(2, id);
+        if (upd.exec() == 0) return std::optional<RegressionState>{};
+        SQLite::Statement st(*m_db, fmt::format("SELECT {} FROM regressions WHERE id = ?", k_regression_columns));
+        st.bind(1, id);
+        std::optional<RegressionState> out;
+        if (st.executeStep()) out = regression_from(st);
+        tx.commit();
+        return out;
+    });
+}
+
 Result<void> Db::save_regressions(std::vector<RegressionState>& states) {
     return guarded(m_path, [&]() -> Result<void> {
         SQLite::Transaction tx(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
         SQLite::Statement ins(*m_db,
                               "INSERT INTO regressions(rule, entity_kind, entity_name, series, metric, higher_is_worse, "
                               "baseline, band_limit, opened_run, first_bad_run, last_run, inside_runs, resolved_run, "
-                              "resolution) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                              "resolution, status, last_bad_run, current, change_pct) "
+                              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        // An accepted regression stays accepted: a run processed after the acceptance does not reopen it.
         SQLite::Statement upd(*m_db,
-                              "UPDATE regressions SET last_run = ?, inside_runs = ?, resolved_run = ?, resolution = ? "
-                              "WHERE id = ?");
+                              "UPDATE regressions SET last_run = ?, inside_runs = ?, resolved_run = ?, resolution = ?, "
+                              "status = ?, last_bad_run = ? WHERE id = ? AND status = 'open'");
         for (RegressionState& r : states) {
             if (r.id != 0) {
                 upd.bind(1, r.last_run);
                 upd.bind(2, r.inside_runs);
                 bind_optional_int(upd, 3, r.resolved_run);
                 upd.bind(4, r.resolution);
-                upd.bind(5, r.id);
+                upd.bind(5, std::string(to_string(r.status)));
+                upd.bind(6, r.last_bad_run);
+                upd.bind(7, r.id);
                 upd.exec();
                 upd.reset();
                 continue;
@@ -838,6 +936,10 @@ Result<void> Db::save_regressions(std::vector<RegressionState>& states) {
             ins.bind(12, r.inside_runs);
             bind_optional_int(ins, 13, r.resolved_run);
             ins.bind(14, r.resolution);
+            ins.bind(15, std::string(to_string(r.status)));
+            ins.bind(16, r.last_bad_run);
+            bind_optional(ins, 17, r.current);
+            bind_optional(ins, 18, r.change_pct);
             ins.exec();
             ins.reset();
             r.id = m_db->getLastInsertRowid();

@@ -48,8 +48,14 @@ struct BaselinePin {
     std::string comment;
 };
 
+// Open: the rule fired and the series has not come back. Resolved: back inside the band for
+// the rule's resolve_after runs. Accepted: a user took the new level as the baseline.
+enum class RegressionStatus { open, resolved, accepted };
+std::string_view to_string(RegressionStatus s);
+std::optional<RegressionStatus> regression_status_from_string(std::string_view s);
+
 // One regression followed over history (hysteresis): opened when its rule fires, resolved only
-// after `resolve_after` comparable runs back inside the band (or accepted by a newer pin).
+// after `resolve_after` comparable runs back inside the band, or accepted.
 struct RegressionState {
     std::int64_t id = 0;  // 0: not stored yet
     std::string rule;
@@ -65,7 +71,13 @@ struct RegressionState {
     std::int64_t last_run = 0;
     std::int64_t inside_runs = 0;  // consecutive runs back inside the band
     std::optional<std::int64_t> resolved_run;
-    std::string resolution;  // "back inside the band", "accepted by pin of run N"
+    std::string resolution;  // "back inside the band", "accepted"
+    RegressionStatus status = RegressionStatus::open;
+    std::int64_t last_bad_run = 0;       // the newest run still outside the band
+    std::optional<double> current;       // the level that opened it
+    std::optional<double> change_pct;    // its change against `baseline` when it opened
+    std::string comment;                 // given when accepted
+    std::string since;                   // when the opening run was ingested (read only)
 };
 
 // One point of a metric's history.
@@ -169,7 +181,12 @@ public:
     Result<std::vector<RegressionState>> open_regressions(const std::string& series) const;
     // Every regression, newest first (open ones only when `open_only`).
     Result<std::vector<RegressionState>> regressions(bool open_only) const;
-    // Inserts (id 0, then set) or updates regression states, in one transaction.
+    // Every regression of a series, oldest first (the baseline window is cut by them).
+    Result<std::vector<RegressionState>> series_regressions(const std::string& series) const;
+    // Accepts an open regression: its new level becomes the baseline. nullopt when there is no
+    // open regression `id`.
+    Result<std::optional<RegressionState>> accept_regression(std::int64_t id, const std::string& comment);
+    // Inserts (id 0, then set) or updates open regression states, in one transaction.
     Result<void> save_regressions(std::vector<RegressionState>& states);
 
     // A run is processed once the pipeline has stored its findings (the daemon re-runs the rules

@@ -101,6 +101,18 @@ enum class Severity { info = 0, warning = 1, error = 2 };
 std::string_view to_string(Severity severity);
 std::optional<Severity> severity_from_string(std::string_view text);
 
+// What a history rule compared, as the engine judged it: every figure in one estimator (the
+// median per launch where launches were sampled).
+struct FindingComparison {
+    std::string metric;           // "duration", or "run.gpu_time" for a run-level metric
+    double baseline = 0;          // the baseline level
+    double current = 0;           // this run's level
+    double change_pct = 0;        // 100 * (current / baseline - 1)
+    std::optional<double> confidence_pct;
+    std::optional<std::int64_t> first_bad_run;
+    std::string reference;        // "window": the recent baseline runs; "horizon": the older reference level
+};
+
 // One rule firing on one entity of one run: what the engine returns and storage keeps.
 struct Finding {
     std::string rule;
@@ -115,6 +127,7 @@ struct Finding {
     std::optional<double> estimated_speedup_pct;
     std::optional<double> share_pct;            // entity's share of the run's GPU time
     std::optional<double> impact;               // share x speedup, in percent of run GPU time
+    std::optional<FindingComparison> comparison;  // a history rule's comparison
 };
 
 }  // namespace perfwatch

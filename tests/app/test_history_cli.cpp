@@ -102,7 +102,7 @@ TEST(HistoryCli, CheckAgainstAnExplicitBaselineFileOrRun) {
     // Per-launch samples on both sides: the rank test decides with one baseline run.
     const auto r = run_perfwatch({"check", "--baseline", base, slow});
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-    EXPECT_NE(r.out.find("gemm takes 112 us per launch, +12.0% against its baseline of 100"), std::string::npos)
+    EXPECT_NE(r.out.find("gemm takes 112 us per launch (median), +12.0% against its baseline of 100"), std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("baseline: run 1 (given)"), std::string::npos) << r.out;
     // The same file as baseline: nothing changed.

@@ -155,6 +155,20 @@ TEST(Kineto, TruncatedInputsAreErrorsNamingTheFile) {
     EXPECT_NE(t.error().message.find("gzip"), std::string::npos) << t.error().message;
 }
 
+// The software versions recent PyTorch writes beside schemaVersion become environment labels.
+TEST(Kineto, SoftwareVersionsBecomeEnvironmentLabels) {
+    TempDir dir;
+    const std::string path = dir.file("versions.json");
+    test::write_file(path, R"({"schemaVersion": 1, "cupti_version": 18, "cuda_runtime_version": 12010,
+        "cuda_driver_version": 12020, "deviceProperties": [],
+        "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1000.0, "dur": 5.0,
+                         "args": {"device": 0, "stream": 7}}]})");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.labels.at("cuda_driver"), "12020");
+    EXPECT_EQ(b.labels.at("cuda_runtime"), "12010");
+    EXPECT_EQ(b.labels.at("cupti"), "18");
+}
+
 // A gzip bomb: a small file inflating to hundreds of MB of a valid-looking trace. Refused with a
 // clear error once the ratio passes 1000:1, without inflating it all.
 TEST(Kineto, GzipBombIsRefusedWithAClearError) {

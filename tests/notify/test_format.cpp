@@ -105,11 +105,8 @@ TEST(Format, MarkdownOfFiveHundredFindingsStaysUnderTheLimitWorstFirst) {
         f.impact = 500.0 - i;  // already ranked, worst first
         f.share_pct = 1;
         f.metrics["duration"] = 1000.0 + i;
-        if (f.severity == Severity::error) {
-            f.metrics["baseline(duration)"] = 900;
-            f.metrics["change(duration)"] = 11.1;
-            f.metrics["confidence(duration)"] = 99.95;
-        }
+        if (f.severity == Severity::error)
+            f.comparison = FindingComparison{"duration", 900, 1000.0 + i, 100.0 * (1000.0 + i - 900) / 900, 99.95, 10, "window"};
         report.findings.push_back(f);
     }
     const std::string md = format_check_markdown(report);
