@@ -5,6 +5,7 @@
 
 #include "app/backtest.hpp"
 #include "app/commands.hpp"
+#include "app/regressions.hpp"
 #include "app/config.hpp"
 #include "app/daemon.hpp"
 
@@ -170,6 +171,22 @@ int main(int argc, char** argv) {
     report_cmd->add_option("--db", report_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
     report_cmd->add_option("--html", report_html, "The HTML file to write")->required();
 
+    std::string regressions_db, regressions_format = "text", accept_comment;
+    bool regressions_open = false;
+    long long accept_id = 0;
+    auto* regressions_cmd = app.add_subcommand("regressions", "Regressions followed over history: list, accept");
+    regressions_cmd->require_subcommand(1);
+    regressions_cmd->add_option("--db", regressions_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    auto* regressions_list_cmd = regressions_cmd->add_subcommand(
+        "list", "Every regression, newest first: series, rule, entity, baseline, change, first bad run, state, since");
+    regressions_list_cmd->add_flag("--open", regressions_open, "Only the open ones");
+    regressions_list_cmd->add_option("--format", regressions_format, "text or json")
+        ->check(CLI::IsMember({"text", "json"}));
+    auto* regressions_accept_cmd = regressions_cmd->add_subcommand(
+        "accept", "Accept an open regression's new level: its series' baseline becomes the runs from its first bad run on");
+    regressions_accept_cmd->add_option("id", accept_id, "Regression id (regressions list)")->required();
+    regressions_accept_cmd->add_option("--comment", accept_comment, "Why (shown by regressions list)");
+
     std::string outbox_db;
     std::size_t outbox_limit = 20;
     auto* outbox_cmd = app.add_subcommand("outbox", "The newest alert messages: state, attempts, last error");
@@ -270,6 +287,12 @@ int main(int argc, char** argv) {
     }
     if (report_cmd->parsed())
         return perfwatch::run_report(report_db.empty() ? default_db(config) : report_db, report_run, report_html);
+    if (regressions_cmd->parsed()) {
+        if (regressions_db.empty()) regressions_db = default_db(config);
+        if (regressions_list_cmd->parsed())
+            return perfwatch::run_regressions_list(regressions_db, regressions_open, regressions_format);
+        return perfwatch::run_regressions_accept(regressions_db, accept_id, accept_comment);
+    }
     if (outbox_cmd->parsed()) return perfwatch::run_outbox(outbox_db.empty() ? default_db(config) : outbox_db, outbox_limit);
     if (metrics_cmd->parsed()) return perfwatch::run_metrics();
     if (formats_cmd->parsed()) return perfwatch::run_formats(config.converters);
