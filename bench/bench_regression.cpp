@@ -1,153 +1,128 @@
-// Detection benchmark for the shipped kernel-time-regression rule (history needs 5 baseline runs), run through the real pipeline
-// (SQLite history, baseline selection, rank and run-to-run tests, hysteresis).
+// Detection benchmark for the shipped history rules (rules/regression.yaml: every regression
+// rule, run-level ones included, and the whole-run environment finding), run through the real
+// pipeline (SQLite history, baseline selection with open regressions, rank and run-to-run tests,
+// long-horizon reference, hysteresis) on generated series (bench/regression_scenarios.hpp: 8
+// kernels, per-launch log-normal noise, run-level noise, 2% outlier launches 2-4x slower).
 //
-// Each series is a kernel's history over `runs` runs. A run holds `launches` per-launch durations:
-// log-normal noise of coefficient of variation CV around the kernel's level, times a run-level
-// factor (clock and thermal state: log-normal, CV/4), with 2% of launches 2-4x slower (warm-up,
-// preemption) and, in a third of the series, a bimodal kernel (25-35% of launches in a mode 25%
-// slower). A shift multiplies the level from run `shift_at` on. A detection is a regression
-// opened at the shift's run or one of the two after it ("within 3 runs"); a false alert is one
-// opened anywhere in a shift-free series (or before the shift).
-//
-// Usage: bench_regression [series per cell, default 200]
+// Usage: bench_regression [series per cell, default 100]
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cmath>
-#include <random>
+#include <cstdlib>
 
-#include "engine/pipeline.hpp"
-#include "engine/rules.hpp"
+#include "bench/regression_scenarios.hpp"
 
 using namespace perfwatch;
+using namespace perfwatch::bench;
 
 namespace {
 
-constexpr int k_runs = 30;
-constexpr int k_shift_at = 20;
-constexpr int k_launches = 60;
+// PERFWATCH_BENCH_VERBOSE=1 prints every alert raised where nothing had changed.
+const bool k_verbose = std::getenv("PERFWATCH_BENCH_VERBOSE") != nullptr;
 
-double lognormal(std::mt19937_64& rng, double cv) {
-    const double sigma = std::sqrt(std::log(1 + cv * cv));
-    std::normal_distribution<double> n(-sigma * sigma / 2, sigma);
-    return std::exp(n(rng));
-}
-
-RunBatch make_run(std::mt19937_64& rng, double level, double cv, bool bimodal, int serial) {
-    RunBatch b;
-    b.format = "bench";
-    b.source = fmt::format("bench-run-{}", serial);
-    b.sha256 = b.source;
-    b.labels = {{"gpu", "NVIDIA H100"}, {"project", "bench"}, {"commit", fmt::format("c{}", serial)}};
-    std::uniform_real_distribution<double> u(0, 1);
-    const double run_factor = lognormal(rng, cv / 4);
-    const double mode_share = 0.25 + 0.10 * u(rng);
-    Entity k;
-    k.kind = EntityKind::kernel;
-    k.name = "gemm";
-    std::vector<double> samples;
-    double total = 0;
-    for (int i = 0; i < k_launches; ++i) {
-        double d = level * run_factor * lognormal(rng, cv);
-        if (bimodal && u(rng) < mode_share) d *= 1.25;
-        if (u(rng) < 0.02) d *= 2 + 2 * u(rng);
-        samples.push_back(d);
-        total += d;
+Tally run_cell(const RuleSet& rules, SeriesSpec spec, int series, std::uint64_t& seed, int& total_runs) {
+    Tally t;
+    for (int s = 0; s < series; ++s) {
+        spec.seed = ++seed;
+        const auto runs = run_series(rules, spec);
+        tally(spec, runs, t);
+        total_runs += spec.runs;
+        if (!k_verbose) continue;
+        for (const RunRecord& run : runs) {
+            if (!is_alert(run) || (spec.change != SeriesSpec::Change::none && run.index >= spec.at && spec.size > 0)) continue;
+            for (const Finding& f : run.findings)
+                fmt::print("    false alert: series {} run {}: {} {}: {}\n", spec.seed, run.index, f.rule, f.entity_name,
+                           f.message.substr(0, 160));
+        }
     }
-    k.set(Metric{"launches", k_launches, "count", "", ""});
-    k.set(Metric{"duration", total / k_launches, "ns", "", ""});
-    k.set(Metric{"duration_total", total, "ns", "", ""});
-    k.samples["duration"] = samples;
-    b.entities[b.run_entity()].set(Metric{"gpu_time", total, "ns", "", ""});
-    b.entities.push_back(std::move(k));
-    return b;
+    return t;
 }
 
-struct Cell {
-    int series = 0, detected = 0, false_alerts = 0, comparisons = 0, first_bad_exact = 0;
-};
-
-// Runs one series through the pipeline; returns the runs (0-based) where a regression opened.
-std::vector<std::pair<int, std::int64_t>> run_series(const RuleSet& rules, std::mt19937_64& rng, double cv,
-                                                     double shift, bool bimodal, int& comparisons) {
-    auto db = Db::open(":memory:");
-    if (!db) throw std::runtime_error(db.error().to_string());
-    std::vector<std::pair<int, std::int64_t>> opened;  // run index, first bad run id
-    for (int r = 0; r < k_runs; ++r) {
-        const double level = 100'000 * (shift > 0 && r >= k_shift_at ? 1 + shift : 1.0);
-        auto stored = db->store(make_run(rng, level, cv, bimodal, r));
-        if (!stored) throw std::runtime_error(stored.error().to_string());
-        auto run = db->load(stored->run_id);
-        auto out = process_run(*db, rules, **run);
-        if (!out) throw std::runtime_error(out.error().to_string());
-        if (r >= static_cast<int>(k_min_history_runs)) ++comparisons;
-        for (const RegressionEvent& e : out->events)
-            if (e.kind == RegressionEvent::Kind::opened) opened.emplace_back(r, e.state.first_bad_run.value_or(0));
-    }
-    return opened;
-}
+std::string pct(int n, int of) { return of > 0 ? fmt::format("{:.1f}%", 100.0 * n / of) : "-"; }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    const int per_cell = argc > 1 ? std::atoi(argv[1]) : 200;
-    RuleSet all = compile_rules(load_rule_files({}));
-    RuleSet rules;
-    for (CompiledRule& r : all.rules)
-        if (r.spec.id == "kernel-time-regression") rules.rules.push_back(std::move(r));
-    if (rules.rules.size() != 1) {
-        fmt::print(stderr, "bench_regression: the shipped kernel-time-regression rule is missing\n");
-        return 2;
-    }
-    const double cvs[] = {0.02, 0.05, 0.10};
-    const double shifts[] = {0, 0.03, 0.05, 0.10, 0.15, 0.20, 0.30};
-    std::mt19937_64 rng(20261121);
-    const auto t0 = std::chrono::steady_clock::now();
-    fmt::print("kernel-time-regression (min_change 5%, confidence 0.99), {} series per cell, {} runs each, "
-               "{} launches per run, shift at run {}\n\n",
-               per_cell, k_runs, k_launches, k_shift_at + 1);
-    fmt::print("{:>5} {:>7} {:>22} {:>20} {:>26}\n", "CV", "shift", "found within 3 runs", "first bad exact",
-               "false alerts / comparisons");
+    const int per_cell = argc > 1 ? std::atoi(argv[1]) : 100;
+    // PERFWATCH_BENCH_ONLY=improvement runs only that cell (for looking at its alerts).
+    const std::string only = std::getenv("PERFWATCH_BENCH_ONLY") != nullptr ? std::getenv("PERFWATCH_BENCH_ONLY") : "";
+    auto wanted = [&](const char* cell) { return only.empty() || only == cell; };
+    const RuleSet rules = history_rules();
+    std::uint64_t seed = 20261124;
     int total_runs = 0;
-    bool targets_met = true;
-    for (double cv : cvs) {
-        for (double shift : shifts) {
-            Cell c;
-            for (int s = 0; s < per_cell; ++s) {
-                const bool bimodal = s % 3 == 0;
-                int comparisons = 0;
-                const auto opened = run_series(rules, rng, cv, shift, bimodal, comparisons);
-                total_runs += k_runs;
-                ++c.series;
-                bool found = false;
-                for (const auto& [r, first_bad] : opened) {
-                    if (shift > 0 && r >= k_shift_at && r < k_shift_at + 3 && !found) {
-                        found = true;
-                        if (first_bad == k_shift_at + 1) ++c.first_bad_exact;  // run ids are 1-based
-                    } else if (shift == 0 || r < k_shift_at) {
-                        ++c.false_alerts;
-                    }
-                }
-                c.detected += found;
-                // Comparisons that could raise a false alert: every run of a shift-free series,
-                // the runs before the shift otherwise.
-                c.comparisons += shift == 0 ? comparisons : k_shift_at - static_cast<int>(k_min_history_runs);
-            }
-            const double rate = 100.0 * c.detected / c.series;
-            const double fa = 1000.0 * c.false_alerts / std::max(1, c.comparisons);
-            fmt::print("{:>4.0f}% {:>6.0f}% {:>21} {:>20} {:>13} / {:<6} ({:.2f} per 1,000)\n", cv * 100, shift * 100,
-                       shift > 0 ? fmt::format("{:.1f}%", rate) : "-",
-                       shift > 0 && c.detected > 0 ? fmt::format("{:.1f}%", 100.0 * c.first_bad_exact / c.detected)
-                                                   : "-",
-                       c.false_alerts, c.comparisons, fa);
-            if (shift >= 0.10 && cv <= 0.05 && rate < 95) targets_met = false;
-            if (cv == 0.05 && fa > 1.0) targets_met = false;
+    bool met = true;
+    const auto t0 = std::chrono::steady_clock::now();
+    using C = SeriesSpec::Change;
+    fmt::print("{} history rules, {} series per cell, 30 runs each, 8 kernels x 60 launches per run, change at run 21\n\n",
+               rules.rules.size(), per_cell);
+
+    if (wanted("stable")) {
+    fmt::print("Stable series (false alerts: a regression opened by any rule, or a whole-run finding)\n");
+    fmt::print("{:>5} {:>28}\n", "CV", "false alerts / comparisons");
+    for (double cv : {0.02, 0.05, 0.10}) {
+        SeriesSpec spec;
+        spec.cv = cv;
+        const Tally t = run_cell(rules, spec, per_cell, seed, total_runs);
+        const double per_1000 = 1000.0 * t.false_alerts / std::max(1, t.comparisons);
+        fmt::print("{:>4.0f}% {:>12} / {:<6} ({:.2f} per 1,000 runs)\n", cv * 100, t.false_alerts, t.comparisons, per_1000);
+        if (cv == 0.05 && per_1000 > 1.0) met = false;
+    }
+
+    }
+    if (wanted("shift")) {
+    fmt::print("\nThe largest kernel (40% of GPU time) shifted from run 21 on\n");
+    fmt::print("{:>5} {:>6} {:>20} {:>16} {:>24} {:>14}\n", "CV", "shift", "found within 3 runs", "first bad exact",
+               "open 6 runs later, same", "false alerts");
+    for (double cv : {0.02, 0.05, 0.10}) {
+        for (double size : {0.05, 0.10, 0.15, 0.20}) {
+            SeriesSpec spec;
+            spec.change = C::shift;
+            spec.cv = cv;
+            spec.size = size;
+            const Tally t = run_cell(rules, spec, per_cell, seed, total_runs);
+            fmt::print("{:>4.0f}% {:>5.0f}% {:>20} {:>16} {:>24} {:>14}\n", cv * 100, size * 100, pct(t.detected, t.series),
+                       pct(t.first_bad_exact, t.detected), pct(t.still_open, t.series), t.false_alerts);
+            if (cv == 0.05 && size == 0.10 && (100.0 * t.detected / t.series < 95 || 100.0 * t.still_open / t.series < 95))
+                met = false;
         }
     }
+
+    }
+    if (wanted("other")) {
+    fmt::print("\nOther changes at CV 5%\n");
+    SeriesSpec ramp;
+    ramp.change = C::ramp;
+    ramp.size = 0.01;
+    ramp.at = 15;
+    const Tally r = run_cell(rules, ramp, per_cell, seed, total_runs);
+    fmt::print("  ramp +1%/run from run 16: caught by its 10th run in {} of series\n", pct(r.detected, r.series));
+    SeriesSpec uniform;
+    uniform.change = C::uniform;
+    uniform.size = 0.15;
+    const Tally u = run_cell(rules, uniform, per_cell, seed, total_runs);
+    fmt::print("  one run with every kernel 15% slower: one whole-run finding and no regression in {} of series "
+               "({} regressions opened in all)\n",
+               pct(u.uniform_single, u.series), u.per_kernel_alerts);
+    SeriesSpec better;
+    better.change = C::shift;
+    better.size = -0.15;
+    const Tally b = run_cell(rules, better, per_cell, seed, total_runs);
+    fmt::print("  the largest kernel 15% faster: {} alerts from the change on\n", b.improvement_alerts);
+    SeriesSpec revert;
+    revert.change = C::revert;
+    revert.size = 0.15;
+    const Tally v = run_cell(rules, revert, per_cell, seed, total_runs);
+    fmt::print("  +15% for 4 runs, then reverted: every regression resolved in {} of series\n", pct(v.resolved, v.series));
+    if (100.0 * r.detected / r.series < 95 || 100.0 * u.uniform_single / u.series < 95 || b.improvement_alerts > 0 ||
+        100.0 * v.resolved / v.series < 95)
+        met = false;
+    }
+
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fmt::print("\n{} runs through the pipeline in {:.1f} s ({:.0f} runs/s)\n", total_runs, secs, total_runs / secs);
-    fmt::print("targets (>= 95% of shifts >= 10% found within 3 runs at CV <= 5%; <= 1 false alert per 1,000 "
-               "comparisons at CV 5%): {}\n",
-               targets_met ? "met" : "NOT met");
-    return targets_met ? 0 : 1;
+    fmt::print("targets (CV 5%: >= 95% of 10% shifts found within 3 runs and still open 6 runs later naming the first "
+               "bad run; <= 1 false alert per 1,000 stable runs; >= 95% of ramps caught by their 10th run; >= 95% of "
+               "uniform runs one finding; no alert on an improvement; >= 95% of reverts resolved): {}\n",
+               met ? "met" : "NOT met");
+    return met ? 0 : 1;
 }

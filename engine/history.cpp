@@ -215,7 +215,8 @@ Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const B
     if (!ids) return std::unexpected(ids.error());
     // The newest `runs` are the window; the k_reference_runs before them the long-horizon reference.
     std::vector<std::int64_t> reference;
-    if (ids->size() == spec.runs + k_reference_runs) reference.assign(ids->begin() + static_cast<std::ptrdiff_t>(spec.runs), ids->end());
+    if (ids->size() >= spec.runs + k_min_history_runs)
+        reference.assign(ids->begin() + static_cast<std::ptrdiff_t>(spec.runs), ids->end());
     if (ids->size() > spec.runs) ids->resize(spec.runs);
     if (auto r = load_runs(db, *ids, out.runs, cache); !r) return std::unexpected(r.error());
     if (auto r = load_runs(db, reference, out.reference, cache); !r) return std::unexpected(r.error());
@@ -353,7 +354,7 @@ std::optional<double> RunHistory::level(const Entity& entity, std::string_view m
 }
 
 std::optional<Comparison> RunHistory::compare_with(const Entity& entity, std::string_view metric,
-                                                   const std::vector<const Entity*>& baseline) const {
+                                                   const std::vector<const Entity*>& baseline, double min_cv) const {
     const auto current = level(entity, metric);
     if (!current) return std::nullopt;
     // Each run is seen through its level: the median per launch where launches were sampled (one
@@ -374,7 +375,7 @@ std::optional<Comparison> RunHistory::compare_with(const Entity& entity, std::st
     if (!m_baseline.given && levels.size() < k_min_history_runs)
         result = compare_to_baseline(*current, {}, levels, {}, 0.005, k_min_history_runs);  // too little history: no test
     else
-        result = compare_to_baseline(*current, current_samples, levels, pooled);
+        result = compare_to_baseline(*current, current_samples, levels, pooled, min_cv);
     // Value, baseline and change in one estimator: the change is the ratio of the two levels.
     result->current = *current;
     const double scale = std::fabs(result->baseline);
@@ -382,12 +383,93 @@ std::optional<Comparison> RunHistory::compare_with(const Entity& entity, std::st
     return result;
 }
 
+double RunHistory::typical_spread(std::string_view metric, bool reference) const {
+    auto& memo = reference ? m_typical_reference : m_typical_window;
+    if (auto it = memo.find(metric); it != memo.end()) return it->second;
+    // The run-to-run spread of each kernel relative to its level, over the baseline runs: kernels
+    // share the machine's noise (clocks, temperature), so their median sees it better than one
+    // kernel's few runs do.
+    std::vector<double> relative;
+    for (const Entity& e : m_current.entities) {
+        if (e.kind != EntityKind::kernel) continue;
+        const auto& m = reference ? find_matches(e, m_reference_index, m_reference_matches) : matches(e);
+        std::vector<double> levels;
+        for (const Entity* b : m)
+            if (b != nullptr)
+                if (auto v = level(*b, metric)) levels.push_back(*v);
+        if (levels.size() < k_min_history_runs) continue;
+        const double mid = median(levels);
+        if (mid > 0) relative.push_back(mad_sigma(levels) / mid);
+    }
+    const double out = relative.empty() ? 0.0 : median(relative);
+    memo.emplace(std::string(metric), out);
+    return out;
+}
+
+const RunHistory::CommonFactors& RunHistory::common_factors(std::string_view metric, bool reference) const {
+    auto& memo = reference ? m_common_reference : m_common_window;
+    if (auto it = memo.find(metric); it != memo.end()) return it->second;
+    // Each run's common factor: the median over the current run's kernels of its level against
+    // the kernel's median level over the runs. It is what moved every kernel of a run together.
+    const std::size_t n = reference ? m_baseline.reference.size() : m_baseline.runs.size();
+    std::vector<std::vector<double>> ratios(n);
+    std::vector<double> current_ratios;
+    std::size_t kernels = 0;
+    for (const Entity& e : m_current.entities) {
+        if (e.kind != EntityKind::kernel) continue;
+        const auto& m = reference ? find_matches(e, m_reference_index, m_reference_matches) : matches(e);
+        std::vector<std::optional<double>> levels;
+        std::vector<double> present;
+        for (const Entity* b : m) {
+            levels.push_back(b == nullptr ? std::nullopt : level(*b, metric));
+            if (levels.back()) present.push_back(*levels.back());
+        }
+        const auto now = level(e, metric);
+        if (present.size() < k_min_history_runs || !now) continue;
+        const double ref = median(present);
+        if (!(ref > 0)) continue;
+        ++kernels;
+        for (std::size_t i = 0; i < levels.size() && i < n; ++i)
+            if (levels[i]) ratios[i].push_back(*levels[i] / ref);
+        current_ratios.push_back(*now / ref);
+    }
+    CommonFactors out;
+    if (kernels >= 3) {
+        out.per_run.resize(n);
+        for (std::size_t i = 0; i < n; ++i)
+            if (!ratios[i].empty()) out.per_run[i] = median(ratios[i]);
+        out.current = median(current_ratios);
+    }
+    return memo.emplace(std::string(metric), std::move(out)).first->second;
+}
+
+std::optional<double> RunHistory::relative_confidence(const Entity& entity, std::string_view metric, bool reference,
+                                                      bool up) const {
+    const CommonFactors& f = common_factors(metric, reference);
+    if (!f.current || !(*f.current > 0)) return std::nullopt;
+    const auto& m = reference ? find_matches(entity, m_reference_index, m_reference_matches) : matches(entity);
+    std::vector<double> normalized;
+    for (std::size_t i = 0; i < m.size() && i < f.per_run.size(); ++i) {
+        if (m[i] == nullptr || !f.per_run[i] || !(*f.per_run[i] > 0)) continue;
+        if (auto v = level(*m[i], metric)) normalized.push_back(*v / *f.per_run[i]);
+    }
+    const auto now = level(entity, metric);
+    if (!now || normalized.size() < k_min_history_runs) return std::nullopt;
+    const Comparison c = compare_to_baseline(*now / *f.current, {}, normalized, {});
+    return up ? c.confidence_up : c.confidence_down;
+}
+
 std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_view metric) const {
     const auto key = std::make_pair(&entity, std::string(metric));
     if (auto it = m_memo.find(key); it != m_memo.end()) return it->second;
-    std::optional<Comparison> result = compare_with(entity, metric, matches(entity));
-    if (result && (result->window_test || result->rank_test) && m_baseline.reference.size() >= k_reference_runs) {
-        auto far = compare_with(entity, metric, find_matches(entity, m_reference_index, m_reference_matches));
+    // A kernel's spread is floored at three quarters of the typical kernel's, so a kernel whose
+    // few baseline runs happen to agree closely does not make every change look certain.
+    const bool kernel = entity.kind == EntityKind::kernel;
+    const double floor_near = std::max(0.005, kernel ? 0.75 * typical_spread(metric, false) : 0.0);
+    std::optional<Comparison> result = compare_with(entity, metric, matches(entity), floor_near);
+    if (result && (result->window_test || result->rank_test) && m_baseline.reference.size() >= k_min_history_runs) {
+        const double floor_far = std::max(0.005, kernel ? 0.75 * typical_spread(metric, true) : 0.0);
+        auto far = compare_with(entity, metric, find_matches(entity, m_reference_index, m_reference_matches), floor_far);
         if (far && (far->window_test || far->rank_test)) {
             const bool up = far->change_pct > 0;
             const double conf_far = up ? far->confidence_up : far->confidence_down;
@@ -399,6 +481,15 @@ std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_
             }
         }
     }
+    // A kernel's change must also hold against the other kernels of its run: what moved every
+    // kernel together (clocks, another job) is the machine's, and the run says so once.
+    if (kernel && result && (result->window_test || result->rank_test)) {
+        const bool up = result->change_pct > 0;
+        if (const auto rel = relative_confidence(entity, metric, result->horizon, up)) {
+            double& conf = up ? result->confidence_up : result->confidence_down;
+            conf = std::min(conf, *rel);
+        }
+    }
     m_memo.emplace(key, result);
     return result;
 }
@@ -406,19 +497,23 @@ std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_
 std::optional<UniformChange> RunHistory::uniform_change(std::string_view metric) const {
     if (m_baseline.runs.empty()) return std::nullopt;
     if (auto it = m_uniform.find(metric); it != m_uniform.end()) return it->second;
+    // Against the recent window only: each kernel's change, and whether it is confident.
+    const double floor = std::max(0.005, 0.75 * typical_spread(metric, false));
     std::vector<double> changes;
+    std::size_t confident = 0;
     for (const Entity& e : m_current.entities) {
         if (e.kind != EntityKind::kernel) continue;
-        const auto c = compare(e, metric);
+        const auto c = compare_with(e, metric, matches(e), floor);
         if (!c || !(c->window_test || c->rank_test)) continue;
         changes.push_back(c->change_pct);
+        if ((c->change_pct > 0 ? c->confidence_up : c->confidence_down) >= 0.99) ++confident;
     }
     UniformChange u;
     u.kernels = changes.size();
-    if (changes.size() >= 3) {
+    if (changes.size() >= 3 && confident == changes.size()) {
         const double mid = median(changes);
-        // Every kernel moved the same way by about the same factor: within a quarter of the
-        // common change, or 2 points, of it.
+        // Every kernel moved the same way, confidently, by about the same factor: within a
+        // quarter of the common change, or 2 points, of it.
         const double tolerance = std::max(2.0, std::fabs(mid) / 4);
         const bool same = std::all_of(changes.begin(), changes.end(), [&](double c) {
             return std::fabs(c - mid) <= tolerance && (c > 0) == (mid > 0);

@@ -48,7 +48,8 @@ struct Baseline {
     std::map<std::tuple<EntityKind, std::string, std::string>, std::int64_t> open_first_bad;
     std::map<std::int64_t, std::string> commits;
     // The long-horizon reference: the comparable runs just before `runs` (oldest first), so a
-    // slow drift the window follows is still seen. Empty when the window is not full.
+    // slow drift the window follows is still seen. Empty unless the window is full and at least
+    // k_min_history_runs runs precede it.
     std::vector<std::shared_ptr<const StoredRun>> reference;
     bool given = false;  // chosen by the user (check --baseline), not from history
     std::string description;  // "last 10 comparable runs on main", "pinned run 7 ...", "run 3 (given)"
@@ -77,7 +78,7 @@ private:
 };
 
 // Runs in the long-horizon reference of a baseline.
-inline constexpr std::size_t k_reference_runs = 5;
+inline constexpr std::size_t k_reference_runs = 10;
 
 // Chooses the baseline of `current` for `spec`: a pinned comparable run (the newest pin stored
 // before it) with the comparable runs of its branch before it, else the last `spec.runs`
@@ -142,9 +143,24 @@ public:
 private:
     // Baseline entities matching `entity`, one per baseline run (nullptr where absent).
     const std::vector<const Entity*>& matches(const Entity& entity) const;
+    // `min_cv`: the floor of the run-to-run spread, relative to the baseline.
     std::optional<Comparison> compare_with(const Entity& entity, std::string_view metric,
-                                           const std::vector<const Entity*>& baseline) const;
+                                           const std::vector<const Entity*>& baseline, double min_cv = 0.005) const;
     std::optional<double> robust_run_time(const Entity& run) const;
+    // The median over the current run's kernels of their run-to-run spread relative to their level,
+    // over the window (or the reference) runs; 0 when no kernel has enough runs.
+    double typical_spread(std::string_view metric, bool reference) const;
+    // Per baseline (or reference) run and for the current run, the factor that moved all the
+    // current run's kernels together; empty with fewer than 3 kernels to tell.
+    struct CommonFactors {
+        std::vector<std::optional<double>> per_run;
+        std::optional<double> current;
+    };
+    const CommonFactors& common_factors(std::string_view metric, bool reference) const;
+    // The confidence that `entity` moved (up or down) against its run's common factor; nullopt
+    // when that cannot be told.
+    std::optional<double> relative_confidence(const Entity& entity, std::string_view metric, bool reference,
+                                              bool up) const;
     // Per-instance values behind `metric` of `entity`: its stored samples, else its launches' values.
     std::vector<double> samples_of(const Entity& entity, std::string_view metric) const;
     void index_launches(const RunBatch& batch);
@@ -160,6 +176,8 @@ private:
     mutable std::map<const Entity*, std::vector<const Entity*>> m_matches, m_reference_matches;
     mutable std::map<std::pair<const Entity*, std::string>, std::optional<Comparison>> m_memo;
     mutable std::map<std::string, UniformChange, std::less<>> m_uniform;
+    mutable std::map<std::string, double, std::less<>> m_typical_window, m_typical_reference;
+    mutable std::map<std::string, CommonFactors, std::less<>> m_common_window, m_common_reference;
 };
 
 // True for metrics where per-instance durations stand behind the value (duration, its mean and median).

@@ -1,0 +1,68 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/pipeline.hpp"
+#include "engine/rules.hpp"
+
+namespace perfwatch::bench {
+
+// A generated benchmark history: 8 kernels (the largest is `k_shifted_kernel`) of `launches`
+// launches each per run, per-launch log-normal noise of coefficient of variation `cv`, a run-level
+// factor (clocks, temperature) of CV cv/4, and 2% of launches 2-4x slower (warm-up, preemption).
+struct SeriesSpec {
+    enum class Change {
+        none,     // stable throughout
+        shift,    // the largest kernel x (1 + size) from run `at` on
+        ramp,     // the largest kernel x (1 + size * (r - at + 1)) from run `at` on
+        uniform,  // run `at` alone: every kernel x (1 + size) (a throttled GPU)
+        revert,   // the largest kernel x (1 + size) for `revert_after` runs from `at`, then back
+    };
+    Change change = Change::none;
+    double cv = 0.05;
+    double size = 0.10;
+    int runs = 30;
+    int at = 20;  // 0-based run index of the change
+    int revert_after = 4;
+    int launches = 60;
+    std::uint64_t seed = 1;
+};
+
+inline constexpr const char* k_shifted_kernel = "gemm_main";
+
+// What the pipeline made of one run of a series.
+struct RunRecord {
+    int index = 0;
+    std::int64_t run_id = 0;
+    std::vector<RegressionEvent> events;
+    std::vector<Finding> findings;
+};
+
+// The shipped history rules (rules/regression.yaml: every regression rule, run-level ones
+// included, and the whole-run environment finding).
+RuleSet history_rules();
+
+// Stores and processes every run of the series through the real pipeline on an in-memory SQLite.
+std::vector<RunRecord> run_series(const RuleSet& rules, const SeriesSpec& spec);
+
+// What a user would call an alert: a regression opened, or the whole-run environment finding.
+bool is_alert(const RunRecord& run);
+
+// Tallies over many series of one spec.
+struct Tally {
+    int series = 0;
+    int detected = 0;         // shift: opened on the shifted kernel within 3 runs; ramp: by its 10th run
+    int first_bad_exact = 0;  // of the detected: the first bad run named is the change's run
+    int still_open = 0;       // shift: 6 runs after the change, the rule still fires naming the change's run
+    int false_alerts = 0;     // alerts where nothing changed (before the change, or in a stable series)
+    int comparisons = 0;      // runs judged where nothing had changed (5 baseline runs on)
+    int improvement_alerts = 0;  // alerts from the change on in an improving series (size < 0)
+    int uniform_single = 0;   // uniform: exactly one whole-run finding and no regression at the change
+    int per_kernel_alerts = 0;   // uniform: regressions opened at the change (should be none)
+    int resolved = 0;         // revert: every regression opened was resolved by the end
+};
+void tally(const SeriesSpec& spec, const std::vector<RunRecord>& runs, Tally& into);
+
+}  // namespace perfwatch::bench

@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "bench/regression_scenarios.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+using bench::SeriesSpec;
+using bench::Tally;
+
+// Runs `series` generated series of `spec` (seeds from `seed`) through the real pipeline; the
+// alerts raised before any change are printed, to say what a failure was.
+Tally run(SeriesSpec spec, int series, std::uint64_t seed) {
+    static const RuleSet rules = bench::history_rules();
+    Tally t;
+    for (int i = 0; i < series; ++i) {
+        spec.seed = seed + static_cast<std::uint64_t>(i);
+        const auto runs = bench::run_series(rules, spec);
+        bench::tally(spec, runs, t);
+        for (const bench::RunRecord& r : runs)
+            if (bench::is_alert(r) && (spec.change == SeriesSpec::Change::none || r.index < spec.at))
+                for (const Finding& f : r.findings)
+                    fmt::print("seed {} run {}: {}: {}\n", spec.seed, r.index, f.rule, f.message);
+    }
+    return t;
+}
+
+}  // namespace
+
+// The generated histories of bench/bench_regression (8 kernels, 5% per-launch noise, run-level
+// noise, 2% outlier launches), a few series per kind of change, judged by every shipped history
+// rule through the real pipeline. bench/run measures the rates over many more series.
+TEST(RegressionScenarios, StableSeriesRaiseNoAlert) {
+    SeriesSpec stable;
+    const Tally t = run(stable, 6, 101);
+    EXPECT_EQ(t.comparisons, 150);
+    // bench/bench_regression measures the rate (under 1 per 1,000 runs at this noise); a few
+    // series can show at most one.
+    EXPECT_LE(t.false_alerts, 1);
+}
+
+TEST(RegressionScenarios, ATenPercentShiftIsFoundWithinThreeRunsAndStaysOpenAtItsFirstBadRun) {
+    SeriesSpec shift;
+    shift.change = SeriesSpec::Change::shift;
+    shift.size = 0.10;
+    const Tally t = run(shift, 5, 201);
+    EXPECT_EQ(t.detected, 5);
+    EXPECT_EQ(t.first_bad_exact, 5);
+    EXPECT_EQ(t.still_open, 5) << "6 runs after the shift the rule still fires, naming the first bad run";
+    EXPECT_EQ(t.false_alerts, 0);
+}
+
+TEST(RegressionScenarios, AUniformlySlowerRunIsOneWholeRunFinding) {
+    SeriesSpec uniform;
+    uniform.change = SeriesSpec::Change::uniform;
+    uniform.size = 0.15;
+    const Tally t = run(uniform, 5, 301);
+    EXPECT_EQ(t.uniform_single, 5);
+    EXPECT_EQ(t.per_kernel_alerts, 0);
+}
+
+TEST(RegressionScenarios, ARampOfOnePercentPerRunIsCaughtByItsTenthRun) {
+    SeriesSpec ramp;
+    ramp.change = SeriesSpec::Change::ramp;
+    ramp.size = 0.01;
+    ramp.at = 15;
+    const Tally t = run(ramp, 5, 401);
+    EXPECT_EQ(t.detected, 5);
+}
+
+TEST(RegressionScenarios, AnImprovementRaisesNothingAndARevertedShiftResolves) {
+    SeriesSpec better;
+    better.change = SeriesSpec::Change::shift;
+    better.size = -0.15;
+    EXPECT_EQ(run(better, 4, 501).improvement_alerts, 0);
+    SeriesSpec revert;
+    revert.change = SeriesSpec::Change::revert;
+    revert.size = 0.15;
+    EXPECT_EQ(run(revert, 4, 601).resolved, 4);
+}
+
+}  // namespace perfwatch::test
