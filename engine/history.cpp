@@ -346,11 +346,17 @@ std::optional<double> RunHistory::robust_run_time(const Entity& run) const {
 }
 
 std::optional<double> RunHistory::level(const Entity& entity, std::string_view metric) const {
-    if (entity.kind == EntityKind::run && metric == "gpu_time")
-        if (auto robust = robust_run_time(entity)) return robust;
-    const std::vector<double> s = samples_of(entity, metric);
-    if (s.size() >= 3) return median(s);
-    return entity.value(metric);
+    // Read by every comparison, the spread floor and the common factors: each computed once.
+    auto key = std::make_pair(&entity, std::string(metric));
+    if (auto it = m_levels.find(key); it != m_levels.end()) return it->second;
+    std::optional<double> out;
+    if (entity.kind == EntityKind::run && metric == "gpu_time") out = robust_run_time(entity);
+    if (!out) {
+        const std::vector<double> s = samples_of(entity, metric);
+        out = s.size() >= 3 ? std::optional<double>(median(s)) : entity.value(metric);
+    }
+    m_levels.emplace(std::move(key), out);
+    return out;
 }
 
 std::optional<Comparison> RunHistory::compare_with(const Entity& entity, std::string_view metric,

@@ -177,6 +177,7 @@ private:
     mutable std::map<std::pair<const Entity*, std::string>, std::optional<Comparison>> m_memo;
     mutable std::map<std::string, UniformChange, std::less<>> m_uniform;
     mutable std::map<std::string, double, std::less<>> m_typical_window, m_typical_reference;
+    mutable std::map<std::pair<const Entity*, std::string>, std::optional<double>> m_levels;
     mutable std::map<std::string, CommonFactors, std::less<>> m_common_window, m_common_reference;
 };
 
