@@ -130,8 +130,20 @@ void tally(const SeriesSpec& spec, const std::vector<RunRecord>& runs, Tally& t)
         if (run.index < changed_at) {
             if (run.index >= 5) ++t.comparisons;
             if (is_alert(run)) ++t.false_alerts;
-        } else if (spec.size < 0 && is_alert(run)) {
-            ++t.improvement_alerts;
+        } else if (spec.size < 0) {
+            // An improvement of one kernel: an alert on it or on the run is the improvement's
+            // fault; one on an untouched kernel is the base rate, counted with the false alerts.
+            const bool caused =
+                std::any_of(run.events.begin(), run.events.end(),
+                            [](const RegressionEvent& e) {
+                                return e.kind == RegressionEvent::Kind::opened &&
+                                       (e.state.entity_name == k_shifted_kernel || e.state.entity_kind != EntityKind::kernel);
+                            }) ||
+                std::any_of(run.findings.begin(), run.findings.end(),
+                            [](const Finding& f) { return f.rule == "run-uniformly-slower"; });
+            ++t.comparisons;
+            if (caused) ++t.improvement_alerts;
+            else if (is_alert(run)) ++t.false_alerts;
         }
     }
     if (spec.change == C::none || spec.size < 0) return;

@@ -58,7 +58,7 @@ struct Tally {
     int still_open = 0;       // shift: 6 runs after the change, the rule still fires naming the change's run
     int false_alerts = 0;     // alerts where nothing changed (before the change, or in a stable series)
     int comparisons = 0;      // runs judged where nothing had changed (5 baseline runs on)
-    int improvement_alerts = 0;  // alerts from the change on in an improving series (size < 0)
+    int improvement_alerts = 0;  // improving series (size < 0): alerts from the change on, on the improved kernel or the run
     int uniform_single = 0;   // uniform: exactly one whole-run finding and no regression at the change
     int per_kernel_alerts = 0;   // uniform: regressions opened at the change (should be none)
     int resolved = 0;         // revert: every regression opened was resolved by the end

@@ -313,6 +313,64 @@ TEST(Daemon, AfterKillNineARestartIngestsEveryReportExactlyOnce) {
     EXPECT_EQ(daemon.wait_exit(5), 0);
 }
 
+// README "A CI job writing three benchmarks per commit": one watch with the shipped template
+// "{branch}/{commit}/**", each commit's folder holding a bert, a resnet50 and a whisper trace of
+// different kernels' times and launch counts. Each benchmark is its own series: none is compared
+// with another, so six stable commits raise no history finding, and bert 25% slower at the seventh
+// opens one regression, on bert's series, naming that commit.
+TEST(Daemon, AJobWritingThreeBenchmarksPerCommitKeepsThreeSeries) {
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "ci", db = dir.path() / "perfwatch.db";
+    const fs::path cfg = dir.path() / "perfwatch.yaml";
+    fs::create_directories(reports);
+    write_file(cfg, fmt::format(R"(database: perfwatch.db
+watch:
+  - path: {}
+    path_template: "{{branch}}/{{commit}}/**"
+listen: 127.0.0.1:0
+quiet_period: 300ms
+)",
+                                reports.string()));
+    test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+    const unsigned short port = port_of(daemon.log());
+    struct Bench {
+        const char* file;
+        double us;
+        int launches;
+    };
+    const Bench benches[] = {{"bert.pt.trace.json", 120, 40}, {"resnet50.pt.trace.json", 300, 12},
+                             {"whisper.pt.trace.json", 45, 60}};
+    const int commits = 7;
+    for (int c = 1; c <= commits; ++c) {
+        for (const Bench& b : benches) {
+            const double us = c == commits && std::string_view(b.file).starts_with("bert") ? b.us * 1.25 : b.us;
+            test::write_kineto_trace(dir, fmt::format("ci/main/c{}/{}", c, b.file), us, b.launches);
+        }
+        // Commits arrive one after another, as a CI job's would.
+        ASSERT_TRUE(wait_idle_with(port, db, 3 * c, 60)) << daemon.log();
+    }
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs"), 3 * commits);
+    for (const char* name : {"bert", "resnet50", "whisper"})
+        EXPECT_EQ(query_int(db, fmt::format("SELECT count(*) FROM run_labels WHERE key = 'benchmark' AND value = '{}'", name)),
+                  commits)
+            << name;
+    // The history rules of rules/regression.yaml fired only on bert's seventh run.
+    const std::string history_rule =
+        "rule IN ('kernel-time-regression', 'run-gpu-time-regression', 'run-uniformly-slower', "
+        "'launch-count-changed', 'occupancy-regression', 'kernel-registers-changed', 'new-kernel', 'kernels-vanished')";
+    const std::string bert_c7 =
+        "(SELECT r.id FROM runs r JOIN run_labels b ON b.run_id = r.id AND b.key = 'benchmark' AND b.value = 'bert' "
+        "JOIN run_labels c ON c.run_id = r.id AND c.key = 'commit' AND c.value = 'c7')";
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM findings WHERE " + history_rule + " AND run_id NOT IN " + bert_c7), 0);
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM findings WHERE rule = 'kernel-time-regression' AND run_id IN " + bert_c7), 1);
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM regressions"), query_int(db, "SELECT count(*) FROM regressions WHERE "
+                                                                               "series LIKE 'benchmark=bert;%' AND status = 'open'"));
+    EXPECT_GE(query_int(db, "SELECT count(*) FROM regressions WHERE entity_name = 'gemm' AND first_bad_run IN " + bert_c7), 1);
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(5), 0);
+}
+
 // Type=notify: READY=1 once watching, WATCHDOG=1 at half of WATCHDOG_USEC, STOPPING=1 on SIGTERM.
 TEST(Daemon, TellsSystemdReadyWatchdogAndStopping) {
     test::TempDir dir;
