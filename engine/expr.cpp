@@ -212,6 +212,7 @@ constexpr std::array k_functions = std::to_array<FunctionDef>({
     {"min", 1, -1},   {"max", 1, -1},   {"abs", 1, 1},  {"sqrt", 1, 1},   {"log", 1, 1},
     {"floor", 1, 1},  {"ceil", 1, 1},   {"round", 1, 1}, {"clamp", 3, 3}, {"metric", 1, 1},
     {"attr", 1, 1},   {"present", 1, 1}, {"count", 1, 2}, {"sum", 2, 3}, {"rank", 1, 1}, {"top", 3, 3},
+    {"if", 3, 3},
 });
 
 // Functions over history. The metric ones take a metric (or run.METRIC) first; regressed() and
@@ -536,6 +537,10 @@ private:
         n->offset = name.offset;
         n->text = name.text;
         take();  // (
+        // present(m) is never missing whatever the report holds: what it tests is not read.
+        std::set<std::string> tested;
+        std::set<std::string>* outer = m_metrics;
+        if (name.text == "present") m_metrics = &tested;
         if (peek().kind != Tok::rparen) {
             while (true) {
                 n->args.push_back(expression(0));
@@ -546,6 +551,7 @@ private:
                 break;
             }
         }
+        m_metrics = outer;
         if (peek().kind != Tok::rparen)
             error(peek().offset, fmt::format("expected ')' to close the call of {}()", name.text));
         else
@@ -582,6 +588,20 @@ private:
             n->kind = NodeKind::rank;
             n->type = ValueType::number;
             n->poisoned = !expect_type(*n->args[0], ValueType::number, "rank()");
+            return n;
+        }
+        if (name.text == "if") {
+            // if(condition, a, b): a where the condition holds, b where it does not, missing
+            // where it is missing; a and b of one type (numbers or text).
+            const bool cond_ok = expect_type(*n->args[0], ValueType::boolean, "the condition of if()");
+            const auto& a = *n->args[1];
+            const auto& b = *n->args[2];
+            n->poisoned = !cond_ok || a.poisoned || b.poisoned;
+            if (!n->poisoned && a.type != b.type) {
+                error(b.offset, fmt::format("if() gives {} or {}: both must be of one type", to_string(a.type), to_string(b.type)));
+                n->poisoned = true;
+            }
+            n->type = a.type;
             return n;
         }
         if (name.text == "present") {
@@ -872,6 +892,12 @@ Value eval(const Node& n, const EvalScope& s) {
             return std::monostate{};
         }
         case NodeKind::call: {
+            if (n.text == "if") {
+                const Value c = eval(*n.args[0], s);
+                const bool* cb = std::get_if<bool>(&c);
+                if (cb == nullptr) return std::monostate{};
+                return eval(*n.args[*cb ? 1 : 2], s);
+            }
             std::vector<double> a;
             a.reserve(n.args.size());
             for (const auto& arg : n.args) {

@@ -56,6 +56,29 @@ TEST(Cli, CheckB200FindsTheTailEffectWithTheReportsSpeedup) {
     EXPECT_EQ(doc["findings"][0]["rule"], "ncu-theoretical-occupancy");
 }
 
+// One rule, both vendors: a register-bound kernel in an Nsight Compute report and a VGPR-bound
+// one in a rocprof-compute workload (fixtures written for this project) get the same rule, each
+// with its own numbers and its vendor's fix.
+TEST(Cli, TheSameOccupancyRuleFiresOnNvidiaAndAmdWithEachVendorsFix) {
+    const auto nvidia = parse_json(test::run_perfwatch({"check", "--format", "json", test::fixture("ncu/problems_2023.csv")}));
+    const auto amd = parse_json(
+        test::run_perfwatch({"check", "--format", "json", test::fixture("rocprof_compute/mi210_problems/pmc_perf.csv")}));
+    const auto* n = find_finding(nvidia, "ncu-theoretical-occupancy", "fft_radix8_kernel");
+    const auto* a = find_finding(amd, "ncu-theoretical-occupancy", "fft_radix8_kernel");
+    ASSERT_NE(n, nullptr);
+    ASSERT_NE(a, nullptr);
+    const std::string nm = (*n)["message"], am = (*a)["message"];
+    // problems_2023.csv: 25.0% theoretical, 255 registers per thread; pmc_perf.csv: 128 VGPRs on
+    // gfx90a, 512 / 128 = 4 of 8 waves per SIMD.
+    EXPECT_NE(nm.find("theoretical occupancy 25.0% is limited by registers; 255 registers per thread"), std::string::npos) << nm;
+    EXPECT_NE(nm.find("-maxrregcount"), std::string::npos) << nm;
+    EXPECT_EQ(nm.find("wavefront"), std::string::npos) << nm;
+    EXPECT_NE(am.find("theoretical occupancy 50.0% is limited by VGPRs; 128 VGPRs and 48 SGPRs per wavefront"), std::string::npos) << am;
+    EXPECT_NE(am.find("amdgpu_waves_per_eu"), std::string::npos) << am;
+    EXPECT_EQ(am.find("-maxrregcount"), std::string::npos) << am;
+    EXPECT_EQ(amd["runs"][0]["labels"]["gpu"], "AMD MI210 (gfx90a)");
+}
+
 TEST(Cli, CheckL4TextFindsTheTailEffectWithTheReportsSpeedup) {
     PERFWATCH_CORPUS_FILE(path, "ncu/text_L4-cc89_ncu2025_fp16_wmma_512_basic.txt");
     const auto r = run_perfwatch({"check", "--format", "json", path});

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""The test's own reading of a rocprof per-dispatch CSV (v1 results/counter CSVs, rocprof-compute
+pmc_perf.csv and friends), with Python's csv module and rocprof-compute's documented formulas
+(analysis_configs/gfx942/0200_system-speed-of-light.yaml). Prints JSON: per kernel the dispatch
+count, summed End - Start (ns), and where the counters are there the L2 hit rate, the LDS bank
+conflict share and, with a sysinfo.csv beside the file, the achieved wavefront occupancy."""
+import csv
+import json
+import os
+import sys
+
+
+def number(text):
+    return float(text.strip())
+
+
+def main(path):
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.reader(f))
+    header = [h.strip() for h in rows[0]]
+    name_col = header.index("KernelName") if "KernelName" in header else header.index("Kernel_Name")
+    begin = next((header.index(c) for c in ("BeginNs", "Start_Timestamp") if c in header), None)
+    end = next((header.index(c) for c in ("EndNs", "End_Timestamp") if c in header), None)
+    level = header.index("SQ_LEVEL_WAVES") if "SQ_LEVEL_WAVES" in header else None
+    accum = level + 1 if level is not None and header[level + 1].startswith("SQ_ACCUM_PREV_HIRES") else None
+    sysinfo = {}
+    sysinfo_path = os.path.join(os.path.dirname(path), "sysinfo.csv")
+    if os.path.exists(sysinfo_path):
+        with open(sysinfo_path, newline="") as f:
+            r = list(csv.reader(f))
+            sysinfo = dict(zip([h.strip() for h in r[0]], [v.strip() for v in r[1]]))
+    cus = float(sysinfo.get("cu_per_gpu") or sysinfo.get("numCU") or 0)
+    waves = float(sysinfo.get("max_waves_per_cu") or sysinfo.get("maxWavesPerCU") or 0)
+    xcds = float(sysinfo.get("num_xcd") or 1)
+    kernels = {}
+    for row in rows[1:]:
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        extra = len(row) - len(header)
+        if extra > 0:  # unquoted names holding commas
+            row = row[:name_col] + [",".join(row[name_col:name_col + extra + 1])] + row[name_col + extra + 1:]
+        k = kernels.setdefault(row[name_col].strip(), {"dispatches": 0, "duration_ns": 0.0, "sums": {}, "acc": 0.0, "gui": 0.0})
+        k["dispatches"] += 1
+        if begin is not None and end is not None:
+            k["duration_ns"] += max(0.0, number(row[end]) - number(row[begin]))
+        for c in ("TCC_HIT_sum", "TCC_MISS_sum", "SQ_LDS_BANK_CONFLICT", "SQ_LDS_IDX_ACTIVE"):
+            if c in header:
+                k["sums"][c] = k["sums"].get(c, 0.0) + number(row[header.index(c)])
+        if accum is not None and "GRBM_GUI_ACTIVE" in header:
+            k["acc"] += number(row[accum])
+            k["gui"] += number(row[header.index("GRBM_GUI_ACTIVE")]) / xcds
+    out = {}
+    for name, k in kernels.items():
+        o = {"dispatches": k["dispatches"], "duration_ns": k["duration_ns"]}
+        s = k["sums"]
+        if "TCC_HIT_sum" in s and s["TCC_HIT_sum"] + s["TCC_MISS_sum"] > 0:
+            o["l2_hit_rate"] = 100 * s["TCC_HIT_sum"] / (s["TCC_HIT_sum"] + s["TCC_MISS_sum"])
+        if "SQ_LDS_IDX_ACTIVE" in s and s["SQ_LDS_IDX_ACTIVE"] > 0:
+            o["lds_conflict_pct"] = 100 * s["SQ_LDS_BANK_CONFLICT"] / s["SQ_LDS_IDX_ACTIVE"]
+        if k["gui"] > 0 and cus > 0 and waves > 0:
+            o["occupancy_achieved"] = 100 * (k["acc"] / k["gui"]) / (waves * cus)
+        out[name] = o
+    json.dump(out, sys.stdout)
+
+
+main(sys.argv[1])
