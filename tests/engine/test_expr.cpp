@@ -88,6 +88,24 @@ TEST(Expr, MissingMetricsPropagateThreeValued) {
     EXPECT_EQ(eval("sm_throughput / 0", s), Value());
 }
 
+// if(c, a, b) picks a branch without evaluating the other; a missing condition is missing; both
+// branches share one type; present() inside it never makes the expression read the metric.
+TEST(Expr, IfPicksABranchOfOneType) {
+    MapScope s;
+    s.metrics["vgpr_count"] = 128;
+    EXPECT_EQ(std::get<std::string>(eval(R"(if(present(vgpr_count), "VGPRs", "registers"))", s)), "VGPRs");
+    MapScope nvidia;
+    EXPECT_EQ(std::get<std::string>(eval(R"(if(present(vgpr_count), "VGPRs", "registers"))", nvidia)), "registers");
+    EXPECT_EQ(std::get<double>(eval("if(vgpr_count > 64, 1, sgpr_count)", s)), 1);
+    EXPECT_TRUE(std::holds_alternative<std::monostate>(eval("if(sgpr_count > 1, 1, 2)", s)));
+    EXPECT_FALSE(errors_of(R"(if(true, 1, "text"))").empty());
+    EXPECT_FALSE(errors_of("if(1, 2, 3)").empty());
+    std::vector<ExprError> errors;
+    const auto e = Expression::compile(R"(if(present(vgpr_count), "a", "b"))", errors);
+    ASSERT_TRUE(e);
+    EXPECT_TRUE(e->metrics_read().empty());
+}
+
 TEST(Expr, TypeErrorsAndUnknownNamesAreCompileErrors) {
     auto e1 = errors_of("name + 1");
     ASSERT_FALSE(e1.empty());
