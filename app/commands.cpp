@@ -61,14 +61,24 @@ std::int64_t count_kind(const RunBatch& b, EntityKind kind) {
     return std::count_if(b.entities.begin(), b.entities.end(), [&](const Entity& e) { return e.kind == kind; });
 }
 
-// Collects and stores one report. Prints nothing; the caller reports.
-Result<StoreOutcome> ingest_one(Db& db, const std::string& file, const LabelSources& labels,
-                                const std::vector<Converter>& converters, RunBatch* out_batch = nullptr) {
-    auto batch = collect_labelled(file, labels, converters);
-    if (!batch) return std::unexpected(batch.error());
-    auto stored = db.store(*batch);
-    if (stored && out_batch) *out_batch = std::move(*batch);
-    return stored;
+struct IngestedRun {
+    StoreOutcome stored;
+    RunBatch batch;
+};
+
+// Collects and stores one report: one run, or one per session of a log holding several. Prints
+// nothing; the caller reports.
+Result<std::vector<IngestedRun>> ingest_one(Db& db, const std::string& file, const LabelSources& labels,
+                                            const std::vector<Converter>& converters) {
+    auto runs = collect_labelled_runs(file, labels, converters);
+    if (!runs) return std::unexpected(runs.error());
+    std::vector<IngestedRun> out;
+    for (RunBatch& batch : *runs) {
+        auto stored = db.store(batch);
+        if (!stored) return std::unexpected(stored.error());
+        out.push_back({*stored, std::move(batch)});
+    }
+    return out;
 }
 
 RunRef run_ref(const StoredRun& run) {
@@ -157,22 +167,26 @@ int run_ingest(const IngestOptions& options) {
     if (!db) return 2;
     int status = 0;
     for (const std::string& file : options.files) {
-        RunBatch batch;
-        auto stored = ingest_one(*db, file, options.labels, options.converters, &batch);
-        if (!stored) {
-            print_error(stored.error());
-            if (!stored.error().skipped) status = 2;
+        auto ingested = ingest_one(*db, file, options.labels, options.converters);
+        if (!ingested) {
+            print_error(ingested.error());
+            if (!ingested.error().skipped) status = 2;
             continue;
         }
-        const std::string benchmark = label_value(batch.labels, "benchmark");
-        if (stored->inserted)
-            fmt::print("run {}: {} ({}, {} kernels, {} launches; benchmark '{}'{})\n", stored->run_id, file,
-                       batch.format, count_kind(batch, EntityKind::kernel),
-                       value_text(batch.entities[batch.run_entity()].value("launches").value_or(0)), benchmark,
-                       stored->content_run ? fmt::format("; same content as run {}", *stored->content_run) : "");
-        else
-            fmt::print("run {}: {} already stored (same content and labels; benchmark '{}')\n", stored->run_id, file,
-                       benchmark);
+        for (auto& [stored, batch] : *ingested) {
+            const std::string benchmark = label_value(batch.labels, "benchmark");
+            const std::string session = batch.labels.contains("session")
+                                            ? fmt::format(" session {}", label_value(batch.labels, "session"))
+                                            : "";
+            if (stored.inserted)
+                fmt::print("run {}: {}{} ({}, {} kernels, {} launches; benchmark '{}'{})\n", stored.run_id, file,
+                           session, batch.format, count_kind(batch, EntityKind::kernel),
+                           value_text(batch.entities[batch.run_entity()].value("launches").value_or(0)), benchmark,
+                           stored.content_run ? fmt::format("; same content as run {}", *stored.content_run) : "");
+            else
+                fmt::print("run {}: {}{} already stored (same content and labels; benchmark '{}')\n", stored.run_id,
+                           file, session, benchmark);
+        }
     }
     return status;
 }
@@ -219,7 +233,7 @@ Result<std::int64_t> baseline_run_id(Db& db, const std::string& text, const Chec
     std::erase_if(labels.given, [](const auto& kv) { return is_identity_label(kv.first); });
     auto stored = ingest_one(db, text, labels, options.converters);
     if (!stored) return std::unexpected(stored.error());
-    return stored->run_id;
+    return stored->back().stored.run_id;  // a log of several sessions: its last one
 }
 
 }  // namespace
@@ -246,35 +260,37 @@ int run_check(const CheckOptions& options) {
     int status = 0;
     for (const std::string& file : options.files) {
         // A report set aside (no converter tool) was not checked: the gate cannot pass on it.
-        auto stored = ingest_one(*db, file, options.labels, options.converters);
-        if (!stored) {
-            print_error(stored.error());
+        auto ingested = ingest_one(*db, file, options.labels, options.converters);
+        if (!ingested) {
+            print_error(ingested.error());
             status = 2;
             continue;
         }
-        auto run = db->load(stored->run_id);
-        if (!run || !*run) {
-            print_error(run ? Error{file, 0, 0, false, "stored run vanished"} : run.error());
-            status = 2;
-            continue;
+        for (const IngestedRun& stored : *ingested) {
+            auto run = db->load(stored.stored.run_id);
+            if (!run || !*run) {
+                print_error(run ? Error{file, 0, 0, false, "stored run vanished"} : run.error());
+                status = 2;
+                continue;
+            }
+            auto outcome = process_run(*db, rules, **run, pipeline);
+            if (!outcome) {
+                print_error(outcome.error());
+                status = 2;
+                continue;
+            }
+            RunRef ref = run_ref(**run);
+            ref.baselines = outcome->baselines;
+            for (const RegressionEvent& e : outcome->events) ref.regressions.push_back(regression_sentence(e));
+            report.runs.push_back(std::move(ref));
+            for (const DecidedCheck& c : outcome->evaluation.checks) {
+                const Entity& e = (*run)->batch.entities[c.entity];
+                report.cases.push_back({(*run)->id, rules.rules[c.rule].spec.id, e.kind, e.name});
+            }
+            report.evaluated += outcome->evaluation.evaluated;
+            report.not_applicable += outcome->evaluation.not_applicable;
+            for (Finding& f : outcome->evaluation.findings) report.findings.push_back(std::move(f));
         }
-        auto outcome = process_run(*db, rules, **run, pipeline);
-        if (!outcome) {
-            print_error(outcome.error());
-            status = 2;
-            continue;
-        }
-        RunRef ref = run_ref(**run);
-        ref.baselines = outcome->baselines;
-        for (const RegressionEvent& e : outcome->events) ref.regressions.push_back(regression_sentence(e));
-        report.runs.push_back(std::move(ref));
-        for (const DecidedCheck& c : outcome->evaluation.checks) {
-            const Entity& e = (*run)->batch.entities[c.entity];
-            report.cases.push_back({(*run)->id, rules.rules[c.rule].spec.id, e.kind, e.name});
-        }
-        report.evaluated += outcome->evaluation.evaluated;
-        report.not_applicable += outcome->evaluation.not_applicable;
-        for (Finding& f : outcome->evaluation.findings) report.findings.push_back(std::move(f));
     }
     rank_findings(report.findings);
     if (options.format == "json")

@@ -355,9 +355,9 @@ private:
         labels.directory = watch.labels;
         labels.root = watch.path;
         // A bug in a collector costs this report, never the daemon.
-        Result<RunBatch> batch = fail(job.path, 0, "not read");
+        Result<std::vector<RunBatch>> batch = fail(job.path, 0, "not read");
         try {
-            batch = collect_labelled(job.path, labels, s.config.converters);
+            batch = collect_labelled_runs(job.path, labels, s.config.converters);
         } catch (const std::exception& e) {
             batch = fail(job.path, 0, fmt::format("internal error while reading the report: {}", e.what()));
         }
@@ -366,7 +366,7 @@ private:
         });
     }
 
-    void store(Job job, FileStat stat, Result<RunBatch> batch) {
+    void store(Job job, FileStat stat, Result<std::vector<RunBatch>> batch) {
         try {
             store_and_evaluate(job, stat, std::move(batch));
         } catch (const std::exception& e) {
@@ -394,26 +394,47 @@ private:
         finish(job, Outcome::failed);
     }
 
-    void store_and_evaluate(const Job& job, FileStat stat, Result<RunBatch> batch) {
+    // Stores and evaluates every run of one report (one per session of a log holding several),
+    // then marks the file. A database failure leaves the file for a retry: the runs already
+    // stored are found again by content and labels, and evaluated runs are not evaluated twice.
+    void store_and_evaluate(const Job& job, FileStat stat, Result<std::vector<RunBatch>> batches) {
         m_metrics.report_seen();
         FileMark mark{job.path, stat.size, stat.mtime_ns, "", std::nullopt, ""};
-        if (!batch) return report_failed(job, mark, batch.error());
+        if (!batches) return report_failed(job, mark, batches.error());
+        bool inserted = false;
+        for (RunBatch& batch : *batches) {
+            const RunStep step = store_and_evaluate_run(job, batch, mark, inserted);
+            if (step == RunStep::retry) return finish(job, Outcome::retry);
+            if (step == RunStep::failed) return;
+        }
+        // The mark holds the file's own hash (a session's content hash carries "#N").
+        if (!mark.sha256.empty()) mark.sha256 = mark.sha256.substr(0, mark.sha256.find('#'));
+        if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
+        m_database_ok = true;
+        finish(job, inserted ? Outcome::stored : Outcome::none);
+    }
+
+    enum class RunStep { done, retry, failed };
+
+    RunStep store_and_evaluate_run(const Job& job, const RunBatch& batch_ref, FileMark& mark, bool& inserted) {
+        const RunBatch* batch = &batch_ref;
         auto stored = m_db.store(*batch);
         if (!stored && stored.error().kind != ErrorKind::database) {
             Error e = stored.error();
             e.file = job.path;
-            return report_failed(job, mark, e);
+            report_failed(job, mark, e);
+            return RunStep::failed;
         }
         if (!stored) {
             database_failed(stored.error());
-            return finish(job, Outcome::retry);
+            return RunStep::retry;
         }
         mark.sha256 = batch->sha256;
         mark.run_id = stored->run_id;
         auto processed = m_db.is_processed(stored->run_id);
         if (!processed) {
             database_failed(processed.error());
-            return finish(job, Outcome::retry);
+            return RunStep::retry;
         }
         std::string outcome = "already evaluated";
         if (!*processed) {
@@ -421,7 +442,7 @@ private:
             auto run = m_runs.get(m_db, stored->run_id);
             if (!run || !*run) {
                 database_failed(run ? Error{m_db_path, 0, 0, false, "a stored run vanished"} : run.error());
-                return finish(job, Outcome::retry);
+                return RunStep::retry;
             }
             PipelineOptions options;
             options.cache = &m_runs;
@@ -429,7 +450,7 @@ private:
             auto result = process_run(m_db, job.settings->rules, **run, options);
             if (!result) {
                 database_failed(result.error());
-                return finish(job, Outcome::retry);
+                return RunStep::retry;
             }
             std::string report_url;
             if (!job.settings->config.reports_directory.empty()) {
@@ -447,7 +468,7 @@ private:
             auto queued = enqueue_alerts(*job.settings, **run, *result, report_url);
             if (!queued) {
                 database_failed(queued.error());
-                return finish(job, Outcome::retry);
+                return RunStep::retry;
             }
             if (*queued > 0) schedule_delivery();
             m_metrics.rules_evaluated(static_cast<double>(result->evaluation.evaluated));
@@ -464,20 +485,21 @@ private:
                     e.kind == RegressionEvent::Kind::opened ? "opened" : "resolved", to_string(e.state.entity_kind),
                     e.state.entity_name, e.state.rule);
         }
-        if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
         const double latency_s = std::chrono::duration<double>(Clock::now() - job.since).count();
         m_metrics.ingest_latency(latency_s);
+        const std::string session =
+            batch->labels.contains("session") ? fmt::format(" session {}", label_value(batch->labels, "session")) : "";
         if (stored->inserted) {
+            inserted = true;
             m_metrics.report_ingested(batch->format);
-            log(LogLevel::info, "run {}: {} ({}) in {:.0f} ms: {}", stored->run_id, job.path, batch->format,
+            log(LogLevel::info, "run {}: {}{} ({}) in {:.0f} ms: {}", stored->run_id, job.path, session, batch->format,
                 latency_s * 1000, outcome);
         } else {
             m_metrics.report_duplicate(batch->format);
-            log(LogLevel::info, "{}: same content as run {} in {:.0f} ms: {}", job.path, stored->run_id,
+            log(LogLevel::info, "{}{}: same content as run {} in {:.0f} ms: {}", job.path, session, stored->run_id,
                 latency_s * 1000, outcome);
         }
-        m_database_ok = true;
-        finish(job, stored->inserted ? Outcome::stored : Outcome::none);
+        return RunStep::done;
     }
 
     Result<std::size_t> enqueue_alerts(const Settings& settings, const StoredRun& run, const RunOutcome& outcome,

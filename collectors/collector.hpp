@@ -29,6 +29,13 @@ public:
     // Parses `content`; `path` is only used in messages and as the run's source (except for
     // CollectorInput::path collectors, which open `path` and ignore `content`).
     virtual Result<RunBatch> collect(const std::string& path, std::string_view content) const = 0;
+    // Every run the report holds (a log of several profiling sessions holds one per session);
+    // one for most formats. For CollectorInput::whole collectors.
+    virtual Result<std::vector<RunBatch>> collect_runs(const std::string& path, std::string_view content) const {
+        auto batch = collect(path, content);
+        if (!batch) return std::unexpected(batch.error());
+        return std::vector<RunBatch>{std::move(*batch)};
+    }
     virtual CollectorInput input() const { return CollectorInput::whole; }
     // For CollectorInput::stream: parses the report from `source`, already decompressed.
     virtual Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const {
@@ -69,6 +76,11 @@ Result<RunBatch> collect_file(const std::string& path);
 // Like collect_file, but a file whose extension one of `converters` names is first converted by
 // that vendor tool (see convert.hpp); the run keeps the binary report's path and SHA-256.
 Result<RunBatch> collect_file(const std::string& path, const std::vector<Converter>& converters);
+
+// Every run of the report at `path` (collect_runs): one per session for a log holding several,
+// each labelled session=N, with the file's SHA-256 and "#N" as its content hash. Otherwise as
+// collect_file.
+Result<std::vector<RunBatch>> collect_file_runs(const std::string& path, const std::vector<Converter>& converters);
 
 // Labels the report itself gives, where not set already: `gpu` (the devices' GPU models) and
 // `tool_version`. Collectors add their own (Kineto: rank, world_size).

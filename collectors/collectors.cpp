@@ -122,7 +122,31 @@ std::string detect_file_format(const std::string& path) {
     return c != nullptr ? std::string(c->id()) : std::string("unrecognized");
 }
 
-Result<RunBatch> collect_file(const std::string& path) {
+namespace {
+
+// collect_file's reading; `runs` set: every run of a whole-input report (collect_runs).
+Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch>* runs);
+
+}  // namespace
+
+Result<RunBatch> collect_file(const std::string& path) { return collect_file_impl(path, nullptr); }
+
+Result<std::vector<RunBatch>> collect_file_runs(const std::string& path, const std::vector<Converter>& converters) {
+    if (converter_for(converters, path) != nullptr) {
+        auto batch = collect_file(path, converters);
+        if (!batch) return std::unexpected(batch.error());
+        return std::vector<RunBatch>{std::move(*batch)};
+    }
+    std::vector<RunBatch> runs;
+    auto batch = collect_file_impl(path, &runs);
+    if (!batch) return std::unexpected(batch.error());
+    if (runs.empty()) runs.push_back(std::move(*batch));
+    return runs;
+}
+
+namespace {
+
+Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch>* runs) {
     auto file = FileSource::open(path);
     if (!file) return std::unexpected(file.error());
     FileSource& raw = **file;
@@ -155,7 +179,19 @@ Result<RunBatch> collect_file(const std::string& path) {
     case CollectorInput::whole: {
         auto content = read_rest(raw);
         if (!content) return std::unexpected(content.error());
-        batch = c->collect(path, *content);
+        if (runs != nullptr) {
+            auto all = c->collect_runs(path, *content);
+            if (!all) return std::unexpected(all.error());
+            if (all->empty()) return fail(path, 0, "the report holds no run");
+            if (all->size() == 1) {
+                batch = std::move(all->front());  // the usual case: returned alone, not copied
+            } else {
+                *runs = std::move(*all);
+                batch = runs->back();
+            }
+        } else {
+            batch = c->collect(path, *content);
+        }
         break;
     }
     }
@@ -163,9 +199,13 @@ Result<RunBatch> collect_file(const std::string& path) {
     // Hashes what the collector did not read and checks the file did not change meanwhile.
     auto sha = raw.finish_sha256();
     if (!sha) return std::unexpected(sha.error());
+    if (runs != nullptr)
+        for (std::size_t i = 0; i < runs->size(); ++i) finish_batch((*runs)[i], path, fmt::format("{}#{}", *sha, i + 1));
     finish_batch(*batch, path, std::move(*sha));
     return batch;
 }
+
+}  // namespace
 
 Result<RunBatch> collect_file(const std::string& path, const std::vector<Converter>& converters) {
     const Converter* converter = converter_for(converters, path);

@@ -160,23 +160,42 @@ std::string derived_benchmark(const LabelSources& sources, const std::string& pa
     return b.name;
 }
 
+namespace {
+
+// The labels of a collected run: derived benchmark, templates, watched directory, sidecars, --label.
+Result<void> label_run(RunBatch& batch, const std::string& file, const LabelSources& labels) {
+    if (!batch.labels.contains("benchmark")) {
+        std::string rank;
+        batch.labels["benchmark"] = derived_benchmark(labels, file, batch.format, &rank);
+        if (!rank.empty() && !batch.labels.contains("rank")) batch.labels["rank"] = rank;
+    }
+    for (const auto& [k, v] : path_labels(labels.path_templates, file)) batch.labels[k] = v;
+    for (const auto& [k, v] : labels.directory) batch.labels[k] = v;
+    auto sidecar = sidecar_labels(file);
+    if (!sidecar) return std::unexpected(sidecar.error());
+    for (const auto& [k, v] : *sidecar) batch.labels[k] = v;
+    for (const auto& [k, v] : labels.given) batch.labels[k] = v;
+    sanitize_labels(batch);
+    return {};
+}
+
+}  // namespace
+
 Result<RunBatch> collect_labelled(const std::string& file, const LabelSources& labels,
                                   const std::vector<Converter>& converters) {
     auto batch = collect_file(file, converters);
     if (!batch) return std::unexpected(batch.error());
-    if (!batch->labels.contains("benchmark")) {
-        std::string rank;
-        batch->labels["benchmark"] = derived_benchmark(labels, file, batch->format, &rank);
-        if (!rank.empty() && !batch->labels.contains("rank")) batch->labels["rank"] = rank;
-    }
-    for (const auto& [k, v] : path_labels(labels.path_templates, file)) batch->labels[k] = v;
-    for (const auto& [k, v] : labels.directory) batch->labels[k] = v;
-    auto sidecar = sidecar_labels(file);
-    if (!sidecar) return std::unexpected(sidecar.error());
-    for (const auto& [k, v] : *sidecar) batch->labels[k] = v;
-    for (const auto& [k, v] : labels.given) batch->labels[k] = v;
-    sanitize_labels(*batch);
+    if (auto labelled = label_run(*batch, file, labels); !labelled) return std::unexpected(labelled.error());
     return batch;
+}
+
+Result<std::vector<RunBatch>> collect_labelled_runs(const std::string& file, const LabelSources& labels,
+                                                    const std::vector<Converter>& converters) {
+    auto runs = collect_file_runs(file, converters);
+    if (!runs) return std::unexpected(runs.error());
+    for (RunBatch& batch : *runs)
+        if (auto labelled = label_run(batch, file, labels); !labelled) return std::unexpected(labelled.error());
+    return runs;
 }
 
 }  // namespace perfwatch

@@ -76,4 +76,9 @@ std::string derived_benchmark(const LabelSources& sources, const std::string& pa
 Result<RunBatch> collect_labelled(const std::string& file, const LabelSources& labels,
                                   const std::vector<Converter>& converters);
 
+// Every run of one report (one per session of a log holding several, labelled session=N), each
+// labelled as collect_labelled does.
+Result<std::vector<RunBatch>> collect_labelled_runs(const std::string& file, const LabelSources& labels,
+                                                    const std::vector<Converter>& converters);
+
 }  // namespace perfwatch

@@ -1,13 +1,16 @@
 #include "collectors/nsys_stats.hpp"
+#include "collectors/log_prefix.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cmath>
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "collectors/csv.hpp"
@@ -235,7 +238,29 @@ struct Session {
     std::set<Report> seen;
     std::uint64_t first_line = 0;
     std::string report_file;  // "vector_add_profile_v3.nsys-rep" when the log names it
+    std::string gpu;           // "NVIDIA GA100" from `--gpu-metrics-device` output
+    std::string tool_version;  // "2022.4.2" from the report scripts' nsight-systems-VERSION path
 };
+
+// "GPU 0: General Metrics for NVIDIA GA100 (any frequency)" -> "NVIDIA GA100".
+std::string gpu_of_metrics_line(std::string_view t) {
+    const auto at = t.find("General Metrics for ");
+    if (at == std::string_view::npos) return {};
+    std::string_view rest = t.substr(at + 20);
+    rest = rest.substr(0, rest.find(" ("));
+    return std::string(trim(rest));
+}
+
+// ".../nsight-systems-2022.4.2/host-linux-x64/..." -> "2022.4.2".
+std::string version_of_path(std::string_view t) {
+    const auto at = t.find("nsight-systems-");
+    if (at == std::string_view::npos) return {};
+    std::size_t end = at + 15;
+    while (end < t.size() && (std::isdigit(static_cast<unsigned char>(t[end])) || t[end] == '.')) ++end;
+    std::string v(t.substr(at + 15, end - at - 15));
+    while (!v.empty() && v.back() == '.') v.pop_back();
+    return v;
+}
 
 struct Parse {
     std::vector<Session> sessions;
@@ -247,13 +272,13 @@ Result<Parse> parse_tables(const std::string& path, std::string_view content) {
     {
         LineReader reader(content);
         std::string_view l;
-        while (reader.next(l)) lines.push_back(l);
+        while (reader.next(l)) lines.push_back(strip_log_prefix(l));
     }
     Parse out;
     out.sessions.emplace_back();
     std::optional<Title> pending;
     std::uint64_t pending_line = 0;
-    std::string report_file;
+    std::string report_file, pending_gpu, version;
     auto start_session_for = [&](Report r, std::uint64_t line_no) {
         Session* s = &out.sessions.back();
         if (r != Report::other && s->seen.contains(r)) {
@@ -262,6 +287,8 @@ Result<Parse> parse_tables(const std::string& path, std::string_view content) {
         }
         if (s->first_line == 0) s->first_line = line_no;
         if (s->report_file.empty()) s->report_file = report_file;
+        if (s->gpu.empty() && !pending_gpu.empty()) s->gpu = std::exchange(pending_gpu, {});
+        if (s->tool_version.empty()) s->tool_version = version;
         s->seen.insert(r);
         return s;
     };
@@ -270,8 +297,14 @@ Result<Parse> parse_tables(const std::string& path, std::string_view content) {
         const std::uint64_t line_no = i + 1;
         const std::string_view t = trim(lines[i]);
         if (t.empty()) continue;
+        if (std::string gpu = gpu_of_metrics_line(t); !gpu.empty()) {
+            pending_gpu = std::move(gpu);
+            continue;
+        }
+        if (std::string v = version_of_path(t); !v.empty()) version = std::move(v);
         if (auto title = parse_title(t)) {
-            if (pending && pending->report != Report::other)
+            // "Processing [...osrtsum.py]..." then " ** OS Runtime Summary (osrtsum):" announce one table.
+            if (pending && pending->report != Report::other && pending->report != title->report)
                 out.problems.push_back(fmt::format("line {}: '{}' announced but no table follows", pending_line,
                                                    pending->id));
             pending = std::move(title);
@@ -327,6 +360,12 @@ Result<Parse> parse_tables(const std::string& path, std::string_view content) {
                 for (std::string& c : row.cells) c = std::string(trim(c));
             } else {
                 row.cells = split_text_row(row_line, extents);
+            }
+            // Every stats table starts its rows with a number: a line that does not is other
+            // program output after the table (a job log's next message).
+            if (row.cells.empty() || !parse_report_number(trim(row.cells.front()))) {
+                --i;
+                break;
             }
             if (row.cells.size() != table.columns.size())
                 return fail(path, row.line,
@@ -555,6 +594,7 @@ public:
         std::string_view line, previous;
         bool titled = false;
         while (lines.next(line)) {
+            line = strip_log_prefix(line);
             const std::string_view t = trim(line);
             if (auto title = parse_title(t); title && title->report != Report::other) titled = true;
             if (t.starts_with("SKIPPED:") && t.find("does not contain") != std::string_view::npos) return true;
@@ -578,16 +618,58 @@ public:
         return false;
     }
 
+    // One batch: the last session, with a note when the file holds more (collect_runs gives each).
     Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
         auto parsed = parse_tables(path, content);
         if (!parsed) return std::unexpected(parsed.error());
         const Session& session = parsed->sessions.back();
-        if (session.tables.empty() && session.skipped.empty())
-            return fail(path, 0, "no nsys stats table found (expected a header such as \"Time (%)  Total Time (ns)  "
-                                 "Instances ...\" followed by a dash line, or its CSV form)");
+        if (session.tables.empty() && session.skipped.empty()) return no_table(path);
+        auto batch = session_batch(path, *parsed, session);
+        if (batch && parsed->sessions.size() > 1)
+            batch->notes.insert(batch->notes.begin(),
+                                fmt::format("the file holds {} nsys stats sessions; read the last one{}, from line {}",
+                                            parsed->sessions.size(),
+                                            session.report_file.empty() ? "" : " (" + session.report_file + ")",
+                                            session.first_line));
+        return batch;
+    }
 
+    // One run per session (a log of several `nsys stats` invocations), each labelled session=N.
+    Result<std::vector<RunBatch>> collect_runs(const std::string& path, std::string_view content) const override {
+        auto parsed = parse_tables(path, content);
+        if (!parsed) return std::unexpected(parsed.error());
+        if (parsed->sessions.size() == 1) {
+            const Session& only = parsed->sessions.front();
+            if (only.tables.empty() && only.skipped.empty()) return no_table(path);
+            auto batch = session_batch(path, *parsed, only);
+            if (!batch) return std::unexpected(batch.error());
+            return std::vector<RunBatch>{std::move(*batch)};
+        }
+        std::vector<RunBatch> out;
+        for (std::size_t i = 0; i < parsed->sessions.size(); ++i) {
+            const Session& session = parsed->sessions[i];
+            auto batch = session_batch(path, *parsed, session);
+            if (!batch) return std::unexpected(batch.error());
+            batch->labels["session"] = std::to_string(i + 1);
+            batch->notes.insert(batch->notes.begin(),
+                                fmt::format("session {} of {} in this file{}, from line {}", i + 1, parsed->sessions.size(),
+                                            session.report_file.empty() ? "" : " (" + session.report_file + ")",
+                                            session.first_line));
+            out.push_back(std::move(*batch));
+        }
+        return out;
+    }
+
+private:
+    static std::unexpected<Error> no_table(const std::string& path) {
+        return fail(path, 0, "no nsys stats table found (expected a header such as \"Time (%)  Total Time (ns)  "
+                             "Instances ...\" followed by a dash line, or its CSV form)");
+    }
+
+    Result<RunBatch> session_batch(const std::string& path, const Parse& parsed, const Session& session) const {
         RunBatch batch;
         batch.format = std::string(id());
+        batch.tool_version = session.tool_version;
         std::set<std::string> generations;
         bool csv = false;
         for (const Table& t : session.tables) {
@@ -596,13 +678,8 @@ public:
         }
         batch.format_detail = fmt::format("{}{}", csv ? "CSV" : "text",
                                           generations.empty() ? "" : fmt::format(", {} report names", *generations.begin()));
-        if (parsed->sessions.size() > 1)
-            batch.notes.push_back(fmt::format("the file holds {} nsys stats sessions; read the last one{}, from line {}",
-                                              parsed->sessions.size(),
-                                              session.report_file.empty() ? "" : " (" + session.report_file + ")",
-                                              session.first_line));
         for (const std::string& s : session.skipped) batch.notes.push_back("SKIPPED: " + s);
-        for (const std::string& p : parsed->problems) batch.notes.push_back(p);
+        for (const std::string& p : parsed.problems) batch.notes.push_back(p);
 
         const std::size_t run_index = batch.run_entity();
         const bool has_trace = std::any_of(session.tables.begin(), session.tables.end(),
@@ -736,6 +813,22 @@ public:
             run.set(plain("sync_api_time", sync_time, "ns"));
         }
         if (!memory_bytes.empty()) run.set(plain("memcpy_bytes", memcpy_bytes, "byte"));
+        if (!session.gpu.empty()) {
+            bool named = false;
+            for (Entity& e : batch.entities)
+                if (e.kind == EntityKind::device) {
+                    e.attributes["gpu"] = session.gpu;
+                    named = true;
+                }
+            if (!named) {
+                Entity device;
+                device.kind = EntityKind::device;
+                device.name = "GPU 0";
+                device.parent = static_cast<std::int64_t>(run_index);
+                device.attributes["gpu"] = session.gpu;
+                batch.entities.push_back(std::move(device));
+            }
+        }
         return batch;
     }
 };

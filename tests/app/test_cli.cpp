@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
 
 #include <fstream>
 #include <sstream>
@@ -134,6 +135,25 @@ TEST(Cli, BadInputsExitTwoNameTheFileAndStoreNothing) {
     const auto b = run_perfwatch({"ingest", "--db", db, binary});
     EXPECT_NE(b.err.find("offset 8"), std::string::npos) << b.err;
     EXPECT_EQ(count_runs(db), 0);
+}
+
+// A log of twelve nsys stats sessions: ingest stores and prints one run per session (each its own
+// content, labelled session=N, with the GPU its session names); again, nothing new.
+TEST(Cli, IngestStoresEverySessionOfALog) {
+    test::TempDir dir;
+    const std::string db = dir.file("pw.db");
+    const std::string log = test::fixture("nsys/twelve_sessions.log");
+    const auto r = test::run_perfwatch({"ingest", "--db", db, log});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (int i = 1; i <= 12; ++i) EXPECT_NE(r.out.find(fmt::format("run {}: {} session {} (", i, log, i)), std::string::npos) << r.out;
+    EXPECT_EQ(count_runs(db), 12);
+    EXPECT_EQ(test::query_int(db, "SELECT count(DISTINCT sha256) FROM runs"), 12);
+    EXPECT_EQ(test::query_int(db, "SELECT count(*) FROM run_labels WHERE key = 'session'"), 12);
+    EXPECT_EQ(test::query_int(db, "SELECT count(*) FROM run_labels WHERE key = 'gpu' AND value = 'NVIDIA GH100'"), 6);
+    const auto again = test::run_perfwatch({"ingest", "--db", db, log});
+    EXPECT_EQ(again.exit_code, 0);
+    EXPECT_NE(again.out.find("session 12 already stored"), std::string::npos) << again.out;
+    EXPECT_EQ(count_runs(db), 12);
 }
 
 TEST(Cli, IngestShowAndDeduplicate) {

@@ -371,6 +371,33 @@ quiet_period: 300ms
     EXPECT_EQ(daemon.wait_exit(5), 0);
 }
 
+// A CI log of twelve nsys stats sessions dropped into a watched directory: twelve runs, one mark
+// for the file (its own hash), and the same file written again adds nothing.
+TEST(Daemon, ALogOfTwelveSessionsIsTwelveRuns) {
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "ci", db = dir.path() / "perfwatch.db";
+    const fs::path cfg = dir.path() / "perfwatch.yaml";
+    fs::create_directories(reports);
+    write_file(cfg, fmt::format("database: perfwatch.db\nwatch:\n  - path: {}\nlisten: 127.0.0.1:0\nquiet_period: 300ms\n",
+                                reports.string()));
+    test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+    const unsigned short port = port_of(daemon.log());
+    const std::string log = test::read_file(test::fixture("nsys/twelve_sessions.log"));
+    write_file(reports / "main" / "bench.log", log);
+    ASSERT_TRUE(wait_idle_with(port, db, 12, 60)) << daemon.log();
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs WHERE processed_at IS NULL"), 0);
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM watched_files"), 1);
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM watched_files WHERE run_id IS NOT NULL AND sha256 NOT LIKE '%#%'"), 1);
+    EXPECT_NE(daemon.log().find("session 12"), std::string::npos) << daemon.log();
+    write_file(reports / "main" / "bench.log", log);  // touched, same bytes
+    std::this_thread::sleep_for(1500ms);
+    ASSERT_TRUE(wait_idle_with(port, db, 12, 30));
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs"), 12);
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(5), 0);
+}
+
 // Type=notify: READY=1 once watching, WATCHDOG=1 at half of WATCHDOG_USEC, STOPPING=1 on SIGTERM.
 TEST(Daemon, TellsSystemdReadyWatchdogAndStopping) {
     test::TempDir dir;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "collectors/nsys_stats.hpp"
@@ -47,6 +48,39 @@ std::pair<double, double> last_kernel_table(const std::string& path, const std::
         launches += number(m[2]);
     }
     return {launches, total};
+}
+
+// The test's own reading of every kernel summary table in a log, whatever stands before each
+// line (comment markers, timestamps): the header holding "Instances", its dash line, then rows
+// of numbers (the second the total time, the third the instances) until a line that is not one.
+std::vector<std::pair<double, double>> kernel_tables(const std::string& path) {
+    std::istringstream in(read_file(path));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    static const std::regex k_row(R"((?:^|\s)[0-9.]+\s+([0-9,]+)\s+([0-9,]+)\s+[0-9,.]+\s)");
+    auto number = [](std::string s) {
+        std::erase(s, ',');
+        return std::stod(s);
+    };
+    std::vector<std::pair<double, double>> tables;
+    for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+        if (lines[i].find("Instances") == std::string::npos || lines[i + 1].find("--------") == std::string::npos ||
+            lines[i].find("Range") != std::string::npos)  // NVTX ranges have instances too
+            continue;
+        double launches = 0, total = 0;
+        std::size_t j = i + 2;
+        for (std::smatch m; j < lines.size() && std::regex_search(lines[j], m, k_row); ++j) {
+            total += number(m[1]);
+            launches += number(m[2]);
+        }
+        tables.emplace_back(launches, total);
+        i = j;
+    }
+    return tables;
+}
+
+bool has_note(const RunBatch& b, const std::string& text) {
+    return std::any_of(b.notes.begin(), b.notes.end(), [&](const std::string& n) { return n.find(text) != std::string::npos; });
 }
 
 }  // namespace
@@ -220,6 +254,85 @@ TEST(NsysStats, DetectionNeedsATable) {
     EXPECT_FALSE(c.recognizes("\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\",\"Percentage\"\n"));
     // The whole pipeline picks this collector for stats output.
     EXPECT_EQ(detect(read_file(fixture("nsys/stats_2022_text.txt")))->id(), "nsys-stats");
+}
+
+}  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+// nsys stats output pasted into a script as comments reads like the log it was.
+TEST(NsysStats, CommentedOutputInAScript) {
+    const std::string path = fixture("nsys/commented_stats.sh");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "nsys-stats");
+    const auto tables = kernel_tables(path);
+    ASSERT_EQ(tables.size(), 1u);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launches").value_or(-1), tables[0].first);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("gpu_time").value_or(-1), tables[0].second);
+    EXPECT_EQ(b.tool_version, "2022.4.2");
+    EXPECT_FALSE(has_note(b, "announced"));
+}
+
+// A CI log with a timestamp before every line, and the job's next message right under the table.
+TEST(NsysStats, TimestampedCiLogWithOutputAfterTheTable) {
+    const std::string path = fixture("nsys/timestamped_ci.log");
+    const RunBatch b = collect_ok(path);
+    const auto tables = kernel_tables(path);
+    ASSERT_EQ(tables.size(), 1u);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launches").value_or(-1), tables[0].first);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("gpu_time").value_or(-1), tables[0].second);
+}
+
+TEST(NsysStats, CorpusCommentedScriptAndJobLogs) {
+    PERFWATCH_CORPUS_FILE(script, "nsys/asmusdals__02613_Python_and_HPC__ex2.py");
+    const RunBatch b = collect_ok(script);
+    const auto tables = kernel_tables(script);
+    ASSERT_EQ(tables.size(), 1u);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launches").value_or(-1), tables[0].first);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("gpu_time").value_or(-1), tables[0].second);
+    // An LSF job log announces each report twice ("Processing [...osrtsum.py]" and
+    // "** OS Runtime Summary (osrtsum)"): one announcement, no false note.
+    PERFWATCH_CORPUS_FILE(lsf, "nsys/wkandersen__02613-HPC__10_nsys_fix_24834437.out");
+    const RunBatch l = collect_ok(lsf);
+    EXPECT_FALSE(has_note(l, "announced")) << l.notes.size();
+    EXPECT_FALSE(has_note(l, "sessions"));
+}
+
+// Twelve sessions in one log: twelve runs, each with its own GPU, every launch kept.
+TEST(NsysStats, EverySessionOfALogIsARun) {
+    const std::string path = fixture("nsys/twelve_sessions.log");
+    auto runs = collect_file_runs(path, {});
+    ASSERT_TRUE(runs) << runs.error().to_string();
+    const auto tables = kernel_tables(path);
+    ASSERT_EQ(tables.size(), 12u);
+    ASSERT_EQ(runs->size(), tables.size());
+    double launches = 0, expected = 0;
+    std::set<std::string> hashes;
+    for (std::size_t i = 0; i < runs->size(); ++i) {
+        RunBatch& r = (*runs)[i];
+        EXPECT_DOUBLE_EQ(r.entities[r.run_entity()].value("launches").value_or(-1), tables[i].first) << i;
+        EXPECT_DOUBLE_EQ(r.entities[r.run_entity()].value("gpu_time").value_or(-1), tables[i].second) << i;
+        EXPECT_EQ(label_value(r.labels, "session"), std::to_string(i + 1));
+        EXPECT_EQ(label_value(r.labels, "gpu"), i % 2 == 0 ? "NVIDIA GA100" : "NVIDIA GH100");
+        launches += r.entities[r.run_entity()].value("launches").value_or(0);
+        expected += tables[i].first;
+        hashes.insert(r.sha256);
+    }
+    EXPECT_EQ(launches, expected);
+    EXPECT_EQ(hashes.size(), runs->size());  // each session is its own content
+    // One batch (collect_file) is still the last session, with a note saying so.
+    const RunBatch last = collect_ok(path);
+    EXPECT_TRUE(has_note(last, "12 nsys stats sessions"));
+}
+
+TEST(NsysStats, Corpus2025EverySessionIsARun) {
+    PERFWATCH_CORPUS_FILE(path, "nsys/ayush-os_deep-dive_README_nsys_stats_text_2025.md");
+    auto runs = collect_file_runs(path, {});
+    ASSERT_TRUE(runs);
+    const auto tables = kernel_tables(path);
+    ASSERT_EQ(runs->size(), tables.size());
+    for (std::size_t i = 0; i < runs->size(); ++i)
+        EXPECT_DOUBLE_EQ((*runs)[i].entities[0].value("launches").value_or(-1), tables[i].first) << i;
 }
 
 }  // namespace perfwatch::test
