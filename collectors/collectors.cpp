@@ -24,14 +24,15 @@ namespace {
 
 // Detection order: the most specific signatures first.
 // The generic Chrome trace reader comes last: it accepts any trace-event JSON.
-const std::array<const Collector*, 16>& collector_table() {
-    static const std::array<const Collector*, 16> k_collectors{
+const std::array<const Collector*, 17>& collector_table() {
+    static const std::array<const Collector*, 17> k_collectors{
         &rocprof_sqlite_collector(),
         &nsys_sqlite_collector(),
         &rocprof_stats_collector(),
         &rocprof_trace_csv_collector(),
         &rocprof_pmc_collector(),
         &rocprof_kernel_top_collector(),
+        &rocprof_counter_collection_collector(),
         &ncu_csv_collector(),
         &ncu_raw_csv_collector(),
         &ncu_text_collector(),

@@ -147,9 +147,11 @@ public:
     CollectorInput input() const override { return CollectorInput::path; }
     bool recognizes(std::string_view head) const override {
         if (!head.starts_with(k_sqlite_magic)) return false;
+        // rocprof v1 writes OPS (and HIP, COPY) with --hip-trace, KERN alone with --stats.
         return head.find("rocpd_kernel_dispatch") != std::string_view::npos ||
-               (head.find("CREATE TABLE KERN") != std::string_view::npos &&
-                head.find("CREATE TABLE OPS") != std::string_view::npos);
+               ((head.find("CREATE TABLE KERN") != std::string_view::npos ||
+                 head.find("CREATE TABLE OPS") != std::string_view::npos) &&
+                head.find("BeginNs") != std::string_view::npos);
     }
 
     Result<RunBatch> collect(const std::string& path, std::string_view) const override {
@@ -211,8 +213,30 @@ public:
                         events.push_back(std::move(ev));
                     }
                 }
+            } else if (tables.contains("KERN")) {
+                // One row per dispatch, the columns of results.csv; names keep their CSV quotes.
+                batch.format_detail = "rocprof v1 results.db (KERN dispatches)";
+                SQLite::Statement st(db, "SELECT KernelName, BeginNs, EndNs, \"gpu-id\", \"queue-id\", grd, wgr, "
+                                         "arch_vgpr, accum_vgpr, sgpr, lds FROM KERN");
+                while (st.executeStep()) {
+                    TimelineEvent ev;
+                    std::string name = st.getColumn(0).getString();
+                    if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+                    ev.name = std::move(name);
+                    ev.start_ns = st.getColumn(1).getDouble();
+                    ev.end_ns = st.getColumn(2).getDouble();
+                    ev.device = fmt::format("gpu-id {}", st.getColumn(3).getInt64());
+                    ev.queue = st.getColumn(4).getString();
+                    auto& c = config[ev.name];
+                    c["grid_threads"] = st.getColumn(5).getDouble();
+                    c["block_size"] = st.getColumn(6).getDouble();
+                    c["vgpr_count"] = st.getColumn(7).getDouble() + st.getColumn(8).getDouble();
+                    c["sgpr_count"] = st.getColumn(9).getDouble();
+                    c["lds_per_block"] = st.getColumn(10).getDouble();
+                    events.push_back(std::move(ev));
+                }
             } else {
-                return fail(path, 0, "SQLite database is not a rocprof database (no kernels view or OPS table)");
+                return fail(path, 0, "SQLite database is not a rocprof database (no kernels view, OPS or KERN table)");
             }
             if (events.empty()) batch.notes.push_back("no kernel dispatches in this database");
             build_timeline_entities(batch, std::move(events), TimelineOptions{false, true});

@@ -82,6 +82,94 @@ struct KernelSums {
     double dispatches = 0;
 };
 
+void set_kernel_metrics(Entity& ent, const KernelSums& k, const std::optional<AmdSystemInfo>& sysinfo) {
+    ent.attributes["vendor"] = "AMD";
+    for (const auto& [name, v] : k.config) {
+        if (name == "arch_vgpr" || name == "accum_vgpr" || name == "wave_size") continue;
+        const std::string unit = name == "shared_mem_per_block" || name == "local_memory_per_thread" ? "byte" : "count";
+        ent.set(plain(name, v, unit, name));
+    }
+    for (const auto& [name, v] : k.counters) ent.set(plain(slug(name), v, "count", name));
+    for (const auto& [name, sum] : k.derived_sum) ent.set(plain(name, sum / k.dispatches, "percent", name, "%"));
+    auto c = [&](const char* n) -> std::optional<double> {
+        auto it = k.counters.find(n);
+        return it == k.counters.end() ? std::nullopt : std::optional<double>(it->second);
+    };
+    // rocprof-compute "L2 Cache Hit Rate": 100 * TCC_HIT_sum / (TCC_HIT_sum + TCC_MISS_sum)
+    // (analysis_configs/gfx942/0200_system-speed-of-light.yaml), over the kernel's dispatches.
+    if (auto hit = c("TCC_HIT_sum"), miss = c("TCC_MISS_sum"); hit && miss && *hit + *miss > 0)
+        ent.set(plain("l2_hit_rate", 100 * *hit / (*hit + *miss), "percent", "100*TCC_HIT_sum/(TCC_HIT_sum+TCC_MISS_sum)", "%"));
+    // "vL1D Cache Hit Rate": 100 - 100 * (TCP_TCC_READ_REQ_sum + TCP_TCC_WRITE_REQ_sum +
+    // TCP_TCC_ATOMIC_WITH_RET_REQ_sum + TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum) / TCP_TOTAL_CACHE_ACCESSES_sum.
+    if (auto total = c("TCP_TOTAL_CACHE_ACCESSES_sum"), rd = c("TCP_TCC_READ_REQ_sum"), wr = c("TCP_TCC_WRITE_REQ_sum"),
+        a1 = c("TCP_TCC_ATOMIC_WITH_RET_REQ_sum"), a2 = c("TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum");
+        total && rd && wr && a1 && a2 && *total > 0)
+        ent.set(plain("l1_hit_rate", 100 - 100 * (*rd + *wr + *a1 + *a2) / *total, "percent", "vL1D hit rate", "%"));
+    // LDS: "Bank Conflict Rate", the share of active LDS cycles spent on bank conflicts
+    // (SQ_LDS_BANK_CONFLICT over SQ_LDS_IDX_ACTIVE); the shared-memory metrics hold those cycles.
+    if (auto conflict = c("SQ_LDS_BANK_CONFLICT"), active = c("SQ_LDS_IDX_ACTIVE"); conflict && active && *active > 0) {
+        ent.set(plain("shared_bank_conflicts", *conflict, "count", "SQ_LDS_BANK_CONFLICT", "cycles"));
+        ent.set(plain("shared_wavefronts", *active, "count", "SQ_LDS_IDX_ACTIVE", "cycles"));
+    }
+    if (!sysinfo) return;
+    ent.set(plain("sm_count", sysinfo->compute_units, "count", "cu_per_gpu"));
+    // "Wavefront Occupancy": SQ_ACCUM_PREV_HIRES / (GRBM_GUI_ACTIVE per XCD) waves, against
+    // max_waves_per_cu * cu_per_gpu.
+    if (k.occupancy_cycles > 0 && sysinfo->max_waves_per_cu > 0 && sysinfo->compute_units > 0)
+        ent.set(plain("occupancy_achieved",
+                      100 * (k.occupancy_waves / k.occupancy_cycles) / (sysinfo->max_waves_per_cu * sysinfo->compute_units),
+                      "percent", "Wavefront Occupancy", "%"));
+    const auto cfg = [&](const char* n) {
+        auto it = k.config.find(n);
+        return it == k.config.end() ? 0.0 : it->second;
+    };
+    if (!k.config.contains("arch_vgpr") || !k.config.contains("block_size")) return;
+    const double wave = k.config.contains("wave_size") ? cfg("wave_size") : sysinfo->wave_size;
+    const auto occ = amd_theoretical_occupancy(sysinfo->arch, cfg("arch_vgpr"), cfg("accum_vgpr"), cfg("sgpr_count"),
+                                               cfg("shared_mem_per_block"), cfg("block_size"), wave);
+    if (!occ) return;
+    ent.set(plain("occupancy_theoretical", occ->percent(), "percent", "waves per SIMD / max", "%"));
+    ent.set(plain("warps_theoretical_per_sm", occ->waves_per_simd * 4, "count", "waves per CU"));
+    const double per_wg = std::max(1.0, occ->waves_per_workgroup);
+    ent.set(plain("block_limit_registers", std::floor(occ->by_vgprs * 4 / per_wg), "count", "workgroups per CU by VGPRs"));
+    ent.set(plain("block_limit_warps", std::floor(occ->max_waves_per_simd * 4 / per_wg), "count", "workgroups per CU by wave slots"));
+    ent.set(plain("block_limit_shared_mem", std::floor(occ->by_lds * 4 / per_wg), "count", "workgroups per CU by LDS"));
+    if (!occ->limiter.empty()) ent.attributes["occupancy_limiter"] = occ->limiter;
+}
+
+// Turns the timeline and the per-kernel sums into entities: the GPU from sysinfo on the device,
+// the canonical metrics on each kernel.
+void finish_amd_batch(RunBatch& batch, TimelineBuilder& builder, const std::map<std::string, KernelSums>& kernels,
+                      const std::optional<AmdSystemInfo>& sysinfo) {
+    builder.finish(batch);
+    if (sysinfo) {
+        batch.labels.emplace("gpu_arch", sysinfo->arch);
+        if (!sysinfo->workload.empty()) batch.labels.emplace("workload", sysinfo->workload);
+        bool has_device = false;
+        for (Entity& ent : batch.entities) {
+            if (ent.kind != EntityKind::device) continue;
+            has_device = true;
+            ent.attributes["gpu"] = gpu_name(*sysinfo);
+            ent.set(plain("compute_units", sysinfo->compute_units, "count", "cu_per_gpu"));
+        }
+        if (!has_device) {
+            Entity dev;
+            dev.kind = EntityKind::device;
+            dev.name = "gpu-id 0";
+            dev.parent = static_cast<std::int64_t>(batch.run_entity());
+            dev.attributes["gpu"] = gpu_name(*sysinfo);
+            dev.set(plain("compute_units", sysinfo->compute_units, "count", "cu_per_gpu"));
+            batch.entities.push_back(std::move(dev));
+        }
+    }
+    for (Entity& ent : batch.entities) {
+        if (ent.kind != EntityKind::kernel) continue;
+        auto it = kernels.find(ent.name);
+        if (it == kernels.end()) continue;
+        set_kernel_metrics(ent, it->second, sysinfo);
+    }
+}
+
 class PmcCollector final : public Collector {
 public:
     std::string_view id() const override { return "rocprof-pmc"; }
@@ -230,90 +318,118 @@ public:
         if (timed > 0 && zero_length == timed)
             batch.notes.push_back("every dispatch has End <= Start (timestamps rounded, e.g. re-saved by a spreadsheet): "
                                   "durations are lost");
-        builder.finish(batch);
-        if (sysinfo) {
-            batch.labels.emplace("gpu_arch", sysinfo->arch);
-            if (!sysinfo->workload.empty()) batch.labels.emplace("workload", sysinfo->workload);
-            bool has_device = false;
-            for (Entity& ent : batch.entities) {
-                if (ent.kind != EntityKind::device) continue;
-                has_device = true;
-                ent.attributes["gpu"] = gpu_name(*sysinfo);
-                ent.set(plain("compute_units", sysinfo->compute_units, "count", "cu_per_gpu"));
-            }
-            if (!has_device) {
-                Entity dev;
-                dev.kind = EntityKind::device;
-                dev.name = "gpu-id 0";
-                dev.parent = static_cast<std::int64_t>(batch.run_entity());
-                dev.attributes["gpu"] = gpu_name(*sysinfo);
-                dev.set(plain("compute_units", sysinfo->compute_units, "count", "cu_per_gpu"));
-                batch.entities.push_back(std::move(dev));
-            }
-        }
-        for (Entity& ent : batch.entities) {
-            if (ent.kind != EntityKind::kernel) continue;
-            auto it = kernels.find(ent.name);
-            if (it == kernels.end()) continue;
-            set_kernel_metrics(ent, it->second, sysinfo);
-        }
+        finish_amd_batch(batch, builder, kernels, sysinfo);
         return batch;
     }
 
-private:
-    static void set_kernel_metrics(Entity& ent, const KernelSums& k, const std::optional<AmdSystemInfo>& sysinfo) {
-        ent.attributes["vendor"] = "AMD";
-        for (const auto& [name, v] : k.config) {
-            if (name == "arch_vgpr" || name == "accum_vgpr" || name == "wave_size") continue;
-            const std::string unit = name == "shared_mem_per_block" || name == "local_memory_per_thread" ? "byte" : "count";
-            ent.set(plain(name, v, unit, name));
-        }
-        for (const auto& [name, v] : k.counters) ent.set(plain(slug(name), v, "count", name));
-        for (const auto& [name, sum] : k.derived_sum) ent.set(plain(name, sum / k.dispatches, "percent", name, "%"));
-        auto c = [&](const char* n) -> std::optional<double> {
-            auto it = k.counters.find(n);
-            return it == k.counters.end() ? std::nullopt : std::optional<double>(it->second);
+};
+
+// rocprofv3 --pmc counter_collection.csv: one row per dispatch and counter (Counter_Name,
+// Counter_Value) with the dispatch's launch configuration; the <prefix>agent_info.csv beside it
+// names the GPU agents.
+class CounterCollectionCollector final : public Collector {
+public:
+    std::string_view id() const override { return "rocprof-counter-collection"; }
+    std::string_view description() const override {
+        return "rocprofv3 *_counter_collection.csv (one row per dispatch and counter; *_agent_info.csv beside it read "
+               "as context)";
+    }
+    bool recognizes(std::string_view head) const override {
+        const auto names = header_names(head);
+        return has(names, {"Dispatch_Id"}) && has(names, {"Kernel_Name"}) && has(names, {"Counter_Name"}) &&
+               has(names, {"Counter_Value"});
+    }
+    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
+        if (content.starts_with("\xEF\xBB\xBF")) content.remove_prefix(3);
+        CsvReader reader(content);
+        std::vector<std::string> header, row;
+        if (reader.next(header) != CsvReader::Status::record) return fail(path, 1, "no header row");
+        for (std::string& h : header) std::erase(h, '\r');
+        auto col = [&](std::string_view n) {
+            auto it = std::find(header.begin(), header.end(), n);
+            return it == header.end() ? -1 : static_cast<int>(it - header.begin());
         };
-        // rocprof-compute "L2 Cache Hit Rate": 100 * TCC_HIT_sum / (TCC_HIT_sum + TCC_MISS_sum)
-        // (analysis_configs/gfx942/0200_system-speed-of-light.yaml), over the kernel's dispatches.
-        if (auto hit = c("TCC_HIT_sum"), miss = c("TCC_MISS_sum"); hit && miss && *hit + *miss > 0)
-            ent.set(plain("l2_hit_rate", 100 * *hit / (*hit + *miss), "percent", "100*TCC_HIT_sum/(TCC_HIT_sum+TCC_MISS_sum)", "%"));
-        // "vL1D Cache Hit Rate": 100 - 100 * (TCP_TCC_READ_REQ_sum + TCP_TCC_WRITE_REQ_sum +
-        // TCP_TCC_ATOMIC_WITH_RET_REQ_sum + TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum) / TCP_TOTAL_CACHE_ACCESSES_sum.
-        if (auto total = c("TCP_TOTAL_CACHE_ACCESSES_sum"), rd = c("TCP_TCC_READ_REQ_sum"), wr = c("TCP_TCC_WRITE_REQ_sum"),
-            a1 = c("TCP_TCC_ATOMIC_WITH_RET_REQ_sum"), a2 = c("TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum");
-            total && rd && wr && a1 && a2 && *total > 0)
-            ent.set(plain("l1_hit_rate", 100 - 100 * (*rd + *wr + *a1 + *a2) / *total, "percent", "vL1D hit rate", "%"));
-        // LDS: "Bank Conflict Rate", the share of active LDS cycles spent on bank conflicts
-        // (SQ_LDS_BANK_CONFLICT over SQ_LDS_IDX_ACTIVE); the shared-memory metrics hold those cycles.
-        if (auto conflict = c("SQ_LDS_BANK_CONFLICT"), active = c("SQ_LDS_IDX_ACTIVE"); conflict && active && *active > 0) {
-            ent.set(plain("shared_bank_conflicts", *conflict, "count", "SQ_LDS_BANK_CONFLICT", "cycles"));
-            ent.set(plain("shared_wavefronts", *active, "count", "SQ_LDS_IDX_ACTIVE", "cycles"));
-        }
-        if (!sysinfo) return;
-        ent.set(plain("sm_count", sysinfo->compute_units, "count", "cu_per_gpu"));
-        // "Wavefront Occupancy": SQ_ACCUM_PREV_HIRES / (GRBM_GUI_ACTIVE per XCD) waves, against
-        // max_waves_per_cu * cu_per_gpu.
-        if (k.occupancy_cycles > 0 && sysinfo->max_waves_per_cu > 0 && sysinfo->compute_units > 0)
-            ent.set(plain("occupancy_achieved",
-                          100 * (k.occupancy_waves / k.occupancy_cycles) / (sysinfo->max_waves_per_cu * sysinfo->compute_units),
-                          "percent", "Wavefront Occupancy", "%"));
-        const auto cfg = [&](const char* n) {
-            auto it = k.config.find(n);
-            return it == k.config.end() ? 0.0 : it->second;
+        const int c_dispatch = col("Dispatch_Id"), c_name = col("Kernel_Name"), c_agent = col("Agent_Id"),
+                  c_counter = col("Counter_Name"), c_value = col("Counter_Value"), c_grid = col("Grid_Size"),
+                  c_wg = col("Workgroup_Size"), c_lds = col("LDS_Block_Size"), c_scr = col("Scratch_Size"),
+                  c_vgpr = col("VGPR_Count"), c_agpr = col("Accum_VGPR_Count"), c_sgpr = col("SGPR_Count"),
+                  c_begin = col("Start_Timestamp"), c_end = col("End_Timestamp");
+        if (c_dispatch < 0 || c_name < 0 || c_counter < 0 || c_value < 0)
+            return fail(path, 1, "header lacks Dispatch_Id, Kernel_Name, Counter_Name or Counter_Value");
+        struct Dispatch {
+            std::string name, agent;
+            std::optional<double> begin, end;
+            std::map<std::string, double> config;
+            std::map<std::string, double> counters;
         };
-        if (!k.config.contains("arch_vgpr") || !k.config.contains("block_size")) return;
-        const double wave = k.config.contains("wave_size") ? cfg("wave_size") : sysinfo->wave_size;
-        const auto occ = amd_theoretical_occupancy(sysinfo->arch, cfg("arch_vgpr"), cfg("accum_vgpr"), cfg("sgpr_count"),
-                                                   cfg("shared_mem_per_block"), cfg("block_size"), wave);
-        if (!occ) return;
-        ent.set(plain("occupancy_theoretical", occ->percent(), "percent", "waves per SIMD / max", "%"));
-        ent.set(plain("warps_theoretical_per_sm", occ->waves_per_simd * 4, "count", "waves per CU"));
-        const double per_wg = std::max(1.0, occ->waves_per_workgroup);
-        ent.set(plain("block_limit_registers", std::floor(occ->by_vgprs * 4 / per_wg), "count", "workgroups per CU by VGPRs"));
-        ent.set(plain("block_limit_warps", std::floor(occ->max_waves_per_simd * 4 / per_wg), "count", "workgroups per CU by wave slots"));
-        ent.set(plain("block_limit_shared_mem", std::floor(occ->by_lds * 4 / per_wg), "count", "workgroups per CU by LDS"));
-        if (!occ->limiter.empty()) ent.attributes["occupancy_limiter"] = occ->limiter;
+        std::map<double, Dispatch> dispatches;  // by id: the rows of one dispatch need not be adjacent
+        std::size_t rows = 0;
+        while (true) {
+            const auto status = reader.next(row);
+            if (status == CsvReader::Status::end) break;
+            if (status == CsvReader::Status::error) return fail(path, reader.record_line(), reader.error());
+            if (row.size() == 1 && trim(row[0]).empty()) continue;
+            if (row.size() != header.size())
+                return fail(path, reader.record_line(),
+                            fmt::format("expected {} fields as in the header, found {}", header.size(), row.size()));
+            auto number = [&](int c) -> std::optional<double> {
+                if (c < 0) return std::nullopt;
+                return parse_report_number(trim(row[static_cast<std::size_t>(c)]));
+            };
+            const auto id = number(c_dispatch);
+            const auto value = number(c_value);
+            if (!id || !value) return fail(path, reader.record_line(), "expected numeric Dispatch_Id and Counter_Value");
+            ++rows;
+            Dispatch& d = dispatches[*id];
+            d.name = std::string(trim(row[static_cast<std::size_t>(c_name)]));
+            d.agent = c_agent >= 0 ? std::string(trim(row[static_cast<std::size_t>(c_agent)])) : "0";
+            d.begin = number(c_begin);
+            d.end = number(c_end);
+            if (auto v = number(c_vgpr)) d.config["arch_vgpr"] = *v;
+            if (auto v = number(c_agpr)) d.config["accum_vgpr"] = *v;
+            if (auto v = number(c_sgpr)) d.config["sgpr_count"] = *v;
+            if (auto v = number(c_lds); v && *v > 0) d.config["shared_mem_per_block"] = *v;
+            if (auto v = number(c_wg)) d.config["block_size"] = *v;
+            if (auto v = number(c_grid)) d.config["threads"] = *v;
+            if (auto v = number(c_scr)) d.config["local_memory_per_thread"] = *v;
+            d.counters[std::string(trim(row[static_cast<std::size_t>(c_counter)]))] += *value;
+        }
+        // "Agent 4" in some versions, "4" in others.
+        std::string agent = dispatches.empty() ? "" : dispatches.begin()->second.agent;
+        if (const auto sp = agent.rfind(' '); sp != std::string::npos) agent = agent.substr(sp + 1);
+        std::string info = path;
+        if (const auto at = info.rfind("counter_collection.csv"); at != std::string::npos)
+            info.replace(at, std::string("counter_collection.csv").size(), "agent_info.csv");
+        const auto sysinfo = info != path ? read_amd_agent_info(info, agent) : std::nullopt;
+
+        TimelineBuilder builder(TimelineOptions{true, true});
+        std::map<std::string, KernelSums> kernels;
+        for (auto& [id, d] : dispatches) {
+            KernelSums& k = kernels[d.name];
+            ++k.dispatches;
+            for (const auto& [key, v] : d.config) k.config[key] = v;
+            if (d.config.contains("arch_vgpr")) k.config["vgpr_count"] = d.config["arch_vgpr"] + (d.config.contains("accum_vgpr") ? d.config["accum_vgpr"] : 0);
+            if (d.config.contains("threads") && d.config.contains("block_size") && d.config["block_size"] > 0)
+                k.config["grid_size"] = std::ceil(d.config["threads"] / d.config["block_size"]);
+            for (const auto& [name, v] : d.counters) {
+                if (auto derived = k_derived_counters.find(name); derived != k_derived_counters.end())
+                    k.derived_sum[derived->second] += v;
+                k.counters[name] += v;
+            }
+            TimelineEvent ev;
+            ev.name = d.name;
+            ev.device = fmt::format("agent {}", d.agent);
+            ev.start_ns = d.begin.value_or(0);
+            ev.end_ns = d.begin && d.end ? *d.end : -1;
+            builder.add(std::move(ev));
+        }
+        RunBatch batch;
+        batch.format = std::string(id());
+        batch.format_detail = fmt::format("rocprofv3 counter collection, {} dispatches, {} rows", dispatches.size(), rows);
+        if (dispatches.empty()) batch.notes.push_back("no dispatches in this file");
+        else if (c_begin < 0) batch.notes.push_back("no timestamps: dispatches are counted, not timed");
+        finish_amd_batch(batch, builder, kernels, sysinfo);
+        return batch;
     }
 };
 
@@ -419,6 +535,44 @@ std::optional<AmdSystemInfo> read_amd_sysinfo(const std::string& path) {
     return s;
 }
 
+std::optional<AmdSystemInfo> read_amd_agent_info(const std::string& path, const std::string& agent_id) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    CsvReader reader(text);
+    std::vector<std::string> header, row;
+    if (reader.next(header) != CsvReader::Status::record) return std::nullopt;
+    for (std::string& h : header) std::erase(h, '\r');
+    auto col = [&](std::string_view n) {
+        auto it = std::find(header.begin(), header.end(), n);
+        return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+    };
+    const int c_type = col("Agent_Type"), c_node = col("Node_Id");
+    std::optional<AmdSystemInfo> first_gpu;
+    while (reader.next(row) == CsvReader::Status::record) {
+        if (row.size() != header.size() || c_type < 0 || trim(row[static_cast<std::size_t>(c_type)]) != "GPU") continue;
+        auto text_of = [&](std::string_view n) {
+            const int c = col(n);
+            return c < 0 ? std::string() : std::string(trim(row[static_cast<std::size_t>(c)]));
+        };
+        auto number_of = [&](std::string_view n) { return parse_report_number(text_of(n)).value_or(0); };
+        AmdSystemInfo s;
+        s.arch = text_of("Name");
+        s.model = text_of("Product_Name");
+        if (s.model == "AMD Radeon Graphics") s.model.clear();  // what rocprofv3 says of Instinct parts
+        if (s.model.starts_with("AMD ")) s.model = s.model.substr(4);
+        s.compute_units = number_of("Cu_Count");
+        s.max_waves_per_cu = number_of("Max_Waves_Per_Cu");
+        s.xcds = std::max(1.0, number_of("Num_Xcc"));
+        if (const double w = number_of("Wave_Front_Size"); w > 0) s.wave_size = w;
+        if (c_node >= 0 && trim(row[static_cast<std::size_t>(c_node)]) == agent_id) return s;
+        if (!first_gpu) first_gpu = s;
+    }
+    return first_gpu;
+}
+
 std::optional<AmdOccupancy> amd_theoretical_occupancy(std::string_view arch, double arch_vgprs, double accum_vgprs,
                                                       double sgprs, double lds_bytes, double workgroup_size,
                                                       double wave_size) {
@@ -456,6 +610,11 @@ std::optional<AmdOccupancy> amd_theoretical_occupancy(std::string_view arch, dou
 
 const Collector& rocprof_pmc_collector() {
     static const PmcCollector c;
+    return c;
+}
+
+const Collector& rocprof_counter_collection_collector() {
+    static const CounterCollectionCollector c;
     return c;
 }
 

@@ -14,6 +14,10 @@ namespace perfwatch {
 // GPU model and architecture (labels) and the limits occupancy is computed from.
 const Collector& rocprof_pmc_collector();
 
+// rocprofv3 --pmc *_counter_collection.csv: one row per dispatch and counter; the
+// *_agent_info.csv beside it gives the GPU.
+const Collector& rocprof_counter_collection_collector();
+
 // rocprof-compute pmc_kernel_top.csv: per-kernel dispatch count and times.
 const Collector& rocprof_kernel_top_collector();
 
@@ -31,6 +35,10 @@ struct AmdSystemInfo {
 
 // Reads the sysinfo.csv at `path`; nullopt when it is absent or holds no GPU.
 std::optional<AmdSystemInfo> read_amd_sysinfo(const std::string& path);
+
+// The GPU agent `agent_id` (Node_Id) of a rocprofv3 agent_info.csv, else its first GPU; nullopt
+// when the file is absent or lists none.
+std::optional<AmdSystemInfo> read_amd_agent_info(const std::string& path, const std::string& agent_id);
 
 // The occupancy a launch configuration allows on a CDNA GPU, from the architecture's limits as
 // the LLVM AMDGPU backend states them (AMDGPUBaseInfo: 4 SIMDs per CU; gfx90a and gfx942 8 waves

@@ -248,14 +248,15 @@ void TimelineBuilder::finish(RunBatch& batch) {
             ent.parent = static_cast<std::int64_t>(run_index);
         }
         const bool kernel = g.kind == TimelineEvent::Kind::kernel;
+        // An operation the report never timed has no duration, rather than one of 0.
         if (kernel) {
             ent.kind = EntityKind::kernel;
-            set_duration_metrics(ent, s, "launches");
+            if (g.timed > 0) set_duration_metrics(ent, s, "launches");
             ++kernel_count;
             gpu_time += s.total;
         } else {
             ent.kind = g.kind == TimelineEvent::Kind::memory ? EntityKind::memcpy : EntityKind::api_call;
-            set_duration_metrics(ent, s, "count");
+            if (g.timed > 0) set_duration_metrics(ent, s, "count");
             memory_time += s.total;
         }
         ent.set(plain(kernel ? "launches" : "count", g.count, "count"));
@@ -293,12 +294,14 @@ void TimelineBuilder::finish(RunBatch& batch) {
                                           k_max_samples, m_options.max_kept_durations));
     const double launches = static_cast<double>(m_kernel_events);
     Entity& run = batch.entities[run_index];
-    run.set(plain("gpu_time", gpu_time, "ns"));
+    if (any_timed || launches == 0) {
+        run.set(plain("gpu_time", gpu_time, "ns"));
+        run.set(plain("memory_time", memory_time, "ns"));
+    }
     run.set(plain("launches", launches, "count"));
     run.set(plain("kernels", static_cast<double>(kernel_count), "count"));
-    run.set(plain("memory_time", memory_time, "ns"));
     run.set(plain("devices", static_cast<double>(m_devices.size()), "count"));
-    if (launches > 0) {
+    if (launches > 0 && any_timed) {
         run.set(plain("short_launches", m_short, "count"));
         run.set(plain("short_launch_pct", 100.0 * m_short / launches, "percent"));
     }

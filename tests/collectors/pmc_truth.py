@@ -18,6 +18,8 @@ def main(path):
     with open(path, newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
     header = [h.strip() for h in rows[0]]
+    if "Counter_Name" in header:  # rocprofv3 counter collection: one row per dispatch and counter
+        return long_format(header, rows[1:])
     name_col = header.index("KernelName") if "KernelName" in header else header.index("Kernel_Name")
     begin = next((header.index(c) for c in ("BeginNs", "Start_Timestamp") if c in header), None)
     end = next((header.index(c) for c in ("EndNs", "End_Timestamp") if c in header), None)
@@ -61,6 +63,20 @@ def main(path):
             o["occupancy_achieved"] = 100 * (k["acc"] / k["gui"]) / (waves * cus)
         out[name] = o
     json.dump(out, sys.stdout)
+
+
+def long_format(header, rows):
+    name, disp = header.index("Kernel_Name"), header.index("Dispatch_Id")
+    cname, cvalue = header.index("Counter_Name"), header.index("Counter_Value")
+    kernels = {}
+    for row in rows:
+        if not row:
+            continue
+        k = kernels.setdefault(row[name], {"ids": set(), "counters": {}})
+        k["ids"].add(row[disp])
+        k["counters"][row[cname]] = k["counters"].get(row[cname], 0.0) + number(row[cvalue])
+    json.dump({n: {"dispatches": len(k["ids"]), "duration_ns": 0.0, "counters": k["counters"]} for n, k in kernels.items()},
+              sys.stdout)
 
 
 main(sys.argv[1])

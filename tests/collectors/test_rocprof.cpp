@@ -95,6 +95,20 @@ TEST(RocprofSqlite, V1ResultsDbAndRocpd) {
     expect_run_totals(b, sql_totals(v3, "SELECT count(*), sum(end - start) FROM kernels"));
 }
 
+// rocprof v1 --stats writes KERN alone; --hip-trace on old ROCm writes OPS without KERN.
+TEST(RocprofSqlite, V1KernOnlyAndOpsOnlyDatabases) {
+    for (const char* file : {"rocprof/gunrock__gunrock__results.db", "rocprof/hpcgarage__spatter__results.db",
+                             "rocprof/amd__HPCTrainingExamples__results.db"}) {
+        PERFWATCH_CORPUS_FILE(path, file);
+        const RunBatch b = collect_ok(path);
+        EXPECT_EQ(b.format_detail, "rocprof v1 results.db (KERN dispatches)") << file;
+        expect_run_totals(b, sql_totals(path, "SELECT count(*), sum(EndNs - BeginNs) FROM KERN"));
+    }
+    PERFWATCH_CORPUS_FILE(kokkos, "rocprof/dalg24__kokkos__results.db");
+    const RunBatch k = collect_ok(kokkos);
+    expect_run_totals(k, sql_totals(kokkos, "SELECT count(*), sum(EndNs - BeginNs) FROM OPS"));
+}
+
 TEST(RocprofJson, StringTimesAndProcessRoles) {
     PERFWATCH_CORPUS_FILE(path, "rocprof/HGLiu1998_batched_gemm__results.json");
     const RunBatch b = collect_ok(path);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "collectors/rocprof_pmc.hpp"
+#include "collectors/units.hpp"
 #include "tests/collectors/ncu_helpers.hpp"
 #include "tests/support.hpp"
 
@@ -137,6 +138,28 @@ TEST(RocprofPmc, TheoreticalOccupancyFromTheArchitecturesLimits) {
     EXPECT_EQ(sgpr->waves_per_simd, 7);
     EXPECT_EQ(sgpr->limiter, "SGPRs");
     EXPECT_FALSE(amd_theoretical_occupancy("gfx1100", 32, 0, 32, 0, 256, 32));
+}
+
+// rocprofv3 --pmc in its early layout: a row per dispatch and counter, the GPU from agent_info.csv.
+TEST(RocprofPmc, RocprofV3CounterCollectionWithItsAgentInfo) {
+    PERFWATCH_CORPUS_FILE(path, "rocprof/HussamAlBasha__mi300a-benchmarks-fork__hipMalloc1_counter_collection.csv");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "rocprof-counter-collection");
+    EXPECT_EQ(label_value(b.labels, "gpu_arch"), "gfx942");
+    const nlohmann::json want = truth(path);
+    double dispatches = 0;
+    for (const auto& [name, w] : want.items()) {
+        SCOPED_TRACE(name);
+        const Entity* k = kernel(b, name);
+        ASSERT_NE(k, nullptr);
+        EXPECT_DOUBLE_EQ(k->value("launches").value_or(-1), w["dispatches"].get<double>());
+        EXPECT_FALSE(k->value("duration").has_value());  // never timed: no duration rather than 0
+        dispatches += w["dispatches"].get<double>();
+        for (const auto& [counter, sum] : w["counters"].items())
+            EXPECT_DOUBLE_EQ(k->value(slug(counter)).value_or(-1), sum.get<double>()) << counter;
+    }
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launches").value_or(-1), dispatches);
+    EXPECT_FALSE(b.entities[0].value("gpu_time").has_value());
 }
 
 TEST(RocprofPmc, RaggedRowsNameTheirLine) {
