@@ -16,6 +16,7 @@
 #include "collectors/nsys_stats.hpp"
 #include "collectors/rocprof.hpp"
 #include "collectors/rocprof_pmc.hpp"
+#include "collectors/rocprof_trace_text.hpp"
 #include "collectors/sanitize.hpp"
 
 namespace perfwatch {
@@ -24,8 +25,8 @@ namespace {
 
 // Detection order: the most specific signatures first.
 // The generic Chrome trace reader comes last: it accepts any trace-event JSON.
-const std::array<const Collector*, 17>& collector_table() {
-    static const std::array<const Collector*, 17> k_collectors{
+const std::array<const Collector*, 19>& collector_table() {
+    static const std::array<const Collector*, 19> k_collectors{
         &rocprof_sqlite_collector(),
         &nsys_sqlite_collector(),
         &rocprof_stats_collector(),
@@ -33,6 +34,8 @@ const std::array<const Collector*, 17>& collector_table() {
         &rocprof_pmc_collector(),
         &rocprof_kernel_top_collector(),
         &rocprof_counter_collection_collector(),
+        &rocprof_api_trace_csv_collector(),
+        &rocprof_text_trace_collector(),
         &ncu_csv_collector(),
         &ncu_raw_csv_collector(),
         &ncu_text_collector(),

@@ -55,7 +55,9 @@ const std::set<std::string, std::less<>> k_dispatch_columns{
 const std::set<std::string, std::less<>> k_formula_counters{
     "TCC_HIT_sum", "TCC_MISS_sum", "TCP_TOTAL_CACHE_ACCESSES_sum", "TCP_TCC_READ_REQ_sum", "TCP_TCC_WRITE_REQ_sum",
     "TCP_TCC_ATOMIC_WITH_RET_REQ_sum", "TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum", "SQ_LDS_BANK_CONFLICT", "SQ_LDS_IDX_ACTIVE",
-    "GRBM_GUI_ACTIVE", "SQ_WAVES", "SQ_BUSY_CYCLES"};
+    "GRBM_GUI_ACTIVE", "SQ_WAVES", "SQ_BUSY_CYCLES", "SQ_ACTIVE_INST_VALU", "SQ_ACTIVE_INST_SCA", "SQ_VALU_MFMA_BUSY_CYCLES",
+    "TCC_EA_RDREQ_sum", "TCC_EA_RDREQ_32B_sum", "TCC_EA_WRREQ_sum", "TCC_EA_WRREQ_64B_sum", "TCC_EA0_RDREQ_sum",
+    "TCC_EA0_RDREQ_32B_sum", "TCC_EA0_WRREQ_sum", "TCC_EA0_WRREQ_64B_sum", "TCC_BUBBLE_sum"};
 
 // rocprof v1 derived counters (the `pmc:` names of rocprof's metrics.xml) that are already
 // canonical metrics per dispatch.
@@ -80,7 +82,52 @@ struct KernelSums {
     std::map<std::string, double> config;          // launch configuration of the last dispatch
     double occupancy_waves = 0, occupancy_cycles = 0;  // SQ_ACCUM_PREV_HIRES and GRBM_GUI_ACTIVE / XCDs
     double dispatches = 0;
+    double timed_ns = 0;  // End - Start summed over the dispatches that have both
 };
+
+// Throughput as rocprof-compute's System Speed-of-Light states it (analysis_configs/gfx90a and
+// gfx942/0200_system-speed-of-light.yaml), over the kernel's dispatches:
+//   sm_throughput: the busiest of VALU (100 * SQ_ACTIVE_INST_VALU / (GRBM_GUI_ACTIVE per XCD *
+//     cu_per_gpu)), SALU (SQ_ACTIVE_INST_SCA, likewise) and MFMA (SQ_VALU_MFMA_BUSY_CYCLES over 4x that);
+//   dram_throughput and memory_throughput: L2-Fabric read + write bytes per second against hbm_bw
+//     (gfx90a: 32 * TCC_EA_RDREQ_32B_sum + 64 * (TCC_EA_RDREQ_sum - TCC_EA_RDREQ_32B_sum), writes
+//     64 * TCC_EA_WRREQ_64B_sum + 32 * the rest; gfx942: 128 * TCC_BUBBLE_sum + 64 * (TCC_EA0_RDREQ_sum -
+//     TCC_BUBBLE_sum - TCC_EA0_RDREQ_32B_sum) + 32 * TCC_EA0_RDREQ_32B_sum, writes as on gfx90a with EA0).
+void set_throughput_metrics(Entity& ent, const KernelSums& k, const AmdSystemInfo& sys) {
+    auto c = [&](const char* n) -> std::optional<double> {
+        auto it = k.counters.find(n);
+        return it == k.counters.end() ? std::nullopt : std::optional<double>(it->second);
+    };
+    const auto gui = c("GRBM_GUI_ACTIVE");
+    if (gui && *gui > 0 && sys.compute_units > 0) {
+        const double cu_cycles = *gui / std::max(1.0, sys.xcds) * sys.compute_units;
+        std::optional<double> busiest;
+        auto consider = [&](std::optional<double> v) {
+            if (v) busiest = std::max(busiest.value_or(0), *v);
+        };
+        if (auto v = c("SQ_ACTIVE_INST_VALU")) consider(100 * *v / cu_cycles);
+        if (auto v = c("SQ_ACTIVE_INST_SCA")) consider(100 * *v / cu_cycles);
+        if (auto v = c("SQ_VALU_MFMA_BUSY_CYCLES")) consider(100 * *v / (cu_cycles * 4));
+        if (busiest) ent.set(plain("sm_throughput", *busiest, "percent", "busiest of VALU, SALU, MFMA utilization", "%"));
+    }
+    if (k.timed_ns <= 0 || sys.hbm_bandwidth_gbs <= 0) return;
+    std::optional<double> bytes;
+    if (sys.arch == "gfx90a") {
+        const auto rd = c("TCC_EA_RDREQ_sum"), rd32 = c("TCC_EA_RDREQ_32B_sum"), wr = c("TCC_EA_WRREQ_sum"),
+                   wr64 = c("TCC_EA_WRREQ_64B_sum");
+        if (rd && rd32 && wr && wr64) bytes = 32 * *rd32 + 64 * (*rd - *rd32) + 64 * *wr64 + 32 * (*wr - *wr64);
+    } else if (sys.arch == "gfx942") {
+        const auto rd = c("TCC_EA0_RDREQ_sum"), rd32 = c("TCC_EA0_RDREQ_32B_sum"), bubble = c("TCC_BUBBLE_sum"),
+                   wr = c("TCC_EA0_WRREQ_sum"), wr64 = c("TCC_EA0_WRREQ_64B_sum");
+        if (rd && rd32 && bubble && wr && wr64)
+            bytes = 128 * *bubble + 64 * (*rd - *bubble - *rd32) + 32 * *rd32 + 64 * *wr64 + 32 * (*wr - *wr64);
+    }
+    if (!bytes) return;
+    const double gbs = *bytes / k.timed_ns;  // bytes per ns = GB/s
+    ent.set(plain("dram_bandwidth", gbs * 1e9, "byte/s", "L2-Fabric read + write BW", "GB/s"));
+    ent.set(plain("dram_throughput", 100 * gbs / sys.hbm_bandwidth_gbs, "percent", "L2-Fabric BW / hbm_bw", "%"));
+    ent.set(plain("memory_throughput", 100 * gbs / sys.hbm_bandwidth_gbs, "percent", "L2-Fabric BW / hbm_bw", "%"));
+}
 
 void set_kernel_metrics(Entity& ent, const KernelSums& k, const std::optional<AmdSystemInfo>& sysinfo) {
     ent.attributes["vendor"] = "AMD";
@@ -113,6 +160,7 @@ void set_kernel_metrics(Entity& ent, const KernelSums& k, const std::optional<Am
     }
     if (!sysinfo) return;
     ent.set(plain("sm_count", sysinfo->compute_units, "count", "cu_per_gpu"));
+    set_throughput_metrics(ent, k, *sysinfo);
     // "Wavefront Occupancy": SQ_ACCUM_PREV_HIRES / (GRBM_GUI_ACTIVE per XCD) waves, against
     // max_waves_per_cu * cu_per_gpu.
     if (k.occupancy_cycles > 0 && sysinfo->max_waves_per_cu > 0 && sysinfo->compute_units > 0)
@@ -151,6 +199,8 @@ void finish_amd_batch(RunBatch& batch, TimelineBuilder& builder, const std::map<
             has_device = true;
             ent.attributes["gpu"] = gpu_name(*sysinfo);
             ent.set(plain("compute_units", sysinfo->compute_units, "count", "cu_per_gpu"));
+            if (sysinfo->max_waves_per_cu > 0)
+                ent.set(plain("max_warps_per_sm", sysinfo->max_waves_per_cu, "count", "max_waves_per_cu"));
         }
         if (!has_device) {
             Entity dev;
@@ -279,6 +329,7 @@ public:
             }
             KernelSums& k = kernels[name];
             ++k.dispatches;
+            if (b && e && *e > *b) k.timed_ns += *e - *b;
             const auto vgpr = number(c_vgpr), agpr = number(c_agpr), sgpr = number(c_sgpr), lds = number(c_lds),
                        wg = number(c_wg), grid = number(c_grid), scr = number(c_scr), wave = number(c_wave);
             if (vgpr) k.config["vgpr_count"] = *vgpr + agpr.value_or(0);
@@ -531,6 +582,7 @@ std::optional<AmdSystemInfo> read_amd_sysinfo(const std::string& path) {
     s.max_waves_per_cu = number_of({"max_waves_per_cu", "maxWavesPerCU"});
     s.xcds = std::max(1.0, number_of({"num_xcd"}));
     if (const double w = number_of({"wave_size", "waveSize"}); w > 0) s.wave_size = w;
+    s.hbm_bandwidth_gbs = number_of({"hbm_bw", "hbmBW"});
     if (s.arch.empty() && s.model.empty()) return std::nullopt;
     return s;
 }

@@ -31,6 +31,7 @@ struct AmdSystemInfo {
     double max_waves_per_cu = 0;
     double xcds = 1;
     double wave_size = 64;
+    double hbm_bandwidth_gbs = 0;  // hbm_bw (hbmBW): peak HBM bandwidth, GB/s
 };
 
 // Reads the sysinfo.csv at `path`; nullopt when it is absent or holds no GPU.

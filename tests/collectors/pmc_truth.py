@@ -45,7 +45,10 @@ def main(path):
         k["dispatches"] += 1
         if begin is not None and end is not None:
             k["duration_ns"] += max(0.0, number(row[end]) - number(row[begin]))
-        for c in ("TCC_HIT_sum", "TCC_MISS_sum", "SQ_LDS_BANK_CONFLICT", "SQ_LDS_IDX_ACTIVE"):
+        for c in ("TCC_HIT_sum", "TCC_MISS_sum", "SQ_LDS_BANK_CONFLICT", "SQ_LDS_IDX_ACTIVE", "GRBM_GUI_ACTIVE",
+                  "SQ_ACTIVE_INST_VALU", "SQ_ACTIVE_INST_SCA", "SQ_VALU_MFMA_BUSY_CYCLES", "TCC_EA_RDREQ_sum",
+                  "TCC_EA_RDREQ_32B_sum", "TCC_EA_WRREQ_sum", "TCC_EA_WRREQ_64B_sum", "TCC_EA0_RDREQ_sum",
+                  "TCC_EA0_RDREQ_32B_sum", "TCC_EA0_WRREQ_sum", "TCC_EA0_WRREQ_64B_sum", "TCC_BUBBLE_sum"):
             if c in header:
                 k["sums"][c] = k["sums"].get(c, 0.0) + number(row[header.index(c)])
         if accum is not None and "GRBM_GUI_ACTIVE" in header:
@@ -61,6 +64,27 @@ def main(path):
             o["lds_conflict_pct"] = 100 * s["SQ_LDS_BANK_CONFLICT"] / s["SQ_LDS_IDX_ACTIVE"]
         if k["gui"] > 0 and cus > 0 and waves > 0:
             o["occupancy_achieved"] = 100 * (k["acc"] / k["gui"]) / (waves * cus)
+        # System Speed-of-Light: the busiest compute pipe, and L2-Fabric bytes against hbm_bw.
+        gui = s.get("GRBM_GUI_ACTIVE", 0)
+        if sysinfo and gui > 0 and cus > 0:
+            cu_cycles = gui / xcds * cus
+            pipes = [100 * s[c] / cu_cycles for c in ("SQ_ACTIVE_INST_VALU", "SQ_ACTIVE_INST_SCA") if c in s]
+            if "SQ_VALU_MFMA_BUSY_CYCLES" in s:
+                pipes.append(100 * s["SQ_VALU_MFMA_BUSY_CYCLES"] / (cu_cycles * 4))
+            if pipes:
+                o["sm_throughput"] = max(pipes)
+        hbm = float(sysinfo.get("hbm_bw") or sysinfo.get("hbmBW") or 0)
+        arch = sysinfo.get("gpu_arch") or sysinfo.get("gpu_soc")
+        nbytes = None
+        if arch == "gfx90a" and "TCC_EA_RDREQ_sum" in s:
+            nbytes = (32 * s["TCC_EA_RDREQ_32B_sum"] + 64 * (s["TCC_EA_RDREQ_sum"] - s["TCC_EA_RDREQ_32B_sum"])
+                      + 64 * s["TCC_EA_WRREQ_64B_sum"] + 32 * (s["TCC_EA_WRREQ_sum"] - s["TCC_EA_WRREQ_64B_sum"]))
+        elif arch == "gfx942" and "TCC_EA0_RDREQ_sum" in s:
+            nbytes = (128 * s["TCC_BUBBLE_sum"] + 64 * (s["TCC_EA0_RDREQ_sum"] - s["TCC_BUBBLE_sum"] - s["TCC_EA0_RDREQ_32B_sum"])
+                      + 32 * s["TCC_EA0_RDREQ_32B_sum"] + 64 * s["TCC_EA0_WRREQ_64B_sum"]
+                      + 32 * (s["TCC_EA0_WRREQ_sum"] - s["TCC_EA0_WRREQ_64B_sum"]))
+        if nbytes is not None and hbm > 0 and k["duration_ns"] > 0:
+            o["memory_throughput"] = 100 * (nbytes / k["duration_ns"]) / hbm
         out[name] = o
     json.dump(out, sys.stdout)
 

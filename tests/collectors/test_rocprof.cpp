@@ -229,3 +229,101 @@ TEST(RocprofTraceCsv, DispatchRowsAggregatePerKernel) {
 }
 
 }  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+namespace {
+
+// The test's own reading of a rocprof v1 raw trace: per name, the count and summed EndNs - BeginNs
+// of "BeginNs:EndNs a:b rest" lines; `key` turns `rest` into the name ("" skips the line).
+std::map<std::string, std::pair<double, double>> raw_trace_sums(const std::string& path,
+                                                                std::string (*key)(const std::string&)) {
+    static const std::regex k_line(R"(^(\d+):(\d+) \d+:\d+ (.*)$)");
+    std::map<std::string, std::pair<double, double>> out;
+    std::istringstream in(read_file(path));
+    for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (!std::regex_match(line, m, k_line)) continue;
+        const std::string name = key(m[3]);
+        if (name.empty()) continue;
+        out[name].first += 1;
+        out[name].second += std::stod(m[2]) - std::stod(m[1]);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST(RocprofTextTrace, OpsTraceKernelsAndCopies) {
+    const std::string path = fixture("rocprof/v1_raw/hcc_ops_trace.txt");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "rocprof-text-trace");
+    const auto kernels = raw_trace_sums(path, [](const std::string& rest) -> std::string {
+        const std::string name = rest.substr(0, rest.rfind(':'));
+        if (name.find("Copy") != std::string::npos || name.find("Marker") != std::string::npos) return "";
+        return name;
+    });
+    ASSERT_EQ(kernels.size(), 2u);
+    double launches = 0, total = 0;
+    for (const auto& [name, sums] : kernels) {
+        const Entity* e = nullptr;
+        for (const Entity& x : b.entities)
+            if (x.kind == EntityKind::kernel && x.name == name) e = &x;
+        ASSERT_NE(e, nullptr) << name;
+        EXPECT_DOUBLE_EQ(e->value("launches").value_or(-1), sums.first);
+        EXPECT_DOUBLE_EQ(e->value("duration_total").value_or(-1), sums.second);
+        launches += sums.first;
+        total += sums.second;
+    }
+    expect_run_totals(b, {launches, total});
+    EXPECT_EQ(std::count_if(b.entities.begin(), b.entities.end(), [](const Entity& e) { return e.kind == EntityKind::memcpy; }), 2);
+    EXPECT_NE(std::find(b.notes.begin(), b.notes.end(), "1 barrier packets are not counted as kernels"), b.notes.end());
+}
+
+TEST(RocprofTextTrace, ApiTracesTextAndCsv) {
+    for (const char* file : {"rocprof/v1_raw/hip_api_trace.txt", "rocprof/v1_raw/4100_hip_api_trace.csv"}) {
+        SCOPED_TRACE(file);
+        const std::string path = fixture(file);
+        const RunBatch b = collect_ok(path);
+        std::map<std::string, std::pair<double, double>> calls;
+        if (std::string(file).ends_with(".txt")) {
+            calls = raw_trace_sums(path, [](const std::string& rest) { return rest.substr(0, rest.find('(')); });
+        } else {
+            // "Domain","Function",pid,tid,corr,start,end
+            static const std::regex k_row(R"re(^"[A-Z_]+","([^"]+)",\d+,\d+,\d+,(\d+),(\d+)$)re");
+            std::istringstream in(read_file(path));
+            for (std::string line; std::getline(in, line);) {
+                std::smatch m;
+                if (!std::regex_match(line, m, k_row)) continue;
+                calls[m[1]].first += 1;
+                calls[m[1]].second += std::stod(m[3]) - std::stod(m[2]);
+            }
+        }
+        ASSERT_FALSE(calls.empty());
+        double count = 0;
+        for (const auto& [name, sums] : calls) {
+            const Entity* e = nullptr;
+            for (const Entity& x : b.entities)
+                if (x.kind == EntityKind::api_call && x.name == name) e = &x;
+            ASSERT_NE(e, nullptr) << name;
+            EXPECT_DOUBLE_EQ(e->value("count").value_or(-1), sums.first) << name;
+            EXPECT_DOUBLE_EQ(e->value("duration_total").value_or(-1), sums.second) << name;
+            count += sums.first;
+        }
+        EXPECT_DOUBLE_EQ(b.entities[0].value("api_calls").value_or(-1), count);
+        EXPECT_GT(b.entities[0].value("sync_api_calls").value_or(0), 0);  // hipMemcpy, hipDeviceSynchronize
+    }
+}
+
+TEST(RocprofTextTrace, MarkerRangesAreRanges) {
+    const RunBatch b = collect_ok(fixture("rocprof/v1_raw/4100_marker_api_trace.csv"));
+    const Entity* compute = nullptr;
+    for (const Entity& e : b.entities)
+        if (e.kind == EntityKind::nvtx_range && e.name == "compute") compute = &e;
+    ASSERT_NE(compute, nullptr);
+    // The file's two "compute" rows: 2047900 - 2009000 and 2060000 - 2048000.
+    EXPECT_DOUBLE_EQ(compute->value("count").value_or(-1), 2);
+    EXPECT_DOUBLE_EQ(compute->value("duration_total").value_or(-1), (2047900 - 2009000) + (2060000 - 2048000));
+}
+
+}  // namespace perfwatch::test

@@ -44,9 +44,10 @@ void expect_matches_truth(const std::string& path) {
             EXPECT_NEAR(k->value("duration_total").value_or(-1), ns, 1e-6 * ns);
         }
         for (const auto& [key, metric] : std::map<std::string, std::string>{
-                 {"l2_hit_rate", "l2_hit_rate"}, {"occupancy_achieved", "occupancy_achieved"}}) {
+                 {"l2_hit_rate", "l2_hit_rate"}, {"occupancy_achieved", "occupancy_achieved"},
+                 {"sm_throughput", "sm_throughput"}, {"memory_throughput", "memory_throughput"}}) {
             if (!w.contains(key)) continue;
-            EXPECT_NEAR(k->value(metric).value_or(-1), w[key].get<double>(), 1e-9) << metric;
+            EXPECT_NEAR(k->value(metric).value_or(-1), w[key].get<double>(), 1e-9 * std::max(1.0, w[key].get<double>())) << metric;
         }
         if (w.contains("lds_conflict_pct")) {
             const double c = k->value("shared_bank_conflicts").value_or(-1), a = k->value("shared_wavefronts").value_or(-1);
