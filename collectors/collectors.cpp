@@ -3,6 +3,7 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "collectors/clintercept.hpp"
@@ -77,10 +78,31 @@ void add_report_labels(RunBatch& batch) {
 
 namespace {
 
-// Why no collector takes `head` (the start of a report, raw): empty, binary, corrupt gzip or
-// simply unknown. `whole` inflates the rest of a gzip report to report its own error.
+// What a profiler writes beside its reports that is no report itself: set aside, not failed.
+std::optional<std::string_view> context_file(std::string_view head) {
+    const std::string_view first = head.substr(0, head.find('\n'));
+    if (first.find("workload_name") != std::string_view::npos &&
+        (first.find("gpu_arch") != std::string_view::npos || first.find("gpu_soc") != std::string_view::npos))
+        return "a rocprof-compute sysinfo.csv: context read with the pmc_perf.csv beside it, not a report";
+    if (first.starts_with("Device,HBMBw") || first.starts_with("device,HBMBw"))
+        return "a rocprof-compute roofline.csv (measured peaks): context, not a report";
+    if (first.starts_with("\"Node_Id\",\"Logical_Node_Id\",\"Agent_Type\"") || first.starts_with("Node_Id,Logical_Node_Id,Agent_Type"))
+        return "a rocprof agent_info.csv: context read with the counter collection beside it, not a report";
+    if (first.starts_with("pmc:") || first.starts_with("pmc :"))
+        return "a rocprof input file (pmc: counters to collect), not a report";
+    return std::nullopt;
+}
+
+// Why no collector takes `head` (the start of a report, raw): empty, binary, corrupt gzip,
+// a profiler's context file, or simply unknown. `whole` inflates the rest of a gzip report to
+// report its own error.
 Error unrecognised(const std::string& path, std::string_view head, const std::function<Result<void>()>& inflate_all) {
     if (head.empty()) return fail(path, 0, "file is empty (expected a profiler report)").error();
+    if (const auto what = context_file(head)) {
+        Error e = fail(path, 0, fmt::format("set aside: {}", *what)).error();
+        e.skipped = true;
+        return e;
+    }
     if (is_gzip(head)) {
         if (auto whole = inflate_all(); !whole) return whole.error();
         return fail(path, 0, "gzip-compressed, but what it holds is in no format perfwatch reads "

@@ -156,6 +156,24 @@ TEST(Cli, IngestStoresEverySessionOfALog) {
     EXPECT_EQ(count_runs(db), 12);
 }
 
+// What profilers write beside their reports (rocprof-compute sysinfo.csv and roofline.csv, a
+// rocprofv3 agent_info.csv, a rocprof input file) is set aside with a reason, not a failure.
+TEST(Cli, ContextFilesBesideReportsAreSetAsideWithAReason) {
+    const auto corpus = test::corpus_dir();
+    if (!corpus) GTEST_SKIP() << "corpus not found (../shared/corpus or $PERFWATCH_CORPUS)";
+    test::TempDir dir;
+    const std::string db = dir.file("pw.db");
+    for (const char* rel : {"rocprof_compute/ROCm__omniperf__no_roof_MI300X_A1/sysinfo.csv",
+                            "rocprof_compute/Aalanli__AMDGPUExperiments__rocgemm_mi200/roofline.csv",
+                            "rocprof/HussamAlBasha__mi300a-benchmarks-fork__hipMalloc1_agent_info.csv",
+                            "rocprof/IlyaNyrkov__xSpMM__counters.txt"}) {
+        const auto r = test::run_perfwatch({"ingest", "--db", db, (*corpus / rel).string()});
+        EXPECT_EQ(r.exit_code, 0) << rel << r.err;
+        EXPECT_NE(r.err.find("set aside: a rocprof"), std::string::npos) << rel << r.err;
+    }
+    EXPECT_EQ(count_runs(db), 0);
+}
+
 TEST(Cli, IngestShowAndDeduplicate) {
     PERFWATCH_CORPUS_FILE(path, "ncu/text_L4-cc89_ncu2025_fp16_wmma_8192_full.txt");
     TempDir dir;
