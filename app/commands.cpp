@@ -21,7 +21,7 @@
 #include "notify/alerts.hpp"
 #include "notify/format.hpp"
 #include "storage/db.hpp"
-#include "storage/vocabulary.hpp"
+#include "core/vocabulary.hpp"
 
 #include <fmt/ranges.h>
 #include <set>

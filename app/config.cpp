@@ -10,7 +10,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <filesystem>
 
-#include "storage/file.hpp"
+#include "core/file.hpp"
 
 namespace perfwatch {
 

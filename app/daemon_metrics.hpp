@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "storage/model.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "storage/text.hpp"
+#include "core/text.hpp"
 
 namespace perfwatch {
 

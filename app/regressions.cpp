@@ -6,7 +6,7 @@
 #include <map>
 
 #include "app/commands.hpp"
-#include "storage/vocabulary.hpp"
+#include "core/vocabulary.hpp"
 
 namespace perfwatch {
 

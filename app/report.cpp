@@ -14,7 +14,7 @@
 #include "engine/evaluate.hpp"
 #include "engine/history.hpp"
 #include "engine/stats.hpp"
-#include "storage/vocabulary.hpp"
+#include "core/vocabulary.hpp"
 
 namespace perfwatch {
 

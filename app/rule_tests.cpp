@@ -14,7 +14,7 @@
 #include "engine/pipeline.hpp"
 #include "storage/db.hpp"
 #include "engine/rules.hpp"
-#include "storage/vocabulary.hpp"
+#include "core/vocabulary.hpp"
 
 namespace perfwatch {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "storage/error.hpp"
+#include "core/error.hpp"
 
 namespace perfwatch {
 

@@ -7,8 +7,8 @@
 
 #include "collectors/byte_source.hpp"
 #include "collectors/convert.hpp"
-#include "storage/error.hpp"
-#include "storage/model.hpp"
+#include "core/error.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 

@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "storage/file.hpp"
+#include "core/file.hpp"
 
 extern char** environ;
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/error.hpp"
+#include "core/error.hpp"
 
 namespace perfwatch {
 

@@ -19,7 +19,7 @@
 #include "collectors/timeline.hpp"
 #include "collectors/units.hpp"
 #include "collectors/waiting_map.hpp"
-#include "storage/text.hpp"
+#include "core/text.hpp"
 
 static_assert(perfwatch::k_json_padding >= simdjson::SIMDJSON_PADDING, "event views must be parseable in place");
 

@@ -10,7 +10,7 @@
 #include "collectors/benchmark.hpp"
 #include "collectors/collector.hpp"
 #include "collectors/sanitize.hpp"
-#include "storage/file.hpp"
+#include "core/file.hpp"
 
 namespace perfwatch {
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "storage/model.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 

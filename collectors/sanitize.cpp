@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "collectors/byte_source.hpp"
-#include "storage/text.hpp"
+#include "core/text.hpp"
 
 namespace perfwatch {
 

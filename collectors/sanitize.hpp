@@ -1,6 +1,6 @@
 #pragma once
 
-#include "storage/model.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 

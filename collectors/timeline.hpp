@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "collectors/span_set.hpp"
-#include "storage/model.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "collectors/labels.hpp"
-#include "storage/error.hpp"
+#include "core/error.hpp"
 
 namespace perfwatch {
 

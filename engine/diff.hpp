@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/model.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 

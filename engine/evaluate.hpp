@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/rules.hpp"
-#include "storage/model.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <span>
 
-#include "storage/vocabulary.hpp"
+#include "core/vocabulary.hpp"
 
 namespace perfwatch {
 

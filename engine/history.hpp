@@ -13,7 +13,7 @@
 
 #include "engine/stats.hpp"
 #include "storage/db.hpp"
-#include "storage/model.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 

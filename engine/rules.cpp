@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <set>
 
-#include "storage/file.hpp"
-#include "storage/vocabulary.hpp"
+#include "core/file.hpp"
+#include "core/vocabulary.hpp"
 
 namespace perfwatch {
 

@@ -10,7 +10,7 @@
 
 #include "engine/expr.hpp"
 #include "engine/history.hpp"
-#include "storage/model.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 

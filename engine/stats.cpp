@@ -1,6 +1,6 @@
 #include "engine/stats.hpp"
 
-#include "storage/model.hpp"
+#include "core/model.hpp"
 
 #include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>

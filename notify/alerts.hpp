@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "storage/db.hpp"
-#include "storage/error.hpp"
-#include "storage/model.hpp"
+#include "core/error.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 

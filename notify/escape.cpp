@@ -1,6 +1,6 @@
 #include "notify/escape.hpp"
 
-#include "storage/text.hpp"
+#include "core/text.hpp"
 
 namespace perfwatch {
 

@@ -7,7 +7,7 @@
 
 #include "notify/entity_name.hpp"
 #include "notify/escape.hpp"
-#include "storage/vocabulary.hpp"
+#include "core/vocabulary.hpp"
 
 namespace perfwatch {
 

@@ -7,8 +7,8 @@
 
 #include "notify/entity_name.hpp"
 #include "notify/escape.hpp"
-#include "storage/text.hpp"
-#include "storage/vocabulary.hpp"
+#include "core/text.hpp"
+#include "core/vocabulary.hpp"
 
 namespace perfwatch {
 

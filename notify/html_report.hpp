@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "notify/format.hpp"
-#include "storage/model.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 

@@ -19,7 +19,7 @@
 
 #include "notify/entity_name.hpp"
 #include "notify/escape.hpp"
-#include "storage/text.hpp"
+#include "core/text.hpp"
 
 namespace perfwatch {
 

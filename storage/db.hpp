@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "storage/error.hpp"
-#include "storage/model.hpp"
+#include "core/error.hpp"
+#include "core/model.hpp"
 
 namespace SQLite {
 class Database;

@@ -14,7 +14,7 @@
 #include "notify/format.hpp"
 #include "notify/html_report.hpp"
 #include "notify/sinks.hpp"
-#include "storage/text.hpp"
+#include "core/text.hpp"
 
 namespace {
 

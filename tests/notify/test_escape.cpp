@@ -5,7 +5,7 @@
 #include "notify/alerts.hpp"
 #include "notify/escape.hpp"
 #include "notify/sinks.hpp"
-#include "storage/text.hpp"
+#include "core/text.hpp"
 
 namespace perfwatch {
 

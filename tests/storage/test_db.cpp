@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "storage/db.hpp"
-#include "storage/vocabulary.hpp"
+#include "core/vocabulary.hpp"
 #include "tests/support.hpp"
 
 namespace perfwatch::test {

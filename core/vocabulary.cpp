@@ -1,4 +1,4 @@
-#include "storage/vocabulary.hpp"
+#include "core/vocabulary.hpp"
 
 #include <fmt/format.h>
 

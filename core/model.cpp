@@ -1,4 +1,4 @@
-#include "storage/model.hpp"
+#include "core/model.hpp"
 
 #include <algorithm>
 #include <array>

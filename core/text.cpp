@@ -1,4 +1,4 @@
-#include "storage/text.hpp"
+#include "core/text.hpp"
 
 #include <utf8cpp/utf8.h>
 

@@ -1,4 +1,4 @@
-#include "storage/file.hpp"
+#include "core/file.hpp"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "storage/error.hpp"
+#include "core/error.hpp"
 
 namespace perfwatch {
 

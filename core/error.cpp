@@ -1,4 +1,4 @@
-#include "storage/error.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 
