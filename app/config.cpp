@@ -96,6 +96,8 @@ public:
                 m_out.config.route = route(kv.second, 0);
             } else if (key == "inhibit_rules") {
                 inhibit_rules(kv.second);
+            } else if (key == "retention") {
+                retention(kv.second);
             } else if (key == "log_level") {
                 if (auto v = scalar(kv.second, key)) {
                     static constexpr std::array k_levels{"debug", "info", "notice", "warning", "error"};
@@ -108,7 +110,7 @@ public:
             } else {
                 diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, rules, converters, "
                                                   "path_templates, watch, workers, quiet_period, listen, "
-                                                  "shutdown_timeout, log_level, reports, receivers, route or inhibit_rules)",
+                                                  "shutdown_timeout, log_level, reports, receivers, route, inhibit_rules or retention)",
                                                   key));
             }
         }
@@ -132,6 +134,20 @@ private:
             return std::nullopt;
         }
         return n.Scalar();
+    }
+
+    // retention: {samples_days: 90, runs_days: 730}
+    void retention(const YAML::Node& n) {
+        if (!n.IsMap()) {
+            diag(n.Mark(), "'retention' must be a mapping with samples_days and/or runs_days");
+            return;
+        }
+        for (const auto& kv : n) {
+            const std::string key = kv.first.as<std::string>("");
+            if (key == "samples_days") m_out.config.retention_samples_days = integer(kv.second, key, 1, 36500);
+            else if (key == "runs_days") m_out.config.retention_runs_days = integer(kv.second, key, 1, 36500);
+            else diag(kv.first.Mark(), fmt::format("unknown retention setting '{}' (expected samples_days or runs_days)", key));
+        }
     }
 
     std::optional<int> integer(const YAML::Node& n, std::string_view key, int low, int high) {

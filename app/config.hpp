@@ -45,6 +45,11 @@ struct Config {
     std::optional<Route> route;
     // Alerts that mute lesser ones (a regression on a kernel mutes the other findings on it).
     std::vector<InhibitRule> inhibit_rules;
+
+    // History that lives for years: per-launch samples kept `samples_days`, runs and findings
+    // `runs_days` (unset: kept for ever); the daemon prunes once a day, `db prune` on demand.
+    std::optional<int> retention_samples_days;
+    std::optional<int> retention_runs_days;
 };
 
 // Errors for watched directories that do not exist or are not directories (the daemon would

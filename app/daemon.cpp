@@ -32,6 +32,8 @@
 #include "collectors/collector.hpp"
 #include "collectors/watcher.hpp"
 #include "engine/pipeline.hpp"
+#include "engine/retention.hpp"
+#include "core/vocabulary.hpp"
 #include "engine/rules.hpp"
 #include "notify/alerts.hpp"
 #include "notify/sinks.hpp"
@@ -132,6 +134,7 @@ public:
         m_writer_thread = std::thread([this] { m_writer_io.run(); });
         // Messages left in the outbox by an earlier run (a crash mid-delivery) go out again.
         asio::post(m_writer_io, [this] { schedule_delivery(); });
+        asio::post(m_writer_io, [this] { schedule_retention(k_first_retention); });
         const Config& config = m_settings->config;
         std::string http_at = "off";
         if (config.listen != "off") {
@@ -174,6 +177,7 @@ private:
     void shutdown_threads() {
         asio::post(m_writer_io, [this] {
             m_delivery_timer.cancel();
+            m_retention_timer.cancel();
             if (m_sending > 0) {
                 // A delivery in flight is abandoned: it stays pending and goes out again, with the
                 // same idempotency key, at the next start.
@@ -542,6 +546,38 @@ private:
 
     // Writer thread: sends what is due, one message per receiver at a time and no faster than
     // its rate limit; re-arms itself for the next due message.
+    // Writer thread: the retention policy, shortly after the start and then once a day, in
+    // transactions of a few runs so reports keep being stored meanwhile.
+    void schedule_retention(std::chrono::milliseconds delay) {
+        m_retention_timer.expires_after(delay);
+        m_retention_timer.async_wait([this](const boost::system::error_code& ec) {
+            if (ec) return;
+            apply_retention();
+            schedule_retention(std::chrono::hours(24));
+        });
+    }
+
+    void apply_retention() {
+        const auto settings = std::atomic_load(&m_current);
+        const Config& config = settings->config;
+        if (!config.retention_samples_days && !config.retention_runs_days) return;
+        auto keep = runs_open_regressions_need(m_db, settings->rules);
+        if (!keep) return database_failed(keep.error());
+        RetentionPolicy policy;
+        policy.samples_days = config.retention_samples_days;
+        policy.runs_days = config.retention_runs_days;
+        policy.keep = std::move(*keep);
+        auto pruned = m_db.prune(policy, false);
+        if (!pruned) return database_failed(pruned.error());
+        const auto bytes = [](std::int64_t b) { return format_in_unit(static_cast<double>(b), "bytes").value_or("?"); };
+        log(LogLevel::notice,
+            "retention: pruned {} runs and the per-launch samples of {} entities, {} delivered messages; kept {} old "
+            "runs pinned or needed by open regressions; {} -> {} in use",
+            pruned->runs, pruned->sample_sets, pruned->messages, pruned->kept_protected, bytes(pruned->bytes_before),
+            bytes(pruned->bytes_after));
+        m_runs.clear();
+    }
+
     void schedule_delivery() {
         if (m_stopping) return;
         const auto settings = std::atomic_load(&m_current);
@@ -773,6 +809,7 @@ private:
     HttpServer m_http;
     asio::thread_pool m_senders{2};            // blocking deliveries (libcurl)
     asio::steady_timer m_delivery_timer{m_writer_io};
+    asio::steady_timer m_retention_timer{m_writer_io};
     std::shared_ptr<const Settings> m_current;  // the settings deliveries use (atomic load/store)
     // Writer thread only:
     std::set<std::string> m_sending_to;
@@ -795,6 +832,8 @@ private:
     std::size_t m_failed = 0;
     std::string m_last_reload = "none";
     static constexpr std::chrono::milliseconds k_first_retry{2000};
+    // The first retention pass, once the start's catch-up has begun.
+    static constexpr std::chrono::milliseconds k_first_retention{5000};
     std::chrono::milliseconds m_retry_delay = k_first_retry;
 };
 

@@ -6,6 +6,7 @@
 #include "app/backtest.hpp"
 #include "app/commands.hpp"
 #include "app/regressions.hpp"
+#include "app/retention.hpp"
 #include "app/config.hpp"
 #include "app/daemon.hpp"
 
@@ -187,6 +188,22 @@ int main(int argc, char** argv) {
     regressions_accept_cmd->add_option("id", accept_id, "Regression id (regressions list)")->required();
     regressions_accept_cmd->add_option("--comment", accept_comment, "Why (shown by regressions list)");
 
+    perfwatch::DbPruneOptions prune;
+    std::optional<int> prune_samples_days, prune_runs_days;
+    auto* db_cmd = app.add_subcommand("db", "Database maintenance: prune");
+    db_cmd->require_subcommand(1);
+    auto* db_prune_cmd = db_cmd->add_subcommand(
+        "prune", "Apply retention: drop per-launch samples and runs past their age, keeping pinned runs and what "
+                 "open regressions need");
+    db_prune_cmd->add_option("--db", prune.db_path, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    db_prune_cmd->add_option("--samples-days", prune_samples_days,
+                             "Drop per-launch samples of runs older than this (default: the configuration's retention)");
+    db_prune_cmd->add_option("--runs-days", prune_runs_days,
+                             "Drop runs and their findings older than this (default: the configuration's retention)");
+    db_prune_cmd->add_option("--rules", prune.rule_paths, "Extra rule file (repeatable): baselines of its regressions");
+    db_prune_cmd->add_flag("--dry-run", prune.dry_run, "Count what would go; change nothing");
+    db_prune_cmd->add_flag("--vacuum", prune.vacuum, "Rewrite the file afterwards so it shrinks (as long as a copy)");
+
     std::string outbox_db;
     std::size_t outbox_limit = 20;
     auto* outbox_cmd = app.add_subcommand("outbox", "The newest alert messages: state, attempts, last error");
@@ -292,6 +309,13 @@ int main(int argc, char** argv) {
         if (regressions_list_cmd->parsed())
             return perfwatch::run_regressions_list(regressions_db, regressions_open, regressions_format);
         return perfwatch::run_regressions_accept(regressions_db, accept_id, accept_comment);
+    }
+    if (db_prune_cmd->parsed()) {
+        if (prune.db_path.empty()) prune.db_path = default_db(config);
+        prune.samples_days = prune_samples_days ? prune_samples_days : config.retention_samples_days;
+        prune.runs_days = prune_runs_days ? prune_runs_days : config.retention_runs_days;
+        prune.rule_paths.insert(prune.rule_paths.begin(), config.rules.begin(), config.rules.end());
+        return perfwatch::run_db_prune(prune);
     }
     if (outbox_cmd->parsed()) return perfwatch::run_outbox(outbox_db.empty() ? default_db(config) : outbox_db, outbox_limit);
     if (metrics_cmd->parsed()) return perfwatch::run_metrics();

@@ -64,6 +64,12 @@ public:
     // The run `id`, from memory or the database; nullptr when there is no such run.
     Result<std::shared_ptr<const StoredRun>> get(const Db& db, std::int64_t id);
     std::size_t bytes() const { return m_bytes; }
+    // Forgets every run (after retention pruned some, or their samples).
+    void clear() {
+        m_slots.clear();
+        m_ages.clear();
+        m_bytes = 0;
+    }
 
 private:
     struct Slot {

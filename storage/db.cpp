@@ -1,4 +1,5 @@
 #include "storage/db.hpp"
+#include "storage/sqlite_guard.hpp"
 
 #include <sys/statvfs.h>
 #include <filesystem>
@@ -270,9 +271,8 @@ void bind_optional(SQLite::Statement& st, int index, const std::optional<double>
         st.bind(index);
 }
 
-// A constraint, type or size violation comes from what a report holds (values the collectors
-// should have refused): that report fails, the database stays healthy. Anything else (locked,
-// full, read-only, I/O) is the database's.
+}  // namespace
+
 Error database_error(const std::string& file, const SQLite::Exception& e) {
     Error out{file, 0, 0, false, fmt::format("database error: {}", e.what())};
     switch (e.getErrorCode() & 0xff) {
@@ -287,17 +287,6 @@ Error database_error(const std::string& file, const SQLite::Exception& e) {
     }
     return out;
 }
-
-template <typename F>
-auto guarded(const std::string& file, F&& f) -> decltype(f()) {
-    try {
-        return f();
-    } catch (const SQLite::Exception& e) {
-        return std::unexpected(database_error(file, e));
-    }
-}
-
-}  // namespace
 
 // Why a database may not open for writing: a read-only filesystem or no write permission on the
 // file or its directory (SQLite writes the -wal and -shm files beside it). Empty when neither.

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,27 @@ struct Silence {
     std::int64_t created_ms = 0;
 };
 
+// What to prune: per-launch samples of runs ingested more than `samples_days` ago, and runs (with
+// their entities, findings and regressions) ingested more than `runs_days` ago; never a pinned run
+// or one of `keep` (the baselines and bad runs of open regressions, which only engine/ can name).
+struct RetentionPolicy {
+    std::optional<int> samples_days;
+    std::optional<int> runs_days;
+    std::set<std::int64_t> keep;
+    std::size_t batch_runs = 50;  // runs per transaction: writers wait at most one batch
+    std::string now;              // ISO 8601 UTC; empty: the clock
+};
+
+// What a prune removed (or, dry, would remove), and the database's bytes in use around it.
+struct PruneReport {
+    std::size_t runs = 0;
+    std::size_t sample_sets = 0;     // entities whose per-launch samples went
+    std::size_t messages = 0;        // delivered or failed outbox messages past runs_days
+    std::size_t kept_protected = 0;  // old enough, kept: pinned or needed by an open regression
+    std::int64_t bytes_before = 0;
+    std::int64_t bytes_after = 0;
+};
+
 // The embedded SQLite store. All SQL of the project lives behind this class.
 class Db {
 public:
@@ -227,6 +249,16 @@ public:
     Result<std::vector<Silence>> silences(std::optional<std::int64_t> active_at) const;
     // Ends a silence now; false when there is no such silence.
     Result<bool> expire_silence(std::int64_t id, std::int64_t now_ms);
+
+    // Applies `policy` in transactions of policy.batch_runs runs (storage/retention.cpp); a
+    // run whose stored entities later runs share hands them to the oldest of those first.
+    // `dry_run` counts and changes nothing.
+    Result<PruneReport> prune(const RetentionPolicy& policy, bool dry_run);
+    // Pages in use times the page size (free pages left by deletions not counted).
+    Result<std::int64_t> bytes_in_use() const;
+    // Rewrites the database compactly (VACUUM): the file shrinks to what is in use. Takes as
+    // long as copying the database, and as much free disk.
+    Result<void> vacuum();
 
 private:
     explicit Db(std::unique_ptr<SQLite::Database> db, std::string path);

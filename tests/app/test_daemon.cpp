@@ -398,6 +398,34 @@ TEST(Daemon, ALogOfTwelveSessionsIsTwelveRuns) {
     EXPECT_EQ(daemon.wait_exit(5), 0);
 }
 
+// `retention:` in the configuration: shortly after the start the daemon prunes runs past their
+// age (here three runs ingested 400 days ago, and one of today that stays).
+TEST(Daemon, RetentionPrunesOldRunsAfterTheStart) {
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "reports", db = dir.path() / "perfwatch.db";
+    fs::create_directories(reports);
+    for (int i = 0; i < 4; ++i) {
+        const std::string trace = test::write_kineto_trace(dir, fmt::format("old/t{}.json", i), 100 + 10 * i, 8);
+        ASSERT_EQ(test::run_perfwatch({"ingest", "--db", db.string(), trace}).exit_code, 0);
+    }
+    {
+        SQLite::Database d(db.string(), SQLite::OPEN_READWRITE);
+        d.exec("UPDATE runs SET ingested_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now', '-400 days') WHERE id <= 3");
+    }
+    const fs::path cfg = dir.path() / "perfwatch.yaml";
+    write_file(cfg, fmt::format("database: perfwatch.db\nwatch:\n  - path: {}\nlisten: 127.0.0.1:0\n"
+                                "retention: {{runs_days: 30, samples_days: 7}}\n",
+                                reports.string()));
+    test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("retention: pruned 3 runs", 30)) << daemon.log();
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs"), 1);
+    // Today's run keeps its per-launch samples (younger than samples_days).
+    EXPECT_GT(query_int(db, "SELECT count(*) FROM entity_samples s JOIN entities e ON e.id = s.entity_id "
+                            "WHERE e.run_id = 4"), 0);
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(5), 0);
+}
+
 // Type=notify: READY=1 once watching, WATCHDOG=1 at half of WATCHDOG_USEC, STOPPING=1 on SIGTERM.
 TEST(Daemon, TellsSystemdReadyWatchdogAndStopping) {
     test::TempDir dir;
