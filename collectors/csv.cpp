@@ -5,6 +5,14 @@
 
 namespace perfwatch {
 
+int column_index(const std::vector<std::string>& header, std::initializer_list<std::string_view> names) {
+    for (std::string_view n : names)
+        if (auto it = std::find(header.begin(), header.end(), n); it != header.end())
+            return static_cast<int>(it - header.begin());
+    return -1;
+}
+
+
 CsvReader::Status CsvReader::next(std::vector<std::string>& fields) {
     fields.clear();
     if (m_pos >= m_text.size()) return Status::end;

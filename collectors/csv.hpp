@@ -10,6 +10,9 @@
 
 namespace perfwatch {
 
+// The index of the first of `names` found in `header`; -1 when none is there.
+int column_index(const std::vector<std::string>& header, std::initializer_list<std::string_view> names);
+
 // An RFC 4180 reader over text already in memory: quoted fields with doubled quotes and
 // embedded commas or newlines, CRLF or LF line ends, ragged rows.
 class CsvReader {

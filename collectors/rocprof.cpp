@@ -278,10 +278,7 @@ public:
         CsvReader reader(content);
         std::vector<std::string> header, row;
         if (reader.next(header) != CsvReader::Status::record) return fail(path, 1, "no header row");
-        auto col = [&](std::string_view name) {
-            auto it = std::find(header.begin(), header.end(), name);
-            return it == header.end() ? -1 : static_cast<int>(it - header.begin());
-        };
+        auto col = [&](std::string_view n) { return column_index(header, {n}); };
         const int name = col("Kernel_Name"), start = col("Start_Timestamp"), end = col("End_Timestamp"),
                   agent = col("Agent_Id"), queue = col("Queue_Id"), vgpr = col("VGPR_Count"),
                   sgpr = col("SGPR_Count"), lds = col("LDS_Block_Size"), wx = col("Workgroup_Size_X"),

@@ -5,12 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "collectors/csv.hpp"
+#include "core/file.hpp"
 #include "collectors/timeline.hpp"
 #include "collectors/units.hpp"
 
@@ -244,12 +243,7 @@ public:
             h = std::string(trim(h));
             std::erase(h, '\r');
         }
-        auto col = [&](std::initializer_list<std::string_view> names) {
-            for (std::string_view n : names)
-                if (auto it = std::find(header.begin(), header.end(), n); it != header.end())
-                    return static_cast<int>(it - header.begin());
-            return -1;
-        };
+        auto col = [&](std::initializer_list<std::string_view> names) { return column_index(header, names); };
         const int c_name = col({"KernelName", "Kernel_Name"}), c_gpu = col({"gpu-id", "GPU_ID"}),
                   c_grid = col({"grd", "Grid_Size"}), c_wg = col({"wgr", "Workgroup_Size"}),
                   c_lds = col({"lds", "LDS_Per_Workgroup"}), c_scr = col({"scr", "Scratch_Per_Workitem"}),
@@ -396,10 +390,7 @@ public:
         std::vector<std::string> header, row;
         if (reader.next(header) != CsvReader::Status::record) return fail(path, 1, "no header row");
         for (std::string& h : header) std::erase(h, '\r');
-        auto col = [&](std::string_view n) {
-            auto it = std::find(header.begin(), header.end(), n);
-            return it == header.end() ? -1 : static_cast<int>(it - header.begin());
-        };
+        auto col = [&](std::string_view n) { return column_index(header, {n}); };
         const int c_dispatch = col("Dispatch_Id"), c_name = col("Kernel_Name"), c_agent = col("Agent_Id"),
                   c_counter = col("Counter_Name"), c_value = col("Counter_Value"), c_grid = col("Grid_Size"),
                   c_wg = col("Workgroup_Size"), c_lds = col("LDS_Block_Size"), c_scr = col("Scratch_Size"),
@@ -499,12 +490,7 @@ public:
         std::vector<std::string> header, row;
         if (reader.next(header) != CsvReader::Status::record) return fail(path, 1, "no header row");
         for (std::string& h : header) std::erase(h, '\r');
-        auto col = [&](std::initializer_list<std::string_view> names) {
-            for (std::string_view n : names)
-                if (auto it = std::find(header.begin(), header.end(), n); it != header.end())
-                    return static_cast<int>(it - header.begin());
-            return -1;
-        };
+        auto col = [&](std::initializer_list<std::string_view> names) { return column_index(header, names); };
         const int c_name = col({"KernelName", "Kernel_Name"}), c_count = col({"Count"}), c_sum = col({"Sum(ns)"}),
                   c_median = col({"Median(ns)"});
         if (c_name < 0 || c_count < 0 || c_sum < 0)
@@ -549,11 +535,9 @@ public:
 }  // namespace
 
 std::optional<AmdSystemInfo> read_amd_sysinfo(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+    const auto read = read_whole_file(path);
+    if (!read) return std::nullopt;
+    const std::string& text = *read;
     CsvReader reader(text);
     std::vector<std::string> header, row;
     if (reader.next(header) != CsvReader::Status::record || reader.next(row) != CsvReader::Status::record) return std::nullopt;
@@ -588,19 +572,14 @@ std::optional<AmdSystemInfo> read_amd_sysinfo(const std::string& path) {
 }
 
 std::optional<AmdSystemInfo> read_amd_agent_info(const std::string& path, const std::string& agent_id) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+    const auto read = read_whole_file(path);
+    if (!read) return std::nullopt;
+    const std::string& text = *read;
     CsvReader reader(text);
     std::vector<std::string> header, row;
     if (reader.next(header) != CsvReader::Status::record) return std::nullopt;
     for (std::string& h : header) std::erase(h, '\r');
-    auto col = [&](std::string_view n) {
-        auto it = std::find(header.begin(), header.end(), n);
-        return it == header.end() ? -1 : static_cast<int>(it - header.begin());
-    };
+    auto col = [&](std::string_view n) { return column_index(header, {n}); };
     const int c_type = col("Agent_Type"), c_node = col("Node_Id");
     std::optional<AmdSystemInfo> first_gpu;
     while (reader.next(row) == CsvReader::Status::record) {

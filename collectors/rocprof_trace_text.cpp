@@ -183,10 +183,7 @@ public:
         std::vector<std::string> header, row;
         if (reader.next(header) != CsvReader::Status::record) return fail(path, 1, "no header row");
         for (std::string& h : header) std::erase(h, '\r');
-        auto col = [&](std::string_view n) {
-            auto it = std::find(header.begin(), header.end(), n);
-            return it == header.end() ? -1 : static_cast<int>(it - header.begin());
-        };
+        auto col = [&](std::string_view n) { return column_index(header, {n}); };
         const int c_domain = col("Domain"), c_function = col("Function"), c_start = col("Start_Timestamp"),
                   c_end = col("End_Timestamp");
         if (c_domain < 0 || c_function < 0 || c_start < 0 || c_end < 0)
