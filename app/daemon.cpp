@@ -28,6 +28,7 @@
 #include "app/daemon_metrics.hpp"
 #include "app/http_server.hpp"
 #include "app/log.hpp"
+#include "app/quiet_queue.hpp"
 #include "app/report.hpp"
 #include "collectors/collector.hpp"
 #include "collectors/watcher.hpp"
@@ -72,20 +73,6 @@ std::shared_ptr<const Settings> load_settings(const std::string& path, std::vect
     return settings;
 }
 
-struct FileStat {
-    std::int64_t size = 0;
-    std::int64_t mtime_ns = 0;
-    bool operator==(const FileStat&) const = default;
-};
-
-std::optional<FileStat> stat_file(const std::string& path) {
-    struct stat st {};
-    // lstat: a symbolic link in a watched tree is never followed (to /etc/shadow, say).
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-    return FileStat{static_cast<std::int64_t>(st.st_size),
-                    static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
-}
-
 std::int64_t wall_now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
@@ -98,13 +85,6 @@ struct Job {
     std::size_t watch = 0;
     std::shared_ptr<const Settings> settings;
     Clock::time_point since;  // when its last write was seen
-};
-
-struct Pending {
-    std::size_t watch = 0;
-    Clock::time_point deadline;
-    Clock::time_point since;
-    FileStat stat;
 };
 
 class Daemon {
@@ -214,22 +194,18 @@ private:
         if (m_stopping) return;
         const auto now = Clock::now();
         const auto quiet = m_settings->config.quiet_period;
-        auto it = m_pending.find(path);
         if (event == DirectoryWatcher::Event::modified) {
-            if (it != m_pending.end()) {
-                it->second.since = now;
-                it->second.deadline = now + quiet;
-            }
+            m_pending.written(path, now, quiet);
             return;
         }
         const auto stat = stat_file(path);
         if (!stat) return;
-        if (event == DirectoryWatcher::Event::found && it == m_pending.end() && !m_busy.contains(path) &&
+        if (event == DirectoryWatcher::Event::found && !m_pending.contains(path) && !m_busy.contains(path) &&
             wall_now_ns() - stat->mtime_ns >= std::chrono::nanoseconds(quiet).count()) {
             queue(Job{path, watch, m_settings, now});
             return;
         }
-        m_pending[path] = Pending{watch, now + quiet, now, *stat};
+        m_pending.wait(path, watch, now + quiet, now, *stat);
         arm_tick();
     }
 
@@ -240,11 +216,10 @@ private:
     }
 
     void arm_tick() {
-        if (m_pending.empty() || m_tick_armed || m_stopping) return;
-        auto next = Clock::time_point::max();
-        for (const auto& [path, p] : m_pending) next = std::min(next, p.deadline);
+        const auto next = m_pending.next_deadline();
+        if (!next || m_tick_armed || m_stopping) return;
         m_tick_armed = true;
-        m_tick.expires_at(std::max(next, Clock::now() + std::chrono::milliseconds(10)));
+        m_tick.expires_at(std::max(*next, Clock::now() + std::chrono::milliseconds(10)));
         m_tick.async_wait([this](const boost::system::error_code& ec) {
             m_tick_armed = false;
             if (!ec) tick();
@@ -253,28 +228,8 @@ private:
 
     // Files unchanged for the quiet period go to the ready queue; changed ones wait again.
     void tick() {
-        const auto now = Clock::now();
-        for (auto it = m_pending.begin(); it != m_pending.end();) {
-            Pending& p = it->second;
-            if (p.deadline > now) {
-                ++it;
-                continue;
-            }
-            const auto stat = stat_file(it->first);
-            if (!stat) {
-                it = m_pending.erase(it);
-                continue;
-            }
-            if (*stat != p.stat || m_busy.contains(it->first)) {
-                p.stat = *stat;
-                p.deadline = now + m_settings->config.quiet_period;
-                ++it;
-                continue;
-            }
-            Job job{it->first, p.watch, m_settings, p.since};
-            it = m_pending.erase(it);
-            queue(std::move(job));
-        }
+        for (QuietQueue::Ready& r : m_pending.take_ready(Clock::now(), m_settings->config.quiet_period, m_busy))
+            queue(Job{std::move(r.path), r.watch, m_settings, r.since});
         dispatch();
         arm_tick();
     }
@@ -311,7 +266,7 @@ private:
         if (outcome == Outcome::retry) {
             // The database failed (locked, full, read-only): read the report again later, waiting
             // longer each time (2 s doubling to 1 min) until a report is stored again.
-            m_pending[job.path] = Pending{job.watch, now + m_retry_delay, job.since, stat_file(job.path).value_or(FileStat{})};
+            m_pending.wait(job.path, job.watch, now + m_retry_delay, job.since, stat_file(job.path).value_or(FileStat{}));
             log(LogLevel::warning, "{}: retried in {} s", job.path,
                 std::chrono::duration_cast<std::chrono::seconds>(m_retry_delay).count());
             m_retry_delay = std::min<std::chrono::milliseconds>(m_retry_delay * 2, std::chrono::minutes(1));
@@ -817,7 +772,7 @@ private:
     std::size_t m_sending = 0;
     std::mt19937_64 m_rng{std::random_device{}()};
 
-    std::unordered_map<std::string, Pending> m_pending;  // waiting for their quiet period
+    QuietQueue m_pending;  // waiting for their quiet period
     std::deque<Job> m_ready;                             // waiting for a worker
     std::unordered_set<std::string> m_busy;              // ready or in flight
     std::size_t m_in_flight = 0;
