@@ -795,10 +795,10 @@ int run_outbox(const std::string& db_path, std::size_t limit) {
     if (messages->empty()) fmt::print("the outbox is empty\n");
     for (const OutboxMessage& m : *messages) {
         auto group = alert_group_from_json(m.payload);
-        fmt::print("{:>5}  {:<7} {:>2} attempt(s)  {:<16} run {:<5} {}\n", m.id, m.state, m.attempts, m.receiver,
+        fmt::print("{:>5}  {:<7} {:>2} attempt(s)  {:<16} run {:<5} {}\n", m.id, to_string(m.state), m.attempts, m.receiver,
                    m.run_id, group ? group->title() : "(unreadable payload)");
         if (!m.last_error.empty()) fmt::print("       last error: {}\n", m.last_error);
-        if (m.state == "pending" && m.attempts > 0)
+        if (m.state == MessageState::pending && m.attempts > 0)
             fmt::print("       next attempt: {}\n", utc_text(m.next_attempt_ms));
     }
     return 0;

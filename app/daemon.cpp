@@ -556,7 +556,7 @@ private:
                                                             : group.error().message;
                 log(LogLevel::error, "alert {}: not sent: {}", m.key, why);
                 m_metrics.alert_failed(m.receiver, true);
-                if (auto r = m_db.message_attempted(m.id, "failed", m.next_attempt_ms, why, now); !r) database_failed(r.error());
+                if (auto r = m_db.message_attempted(m.id, MessageState::failed, m.next_attempt_ms, why, now); !r) database_failed(r.error());
                 continue;
             }
             // From here it is sent as it is: later runs of its group make a follow-up.
@@ -595,19 +595,19 @@ private:
         const std::int64_t now = wall_now_ms();
         Result<void> saved;
         if (d.outcome == Delivery::Outcome::sent) {
-            saved = m_db.message_attempted(m.id, "sent", m.next_attempt_ms, "", now);
+            saved = m_db.message_attempted(m.id, MessageState::sent, m.next_attempt_ms, "", now);
             m_metrics.alert_sent(r.name);
             log(LogLevel::info, "alert sent to '{}' ({}): {} ({} alerts, key {}, attempt {})", r.name, r.type, g.title(),
                 g.alerts.size(), m.key, m.attempts + 1);
         } else if (d.outcome == Delivery::Outcome::retry && m.attempts + 1 < r.max_attempts) {
             const auto wait = retry_delay(m.attempts + 1, d.retry_after, m_rng);
-            saved = m_db.message_attempted(m.id, "pending", now + wait.count(), d.error, now);
+            saved = m_db.message_attempted(m.id, MessageState::pending, now + wait.count(), d.error, now);
             m_metrics.alert_failed(r.name, false);
             log(LogLevel::warning, "alert to '{}' ({}) failed: {}; attempt {} of {}, retried in {:.1f} s{}", r.name,
                 r.type, d.error, m.attempts + 1, r.max_attempts, static_cast<double>(wait.count()) / 1000.0,
                 d.retry_after ? " (Retry-After)" : "");
         } else {
-            saved = m_db.message_attempted(m.id, "failed", m.next_attempt_ms, d.error, now);
+            saved = m_db.message_attempted(m.id, MessageState::failed, m.next_attempt_ms, d.error, now);
             m_metrics.alert_failed(r.name, true);
             log(LogLevel::error, "alert to '{}' ({}) failed permanently after {} attempt(s): {}; key {}", r.name, r.type,
                 m.attempts + 1, d.error, m.key);

@@ -1053,7 +1053,7 @@ OutboxMessage read_message(SQLite::Statement& st) {
     m.receiver = st.getColumn(2).getString();
     m.run_id = st.getColumn(3).isNull() ? 0 : st.getColumn(3).getInt64();
     m.payload = st.getColumn(4).getString();
-    m.state = st.getColumn(5).getString();
+    m.state = message_state_from_string(st.getColumn(5).getString()).value_or(MessageState::pending);
     m.attempts = st.getColumn(6).getInt();
     m.next_attempt_ms = st.getColumn(7).getInt64();
     m.last_error = st.getColumn(8).getString();
@@ -1099,16 +1099,32 @@ Result<std::optional<std::int64_t>> Db::next_due_ms() const {
     });
 }
 
-Result<void> Db::message_attempted(std::int64_t id, const std::string& state, std::int64_t next_attempt_ms,
+std::string_view to_string(MessageState state) {
+    switch (state) {
+        case MessageState::pending: return "pending";
+        case MessageState::sent: return "sent";
+        case MessageState::failed: return "failed";
+    }
+    return "pending";
+}
+
+std::optional<MessageState> message_state_from_string(std::string_view text) {
+    for (MessageState s : {MessageState::pending, MessageState::sent, MessageState::failed})
+        if (to_string(s) == text) return s;
+    return std::nullopt;
+}
+
+Result<void> Db::message_attempted(std::int64_t id, MessageState state, std::int64_t next_attempt_ms,
                                    const std::string& error, std::int64_t now_ms) {
     return guarded(m_path, [&]() -> Result<void> {
         SQLite::Statement st(*m_db,
                              "UPDATE outbox SET state = ?, attempts = attempts + 1, next_attempt_ms = ?, last_error = ?, "
                              "done_ms = CASE WHEN ? = 'pending' THEN NULL ELSE ? END WHERE id = ?");
-        st.bind(1, state);
+        const std::string text(to_string(state));
+        st.bind(1, text);
         st.bind(2, next_attempt_ms);
         st.bind(3, error);
-        st.bind(4, state);
+        st.bind(4, text);
         st.bind(5, now_ms);
         st.bind(6, id);
         st.exec();

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.hpp"
@@ -100,6 +101,11 @@ struct FileMark {
 
 // One message of the durable alert outbox: an alert group for one receiver, delivered at least
 // once and at most once more after a crash, always with the same idempotency key.
+// Where an outbox message stands: waiting for (another) attempt, delivered, or given up.
+enum class MessageState { pending, sent, failed };
+std::string_view to_string(MessageState state);
+std::optional<MessageState> message_state_from_string(std::string_view text);
+
 struct OutboxMessage {
     std::int64_t id = 0;
     std::string key;  // idempotency key; enqueueing the same key twice keeps one message
@@ -107,7 +113,7 @@ struct OutboxMessage {
     std::int64_t run_id = 0;
     std::string payload;             // the alert group as JSON; each sink renders it
     std::vector<std::string> fingerprints;  // the alerts it carries, for repeat_interval (enqueue only)
-    std::string state = "pending";   // pending, sent, failed (permanently)
+    MessageState state = MessageState::pending;
     int attempts = 0;
     std::int64_t next_attempt_ms = 0;  // Unix time in ms
     std::string last_error;
@@ -232,8 +238,8 @@ public:
     // The newest messages in any state.
     Result<std::vector<OutboxMessage>> outbox(std::size_t limit) const;
     Result<std::optional<std::int64_t>> next_due_ms() const;
-    // Records an attempt: state "sent", "failed", or "pending" again at `next_attempt_ms`.
-    Result<void> message_attempted(std::int64_t id, const std::string& state, std::int64_t next_attempt_ms,
+    // Records an attempt: sent, failed for good, or pending again at `next_attempt_ms`.
+    Result<void> message_attempted(std::int64_t id, MessageState state, std::int64_t next_attempt_ms,
                                    const std::string& error, std::int64_t now_ms);
     Result<std::int64_t> outbox_depth() const;
     // The open (still joinable) pending message of a group, oldest first.
