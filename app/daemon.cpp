@@ -30,11 +30,11 @@
 #include "app/log.hpp"
 #include "app/quiet_queue.hpp"
 #include "app/report.hpp"
+#include "core/vocabulary.hpp"
 #include "collectors/collector.hpp"
 #include "collectors/watcher.hpp"
 #include "engine/pipeline.hpp"
 #include "engine/retention.hpp"
-#include "core/vocabulary.hpp"
 #include "engine/rules.hpp"
 #include "notify/alerts.hpp"
 #include "notify/sinks.hpp"
@@ -507,22 +507,17 @@ private:
         m_retention_timer.expires_after(delay);
         m_retention_timer.async_wait([this](const boost::system::error_code& ec) {
             if (ec) return;
-            apply_retention();
+            retention_pass();
             schedule_retention(std::chrono::hours(24));
         });
     }
 
-    void apply_retention() {
+    void retention_pass() {
         const auto settings = std::atomic_load(&m_current);
         const Config& config = settings->config;
         if (!config.retention_samples_days && !config.retention_runs_days) return;
-        auto keep = runs_open_regressions_need(m_db, settings->rules);
-        if (!keep) return database_failed(keep.error());
-        RetentionPolicy policy;
-        policy.samples_days = config.retention_samples_days;
-        policy.runs_days = config.retention_runs_days;
-        policy.keep = std::move(*keep);
-        auto pruned = m_db.prune(policy, false);
+        auto pruned =
+            apply_retention(m_db, settings->rules, config.retention_samples_days, config.retention_runs_days, false);
         if (!pruned) return database_failed(pruned.error());
         const auto bytes = [](std::int64_t b) { return format_in_unit(static_cast<double>(b), "bytes").value_or("?"); };
         log(LogLevel::notice,

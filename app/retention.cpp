@@ -19,16 +19,7 @@ int run_db_prune(const DbPruneOptions& options) {
     if (rules.has_errors()) return 2;
     auto db = open_db(options.db_path);
     if (!db) return 2;
-    auto keep = runs_open_regressions_need(*db, rules);
-    if (!keep) {
-        print_error(keep.error());
-        return 2;
-    }
-    RetentionPolicy policy;
-    policy.samples_days = options.samples_days;
-    policy.runs_days = options.runs_days;
-    policy.keep = std::move(*keep);
-    auto report = db->prune(policy, options.dry_run);
+    auto report = apply_retention(*db, rules, options.samples_days, options.runs_days, options.dry_run);
     if (!report) {
         print_error(report.error());
         return 2;

@@ -17,22 +17,13 @@ namespace perfwatch {
 
 namespace {
 
-// The first line of `head` split at commas, quotes, BOM and CR removed (enough to recognise a
-// header; rows are read with CsvReader).
+// The column names of the header line at the start of `head` (a BOM and surrounding space removed).
 std::vector<std::string> header_names(std::string_view head) {
     if (head.starts_with("\xEF\xBB\xBF")) head.remove_prefix(3);
-    std::string_view line = head.substr(0, head.find('\n'));
     std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= line.size()) {
-        std::size_t comma = line.find(',', start);
-        if (comma == std::string_view::npos) comma = line.size();
-        std::string field(trim(line.substr(start, comma - start)));
-        std::erase(field, '"');
-        std::erase(field, '\r');
-        out.push_back(std::move(field));
-        start = comma + 1;
-    }
+    CsvReader reader(head.substr(0, head.find('\n')));
+    if (reader.next(out) != CsvReader::Status::record) out.clear();
+    for (std::string& field : out) field = std::string(trim(field));
     return out;
 }
 
@@ -83,6 +74,28 @@ struct KernelSums {
     double dispatches = 0;
     double timed_ns = 0;  // End - Start summed over the dispatches that have both
 };
+
+// A dispatch's launch configuration as the CSVs give it; each field may be missing.
+struct LaunchConfig {
+    std::optional<double> arch_vgpr, accum_vgpr, sgpr, lds, workgroup, grid, scratch, wave;
+};
+
+// Records `c` as the kernel's configuration (the last dispatch's wins), with what follows from it:
+// VGPRs per work-item (arch + accum) and the grid in workgroups.
+void set_config(KernelSums& k, const LaunchConfig& c) {
+    if (c.arch_vgpr) {
+        k.config["arch_vgpr"] = *c.arch_vgpr;
+        k.config["vgpr_count"] = *c.arch_vgpr + c.accum_vgpr.value_or(0);
+    }
+    if (c.accum_vgpr) k.config["accum_vgpr"] = *c.accum_vgpr;
+    if (c.sgpr) k.config["sgpr_count"] = *c.sgpr;
+    if (c.lds && *c.lds > 0) k.config["shared_mem_per_block"] = *c.lds;
+    if (c.workgroup) k.config["block_size"] = *c.workgroup;
+    if (c.grid) k.config["threads"] = *c.grid;
+    if (c.grid && c.workgroup && *c.workgroup > 0) k.config["grid_size"] = std::ceil(*c.grid / *c.workgroup);
+    if (c.scratch) k.config["local_memory_per_thread"] = *c.scratch;
+    if (c.wave) k.config["wave_size"] = *c.wave;
+}
 
 // Throughput as rocprof-compute's System Speed-of-Light states it (analysis_configs/gfx90a and
 // gfx942/0200_system-speed-of-light.yaml), over the kernel's dispatches:
@@ -324,18 +337,8 @@ public:
             KernelSums& k = kernels[name];
             ++k.dispatches;
             if (b && e && *e > *b) k.timed_ns += *e - *b;
-            const auto vgpr = number(c_vgpr), agpr = number(c_agpr), sgpr = number(c_sgpr), lds = number(c_lds),
-                       wg = number(c_wg), grid = number(c_grid), scr = number(c_scr), wave = number(c_wave);
-            if (vgpr) k.config["vgpr_count"] = *vgpr + agpr.value_or(0);
-            if (vgpr) k.config["arch_vgpr"] = *vgpr;
-            if (agpr) k.config["accum_vgpr"] = *agpr;
-            if (sgpr) k.config["sgpr_count"] = *sgpr;
-            if (lds && *lds > 0) k.config["shared_mem_per_block"] = *lds;
-            if (wg) k.config["block_size"] = *wg;
-            if (grid) k.config["threads"] = *grid;
-            if (grid && wg && *wg > 0) k.config["grid_size"] = std::ceil(*grid / *wg);
-            if (scr) k.config["local_memory_per_thread"] = *scr;
-            if (wave) k.config["wave_size"] = *wave;
+            set_config(k, LaunchConfig{number(c_vgpr), number(c_agpr), number(c_sgpr), number(c_lds), number(c_wg),
+                                       number(c_grid), number(c_scr), number(c_wave)});
             for (int c : counters) {
                 const auto v = number(c);
                 if (!v) continue;
@@ -401,7 +404,7 @@ public:
         struct Dispatch {
             std::string name, agent;
             std::optional<double> begin, end;
-            std::map<std::string, double> config;
+            LaunchConfig config;
             std::map<std::string, double> counters;
         };
         std::map<double, Dispatch> dispatches;  // by id: the rows of one dispatch need not be adjacent
@@ -427,13 +430,8 @@ public:
             d.agent = c_agent >= 0 ? std::string(trim(row[static_cast<std::size_t>(c_agent)])) : "0";
             d.begin = number(c_begin);
             d.end = number(c_end);
-            if (auto v = number(c_vgpr)) d.config["arch_vgpr"] = *v;
-            if (auto v = number(c_agpr)) d.config["accum_vgpr"] = *v;
-            if (auto v = number(c_sgpr)) d.config["sgpr_count"] = *v;
-            if (auto v = number(c_lds); v && *v > 0) d.config["shared_mem_per_block"] = *v;
-            if (auto v = number(c_wg)) d.config["block_size"] = *v;
-            if (auto v = number(c_grid)) d.config["threads"] = *v;
-            if (auto v = number(c_scr)) d.config["local_memory_per_thread"] = *v;
+            d.config = LaunchConfig{number(c_vgpr), number(c_agpr), number(c_sgpr), number(c_lds),
+                                    number(c_wg),   number(c_grid), number(c_scr),  std::nullopt};
             d.counters[std::string(trim(row[static_cast<std::size_t>(c_counter)]))] += *value;
         }
         // "Agent 4" in some versions, "4" in others.
@@ -449,10 +447,7 @@ public:
         for (auto& [id, d] : dispatches) {
             KernelSums& k = kernels[d.name];
             ++k.dispatches;
-            for (const auto& [key, v] : d.config) k.config[key] = v;
-            if (d.config.contains("arch_vgpr")) k.config["vgpr_count"] = d.config["arch_vgpr"] + (d.config.contains("accum_vgpr") ? d.config["accum_vgpr"] : 0);
-            if (d.config.contains("threads") && d.config.contains("block_size") && d.config["block_size"] > 0)
-                k.config["grid_size"] = std::ceil(d.config["threads"] / d.config["block_size"]);
+            set_config(k, d.config);
             for (const auto& [name, v] : d.counters) {
                 if (auto derived = k_derived_counters.find(name); derived != k_derived_counters.end())
                     k.derived_sum[derived->second] += v;
@@ -516,8 +511,7 @@ public:
             e.name = std::string(trim(row[static_cast<std::size_t>(c_name)]));
             e.parent = static_cast<std::int64_t>(run);
             e.attributes["vendor"] = "AMD";
-            set_aggregate_metrics(e, "launches", *count, *sum, 0, 0);
-            std::erase_if(e.metrics, [](const Metric& m) { return m.name == "duration_min" || m.name == "duration_max"; });
+            set_aggregate_metrics(e, "launches", *count, *sum, std::nullopt, std::nullopt);
             if (c_median >= 0)
                 if (auto m = parse_report_number(row[static_cast<std::size_t>(c_median)]))
                     e.set(plain("duration_median", *m, "ns", "Median(ns)"));

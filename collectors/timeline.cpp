@@ -40,15 +40,16 @@ void set_duration_metrics(Entity& e, const DurationStats& s, std::string_view co
     if (s.has_median) e.set(plain("duration_median", s.median, "ns"));
 }
 
-void set_aggregate_metrics(Entity& e, std::string_view count_name, double count, double total, double min, double max) {
+void set_aggregate_metrics(Entity& e, std::string_view count_name, double count, double total, std::optional<double> min,
+                           std::optional<double> max) {
     e.set(plain(std::string(count_name), count, "count"));
     e.set(plain("duration_total", total, "ns"));
     if (count > 0) {
         e.set(plain("duration_mean", total / count, "ns"));
         if (count_name == "launches") e.set(plain("duration", total / count, "ns"));
     }
-    e.set(plain("duration_min", min, "ns"));
-    e.set(plain("duration_max", max, "ns"));
+    if (min) e.set(plain("duration_min", *min, "ns"));
+    if (max) e.set(plain("duration_max", *max, "ns"));
 }
 
 TimelineBuilder::Group& TimelineBuilder::group(TimelineEvent::Kind kind, std::string_view name,

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -55,8 +56,9 @@ DurationStats duration_stats(std::vector<double> durations);
 void set_duration_metrics(Entity& e, const DurationStats& s, std::string_view count_name = "launches");
 
 // Sets the count and duration_total/mean/min/max metrics from aggregates a report already gives
-// (no per-event durations, so no median or spread).
-void set_aggregate_metrics(Entity& e, std::string_view count_name, double count, double total, double min, double max);
+// (no per-event durations, so no median or spread); min and max only where the report has them.
+void set_aggregate_metrics(Entity& e, std::string_view count_name, double count, double total, std::optional<double> min,
+                           std::optional<double> max);
 
 // Accumulates timeline events one at a time, in any order, keeping per-name statistics and
 // per-device busy intervals (in bounded memory: SpanSet), then turns them into entities: device

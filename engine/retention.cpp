@@ -34,4 +34,15 @@ Result<std::set<std::int64_t>> runs_open_regressions_need(const Db& db, const Ru
     return keep;
 }
 
+Result<PruneReport> apply_retention(Db& db, const RuleSet& rules, std::optional<int> samples_days,
+                                    std::optional<int> runs_days, bool dry_run) {
+    auto keep = runs_open_regressions_need(db, rules);
+    if (!keep) return std::unexpected(keep.error());
+    RetentionPolicy policy;
+    policy.samples_days = samples_days;
+    policy.runs_days = runs_days;
+    policy.keep = std::move(*keep);
+    return db.prune(policy, dry_run);
+}
+
 }  // namespace perfwatch

@@ -15,16 +15,27 @@ namespace perfwatch {
 
 namespace {
 
-// `now` (ISO 8601 UTC, or the clock when empty) minus `days`, in the format runs.ingested_at uses.
-std::string cutoff(const std::string& now, int days) {
-    std::chrono::sys_seconds t = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+// `now` (ISO 8601 UTC), or the clock when it is empty.
+std::chrono::sys_seconds now_or_clock(const std::string& now) {
     if (!now.empty()) {
         std::tm tm{};
         std::istringstream in(now);
         in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%SZ");
-        if (!in.fail()) t = std::chrono::sys_seconds(std::chrono::seconds(::timegm(&tm)));
+        if (!in.fail()) return std::chrono::sys_seconds(std::chrono::seconds(::timegm(&tm)));
     }
-    return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", t - std::chrono::days(days));
+    return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+}
+
+// A time in the format runs.ingested_at uses.
+std::string iso(std::chrono::sys_seconds t) { return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", t); }
+
+// Binds `values` to `st` from the first parameter on and runs it; returns the rows changed.
+template <typename... V>
+int run(SQLite::Statement& st, const V&... values) {
+    st.reset();
+    int index = 1;
+    (st.bind(index++, values), ...);
+    return st.exec();
 }
 
 std::vector<std::int64_t> ids(SQLite::Statement& st) {
@@ -64,53 +75,43 @@ Result<PruneReport> Db::prune(const RetentionPolicy& policy, bool dry_run) {
         }
         const auto is_kept = [&](std::int64_t id) { return pinned.contains(id) || policy.keep.contains(id); };
 
+        const std::chrono::sys_seconds now = now_or_clock(policy.now);
         if (policy.runs_days) {
-            const std::string limit = cutoff(policy.now, *policy.runs_days);
+            const std::chrono::sys_seconds limit = now - std::chrono::days(*policy.runs_days);
             SQLite::Statement old(*m_db, "SELECT id FROM runs WHERE ingested_at < ? ORDER BY id DESC");
-            old.bind(1, limit);
+            old.bind(1, iso(limit));
             std::vector<std::int64_t> doomed;
             for (std::int64_t id : ids(old)) {
                 if (is_kept(id)) ++report.kept_protected;
                 else doomed.push_back(id);
             }
             report.runs = doomed.size();
+            SQLite::Statement heir_of(*m_db, "SELECT min(id) FROM runs WHERE content_run = ?");
+            SQLite::Statement move(*m_db, "UPDATE entities SET run_id = ? WHERE run_id = ?");
+            SQLite::Statement own(*m_db, "UPDATE runs SET content_run = NULL WHERE id = ?");
+            SQLite::Statement rest(*m_db, "UPDATE runs SET content_run = ? WHERE content_run = ?");
+            SQLite::Statement del(*m_db, "DELETE FROM runs WHERE id = ?");
             // Newest first: a run sharing another's entities goes before the run that owns them.
             for (std::size_t at = 0; !dry_run && at < doomed.size(); at += policy.batch_runs) {
                 SQLite::Transaction tx(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
-                const std::size_t end = std::min(doomed.size(), at + policy.batch_runs);
-                for (std::size_t i = at; i < end; ++i) {
+                for (std::size_t i = at; i < std::min(doomed.size(), at + policy.batch_runs); ++i) {
                     const std::int64_t id = doomed[i];
-                    // Later runs that share this run's entities take them over.
-                    SQLite::Statement heirs(*m_db, "SELECT id FROM runs WHERE content_run = ? ORDER BY id");
-                    heirs.bind(1, id);
-                    const auto sharing = ids(heirs);
-                    if (!sharing.empty()) {
-                        const std::int64_t heir = sharing.front();
-                        SQLite::Statement move(*m_db, "UPDATE entities SET run_id = ? WHERE run_id = ?");
-                        move.bind(1, heir);
-                        move.bind(2, id);
-                        move.exec();
-                        SQLite::Statement own(*m_db, "UPDATE runs SET content_run = NULL WHERE id = ?");
-                        own.bind(1, heir);
-                        own.exec();
-                        SQLite::Statement rest(*m_db, "UPDATE runs SET content_run = ? WHERE content_run = ?");
-                        rest.bind(1, heir);
-                        rest.bind(2, id);
-                        rest.exec();
+                    // The oldest later run sharing this run's entities takes them over.
+                    heir_of.reset();
+                    heir_of.bind(1, id);
+                    if (heir_of.executeStep() && !heir_of.getColumn(0).isNull()) {
+                        const std::int64_t heir = heir_of.getColumn(0).getInt64();
+                        run(move, heir, id);
+                        run(own, heir);
+                        run(rest, heir, id);
                     }
-                    SQLite::Statement del(*m_db, "DELETE FROM runs WHERE id = ?");
-                    del.bind(1, id);
-                    del.exec();
+                    run(del, id);
                 }
                 tx.commit();
             }
-            const std::int64_t limit_ms =
-                std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-                    .count() -
-                std::int64_t{*policy.runs_days} * 86'400'000;
-            SQLite::Statement messages(*m_db, dry_run ? "SELECT count(*) FROM outbox WHERE state IN ('sent', 'failed') "
-                                                        "AND done_ms < ?"
-                                                      : "DELETE FROM outbox WHERE state IN ('sent', 'failed') AND done_ms < ?");
+            const std::int64_t limit_ms = std::chrono::duration_cast<std::chrono::milliseconds>(limit.time_since_epoch()).count();
+            const char* done_messages = "FROM outbox WHERE state IN ('sent', 'failed') AND done_ms < ?";
+            SQLite::Statement messages(*m_db, fmt::format("{} {}", dry_run ? "SELECT count(*)" : "DELETE", done_messages));
             messages.bind(1, limit_ms);
             if (dry_run) {
                 messages.executeStep();
@@ -121,40 +122,36 @@ Result<PruneReport> Db::prune(const RetentionPolicy& policy, bool dry_run) {
         }
 
         if (policy.samples_days) {
-            // Samples belong to the entities' owner run; they go once every run using them is old.
-            const std::string limit = cutoff(policy.now, *policy.samples_days);
-            SQLite::Statement owners(*m_db,
-                                     "SELECT COALESCE(content_run, id) AS owner, max(ingested_at), group_concat(id) "
-                                     "FROM runs GROUP BY owner ORDER BY owner");
-            std::vector<std::int64_t> stale;
-            while (owners.executeStep()) {
-                if (owners.getColumn(1).getString() >= limit) continue;
+            // Samples belong to the entities' owner run; they go once every run using them is old
+            // and none of those runs is kept.
+            const std::string limit = iso(now - std::chrono::days(*policy.samples_days));
+            struct Owner {
+                std::string newest;
                 bool kept = false;
-                const std::string users = owners.getColumn(2).getString();
-                std::size_t start = 0;
-                while (!kept && start < users.size()) {
-                    std::size_t comma = users.find(',', start);
-                    if (comma == std::string::npos) comma = users.size();
-                    kept = is_kept(std::stoll(users.substr(start, comma - start)));
-                    start = comma + 1;
-                }
-                if (!kept) stale.push_back(owners.getColumn(0).getInt64());
+            };
+            std::map<std::int64_t, Owner> owners;
+            SQLite::Statement users(*m_db, "SELECT COALESCE(content_run, id), id, ingested_at FROM runs");
+            while (users.executeStep()) {
+                Owner& o = owners[users.getColumn(0).getInt64()];
+                o.newest = std::max(o.newest, users.getColumn(2).getString());
+                o.kept = o.kept || is_kept(users.getColumn(1).getInt64());
             }
+            std::vector<std::int64_t> stale;
+            for (const auto& [owner, o] : owners)
+                if (o.newest < limit && !o.kept) stale.push_back(owner);
+            SQLite::Statement count(*m_db, "SELECT count(DISTINCT s.entity_id) FROM entity_samples s "
+                                           "JOIN entities e ON e.id = s.entity_id WHERE e.run_id = ?");
+            SQLite::Statement drop(*m_db, "DELETE FROM entity_samples WHERE entity_id IN "
+                                          "(SELECT id FROM entities WHERE run_id = ?)");
             for (std::size_t at = 0; at < stale.size(); at += policy.batch_runs) {
-                const std::size_t end = std::min(stale.size(), at + policy.batch_runs);
                 std::optional<SQLite::Transaction> tx;
                 if (!dry_run) tx.emplace(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
-                for (std::size_t i = at; i < end; ++i) {
-                    SQLite::Statement count(*m_db, "SELECT count(DISTINCT s.entity_id) FROM entity_samples s "
-                                                   "JOIN entities e ON e.id = s.entity_id WHERE e.run_id = ?");
+                for (std::size_t i = at; i < std::min(stale.size(), at + policy.batch_runs); ++i) {
+                    count.reset();
                     count.bind(1, stale[i]);
                     count.executeStep();
                     report.sample_sets += static_cast<std::size_t>(count.getColumn(0).getInt64());
-                    if (dry_run) continue;
-                    SQLite::Statement del(*m_db, "DELETE FROM entity_samples WHERE entity_id IN "
-                                                 "(SELECT id FROM entities WHERE run_id = ?)");
-                    del.bind(1, stale[i]);
-                    del.exec();
+                    if (!dry_run) run(drop, stale[i]);
                 }
                 if (tx) tx->commit();
             }
