@@ -12,13 +12,13 @@
 #include "core/error.hpp"
 #include "core/model.hpp"
 
-namespace SQLite {
-class Database;
-}
-
 namespace perfwatch {
 
-// The schema version this build migrates databases to (PRAGMA user_version).
+namespace sql {
+class Connection;
+}
+
+// The schema version this build migrates databases to, the same on both backends.
 int current_schema_version();
 
 // A run is a report's content (sha256) under its labels. The same content under other labels
@@ -161,11 +161,21 @@ struct PruneReport {
     std::int64_t bytes_after = 0;
 };
 
-// The embedded SQLite store. All SQL of the project lives behind this class.
+// Where the history lives: a SQLite file (the embedded default), or a PostgreSQL server shared by a
+// fleet (`postgresql://user@host:port/db?sslmode=...`); its password from `password_file` (first
+// line) when given, else as libpq finds it (PGPASSWORD, ~/.pgpass).
+struct DbLocation {
+    std::string location;
+    std::string password_file;
+};
+
+// The history store on either backend. All SQL of the project lives behind this class.
 class Db {
 public:
-    // Opens or creates the database at `path`, enables WAL and applies pending migrations.
-    static Result<Db> open(const std::string& path);
+    // Opens the database of `where` (creating a SQLite file, in WAL mode) and applies pending
+    // migrations. Errors name the location without any password.
+    static Result<Db> open(const DbLocation& where);
+    static Result<Db> open(const std::string& location) { return open(DbLocation{location, {}}); }
 
     Db(Db&&) noexcept;
     Db& operator=(Db&&) noexcept;
@@ -266,11 +276,14 @@ public:
     // long as copying the database, and as much free disk.
     Result<void> vacuum();
 
-private:
-    explicit Db(std::unique_ptr<SQLite::Database> db, std::string path);
-    Result<void> migrate();
+    // The location as errors and logs name it (a PostgreSQL password masked).
+    const std::string& name() const { return m_path; }
+    bool is_postgresql() const;
 
-    std::unique_ptr<SQLite::Database> m_db;
+private:
+    explicit Db(std::unique_ptr<sql::Connection> db, std::string path);
+
+    std::unique_ptr<sql::Connection> m_db;
     std::string m_path;
 };
 

@@ -9,9 +9,13 @@
 #include <map>
 
 #include "storage/db.hpp"
-#include "storage/sqlite_guard.hpp"
+#include "storage/sql.hpp"
 
 namespace perfwatch {
+
+using sql::guarded;
+using sql::Statement;
+using sql::Transaction;
 
 namespace {
 
@@ -31,16 +35,16 @@ std::string iso(std::chrono::sys_seconds t) { return fmt::format("{:%Y-%m-%dT%H:
 
 // Binds `values` to `st` from the first parameter on and runs it; returns the rows changed.
 template <typename... V>
-int run(SQLite::Statement& st, const V&... values) {
+std::int64_t run(Statement& st, const V&... values) {
     st.reset();
     int index = 1;
     (st.bind(index++, values), ...);
     return st.exec();
 }
 
-std::vector<std::int64_t> ids(SQLite::Statement& st) {
+std::vector<std::int64_t> ids(Statement& st) {
     std::vector<std::int64_t> out;
-    while (st.executeStep()) out.push_back(st.getColumn(0).getInt64());
+    while (st.step()) out.push_back(st.column(0).as_int64());
     return out;
 }
 
@@ -48,16 +52,17 @@ std::vector<std::int64_t> ids(SQLite::Statement& st) {
 
 Result<std::int64_t> Db::bytes_in_use() const {
     return guarded(m_path, [&]() -> Result<std::int64_t> {
-        const std::int64_t pages = m_db->execAndGet("PRAGMA page_count").getInt64();
-        const std::int64_t free_pages = m_db->execAndGet("PRAGMA freelist_count").getInt64();
-        const std::int64_t size = m_db->execAndGet("PRAGMA page_size").getInt64();
+        const std::int64_t pages = query_int(*m_db, "PRAGMA page_count");
+        const std::int64_t free_pages = query_int(*m_db, "PRAGMA freelist_count");
+        const std::int64_t size = query_int(*m_db, "PRAGMA page_size");
         return (pages - free_pages) * size;
     });
 }
 
 Result<void> Db::vacuum() {
     return guarded(m_path, [&]() -> Result<void> {
-        m_db->exec("VACUUM");
+        // PostgreSQL: VACUUM FULL rewrites each table compactly, as SQLite's VACUUM does the file.
+        m_db->exec(m_db->dialect() == sql::Dialect::postgresql ? "VACUUM FULL" : "VACUUM");
         return {};
     });
 }
@@ -70,7 +75,7 @@ Result<PruneReport> Db::prune(const RetentionPolicy& policy, bool dry_run) {
     auto done = guarded(m_path, [&]() -> Result<void> {
         std::set<std::int64_t> pinned;
         {
-            SQLite::Statement st(*m_db, "SELECT run_id FROM baseline_pins");
+            Statement st(*m_db, "SELECT run_id FROM baseline_pins");
             for (std::int64_t id : ids(st)) pinned.insert(id);
         }
         const auto is_kept = [&](std::int64_t id) { return pinned.contains(id) || policy.keep.contains(id); };
@@ -78,7 +83,7 @@ Result<PruneReport> Db::prune(const RetentionPolicy& policy, bool dry_run) {
         const std::chrono::sys_seconds now = now_or_clock(policy.now);
         if (policy.runs_days) {
             const std::chrono::sys_seconds limit = now - std::chrono::days(*policy.runs_days);
-            SQLite::Statement old(*m_db, "SELECT id FROM runs WHERE ingested_at < ? ORDER BY id DESC");
+            Statement old(*m_db, "SELECT id FROM runs WHERE ingested_at < ? ORDER BY id DESC");
             old.bind(1, iso(limit));
             std::vector<std::int64_t> doomed;
             for (std::int64_t id : ids(old)) {
@@ -86,21 +91,21 @@ Result<PruneReport> Db::prune(const RetentionPolicy& policy, bool dry_run) {
                 else doomed.push_back(id);
             }
             report.runs = doomed.size();
-            SQLite::Statement heir_of(*m_db, "SELECT min(id) FROM runs WHERE content_run = ?");
-            SQLite::Statement move(*m_db, "UPDATE entities SET run_id = ? WHERE run_id = ?");
-            SQLite::Statement own(*m_db, "UPDATE runs SET content_run = NULL WHERE id = ?");
-            SQLite::Statement rest(*m_db, "UPDATE runs SET content_run = ? WHERE content_run = ?");
-            SQLite::Statement del(*m_db, "DELETE FROM runs WHERE id = ?");
+            Statement heir_of(*m_db, "SELECT min(id) FROM runs WHERE content_run = ?");
+            Statement move(*m_db, "UPDATE entities SET run_id = ? WHERE run_id = ?");
+            Statement own(*m_db, "UPDATE runs SET content_run = NULL WHERE id = ?");
+            Statement rest(*m_db, "UPDATE runs SET content_run = ? WHERE content_run = ?");
+            Statement del(*m_db, "DELETE FROM runs WHERE id = ?");
             // Newest first: a run sharing another's entities goes before the run that owns them.
             for (std::size_t at = 0; !dry_run && at < doomed.size(); at += policy.batch_runs) {
-                SQLite::Transaction tx(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
+                Transaction tx(*m_db);
                 for (std::size_t i = at; i < std::min(doomed.size(), at + policy.batch_runs); ++i) {
                     const std::int64_t id = doomed[i];
                     // The oldest later run sharing this run's entities takes them over.
                     heir_of.reset();
                     heir_of.bind(1, id);
-                    if (heir_of.executeStep() && !heir_of.getColumn(0).isNull()) {
-                        const std::int64_t heir = heir_of.getColumn(0).getInt64();
+                    if (heir_of.step() && !heir_of.column(0).is_null()) {
+                        const std::int64_t heir = heir_of.column(0).as_int64();
                         run(move, heir, id);
                         run(own, heir);
                         run(rest, heir, id);
@@ -111,11 +116,11 @@ Result<PruneReport> Db::prune(const RetentionPolicy& policy, bool dry_run) {
             }
             const std::int64_t limit_ms = std::chrono::duration_cast<std::chrono::milliseconds>(limit.time_since_epoch()).count();
             const char* done_messages = "FROM outbox WHERE state IN ('sent', 'failed') AND done_ms < ?";
-            SQLite::Statement messages(*m_db, fmt::format("{} {}", dry_run ? "SELECT count(*)" : "DELETE", done_messages));
+            Statement messages(*m_db, fmt::format("{} {}", dry_run ? "SELECT count(*)" : "DELETE", done_messages));
             messages.bind(1, limit_ms);
             if (dry_run) {
-                messages.executeStep();
-                report.messages = static_cast<std::size_t>(messages.getColumn(0).getInt64());
+                messages.step();
+                report.messages = static_cast<std::size_t>(messages.column(0).as_int64());
             } else {
                 report.messages = static_cast<std::size_t>(messages.exec());
             }
@@ -130,27 +135,27 @@ Result<PruneReport> Db::prune(const RetentionPolicy& policy, bool dry_run) {
                 bool kept = false;
             };
             std::map<std::int64_t, Owner> owners;
-            SQLite::Statement users(*m_db, "SELECT COALESCE(content_run, id), id, ingested_at FROM runs");
-            while (users.executeStep()) {
-                Owner& o = owners[users.getColumn(0).getInt64()];
-                o.newest = std::max(o.newest, users.getColumn(2).getString());
-                o.kept = o.kept || is_kept(users.getColumn(1).getInt64());
+            Statement users(*m_db, "SELECT COALESCE(content_run, id), id, ingested_at FROM runs");
+            while (users.step()) {
+                Owner& o = owners[users.column(0).as_int64()];
+                o.newest = std::max(o.newest, users.column(2).as_string());
+                o.kept = o.kept || is_kept(users.column(1).as_int64());
             }
             std::vector<std::int64_t> stale;
             for (const auto& [owner, o] : owners)
                 if (o.newest < limit && !o.kept) stale.push_back(owner);
-            SQLite::Statement count(*m_db, "SELECT count(DISTINCT s.entity_id) FROM entity_samples s "
+            Statement count(*m_db, "SELECT count(DISTINCT s.entity_id) FROM entity_samples s "
                                            "JOIN entities e ON e.id = s.entity_id WHERE e.run_id = ?");
-            SQLite::Statement drop(*m_db, "DELETE FROM entity_samples WHERE entity_id IN "
+            Statement drop(*m_db, "DELETE FROM entity_samples WHERE entity_id IN "
                                           "(SELECT id FROM entities WHERE run_id = ?)");
             for (std::size_t at = 0; at < stale.size(); at += policy.batch_runs) {
-                std::optional<SQLite::Transaction> tx;
-                if (!dry_run) tx.emplace(*m_db, SQLite::TransactionBehavior::IMMEDIATE);
+                std::optional<Transaction> tx;
+                if (!dry_run) tx.emplace(*m_db);
                 for (std::size_t i = at; i < std::min(stale.size(), at + policy.batch_runs); ++i) {
                     count.reset();
                     count.bind(1, stale[i]);
-                    count.executeStep();
-                    report.sample_sets += static_cast<std::size_t>(count.getColumn(0).getInt64());
+                    count.step();
+                    report.sample_sets += static_cast<std::size_t>(count.column(0).as_int64());
                     if (!dry_run) run(drop, stale[i]);
                 }
                 if (tx) tx->commit();

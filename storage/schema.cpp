@@ -1,0 +1,486 @@
+#include "storage/schema.hpp"
+#include "storage/db.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <iterator>
+
+namespace perfwatch {
+
+namespace {
+
+// Migration N (1-based) brings a database from user_version N-1 to N. Append only.
+const char* const k_migrations[] = {
+    R"sql(
+CREATE TABLE runs(
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    sha256 TEXT NOT NULL UNIQUE,
+    format TEXT NOT NULL,
+    format_detail TEXT NOT NULL DEFAULT '',
+    tool_version TEXT NOT NULL DEFAULT '',
+    captured_at TEXT,
+    ingested_at TEXT NOT NULL
+);
+CREATE TABLE run_labels(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY(run_id, key)
+) WITHOUT ROWID;
+CREATE INDEX run_labels_kv ON run_labels(key, value);
+CREATE TABLE run_notes(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY(run_id, ordinal)
+) WITHOUT ROWID;
+CREATE TABLE entities(
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    parent_id INTEGER REFERENCES entities(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL
+);
+CREATE INDEX entities_run ON entities(run_id, ordinal);
+CREATE INDEX entities_kind_name ON entities(kind, name);
+CREATE TABLE entity_attributes(
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY(entity_id, key)
+) WITHOUT ROWID;
+CREATE TABLE metrics(
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    tool_unit TEXT NOT NULL,
+    PRIMARY KEY(entity_id, name)
+) WITHOUT ROWID;
+CREATE TABLE tool_findings(
+    id INTEGER PRIMARY KEY,
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    rule TEXT NOT NULL,
+    type TEXT NOT NULL,
+    section TEXT NOT NULL,
+    text TEXT NOT NULL,
+    speedup_type TEXT NOT NULL,
+    speedup_pct REAL
+);
+CREATE INDEX tool_findings_entity ON tool_findings(entity_id);
+CREATE TABLE findings(
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    rule TEXT NOT NULL,
+    title TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    entity_kind TEXT NOT NULL,
+    entity_name TEXT NOT NULL,
+    message TEXT NOT NULL,
+    speedup_pct REAL,
+    share_pct REAL,
+    impact REAL
+);
+CREATE INDEX findings_run ON findings(run_id);
+CREATE TABLE finding_values(
+    finding_id INTEGER NOT NULL REFERENCES findings(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY(finding_id, name)
+) WITHOUT ROWID;
+CREATE TABLE finding_labels(
+    finding_id INTEGER NOT NULL REFERENCES findings(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY(finding_id, key)
+) WITHOUT ROWID;
+)sql",
+    R"sql(
+CREATE TABLE entity_samples(
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    metric TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY(entity_id, metric)
+) WITHOUT ROWID;
+CREATE TABLE baseline_pins(
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    pinned_at TEXT NOT NULL,
+    comment TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE regressions(
+    id INTEGER PRIMARY KEY,
+    rule TEXT NOT NULL,
+    entity_kind TEXT NOT NULL,
+    entity_name TEXT NOT NULL,
+    series TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    higher_is_worse INTEGER NOT NULL,
+    baseline REAL NOT NULL,
+    band_limit REAL NOT NULL,
+    opened_run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    first_bad_run INTEGER,
+    last_run INTEGER NOT NULL,
+    inside_runs INTEGER NOT NULL DEFAULT 0,
+    resolved_run INTEGER,
+    resolution TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX regressions_series ON regressions(series, resolved_run);
+)sql",
+    R"sql(
+ALTER TABLE runs ADD COLUMN processed_at TEXT;
+UPDATE runs SET processed_at = ingested_at WHERE id IN (SELECT DISTINCT run_id FROM findings);
+CREATE TABLE watched_files(
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL DEFAULT '',
+    run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+    error TEXT NOT NULL DEFAULT '',
+    seen_at TEXT NOT NULL
+) WITHOUT ROWID;
+)sql",
+    R"sql(
+CREATE TABLE outbox(
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    receiver TEXT NOT NULL,
+    run_id INTEGER,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms INTEGER NOT NULL,
+    last_error TEXT NOT NULL DEFAULT '',
+    created_ms INTEGER NOT NULL,
+    done_ms INTEGER
+);
+CREATE INDEX outbox_due ON outbox(state, next_attempt_ms);
+CREATE TABLE silences(
+    id INTEGER PRIMARY KEY,
+    matchers TEXT NOT NULL,
+    until_ms INTEGER NOT NULL,
+    comment TEXT NOT NULL DEFAULT '',
+    created_ms INTEGER NOT NULL
+);
+CREATE TABLE alert_fingerprints(
+    receiver TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    last_ms INTEGER NOT NULL,
+    PRIMARY KEY(receiver, fingerprint)
+) WITHOUT ROWID;
+)sql",
+    // Outbox messages of a route with group_wait/group_interval: the group they belong to, and
+    // whether later runs of that group may still join them (until they are handed to a sender).
+    R"sql(
+ALTER TABLE outbox ADD COLUMN group_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN open INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX outbox_group ON outbox(receiver, group_key, state);
+)sql",
+    // A run is a report's content under its labels: the same bytes under another commit are a
+    // new run sharing the entities of the run that stored them first (content_run).
+    R"sql(
+CREATE TABLE runs_new(
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    format TEXT NOT NULL,
+    format_detail TEXT NOT NULL DEFAULT '',
+    tool_version TEXT NOT NULL DEFAULT '',
+    captured_at TEXT,
+    ingested_at TEXT NOT NULL,
+    processed_at TEXT,
+    content_run INTEGER REFERENCES runs(id),
+    labels_key TEXT NOT NULL DEFAULT '',
+    UNIQUE(sha256, labels_key)
+);
+INSERT INTO runs_new(id, source, sha256, format, format_detail, tool_version, captured_at, ingested_at,
+                     processed_at, content_run, labels_key)
+SELECT id, source, sha256, format, format_detail, tool_version, captured_at, ingested_at, processed_at, NULL,
+       COALESCE((SELECT group_concat(key || '=' || value || char(10), '')
+                 FROM (SELECT key, value FROM run_labels l WHERE l.run_id = runs.id ORDER BY key)), '')
+FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_new RENAME TO runs;
+CREATE INDEX runs_content ON runs(content_run);
+)sql",
+    // Regressions get a status (open, resolved, accepted), the last run that was still bad, the
+    // change when they opened and an acceptance comment; findings carry their comparison.
+    R"sql(
+ALTER TABLE regressions ADD COLUMN status TEXT NOT NULL DEFAULT 'open';
+ALTER TABLE regressions ADD COLUMN last_bad_run INTEGER;
+ALTER TABLE regressions ADD COLUMN current REAL;
+ALTER TABLE regressions ADD COLUMN change_pct REAL;
+ALTER TABLE regressions ADD COLUMN comment TEXT NOT NULL DEFAULT '';
+UPDATE regressions SET status = 'resolved' WHERE resolved_run IS NOT NULL;
+UPDATE regressions SET last_bad_run = opened_run;
+CREATE INDEX regressions_series_all ON regressions(series, id);
+ALTER TABLE findings ADD COLUMN cmp_metric TEXT;
+ALTER TABLE findings ADD COLUMN cmp_baseline REAL;
+ALTER TABLE findings ADD COLUMN cmp_current REAL;
+ALTER TABLE findings ADD COLUMN cmp_change_pct REAL;
+ALTER TABLE findings ADD COLUMN cmp_confidence_pct REAL;
+ALTER TABLE findings ADD COLUMN cmp_first_bad_run INTEGER;
+ALTER TABLE findings ADD COLUMN cmp_reference TEXT;
+)sql",
+};
+
+// The PostgreSQL schema as of each version it was introduced at (the first is the whole schema
+// of SQLite's version 7); later versions append a migration here and to k_migrations alike. The
+// same tables and columns as SQLite, with 64-bit identities and doubles.
+struct PgMigration {
+    int version;
+    const char* sql;
+};
+
+const PgMigration k_pg_migrations[] = {
+    {7, R"sql(
+CREATE TABLE runs(
+    id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    source TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    format TEXT NOT NULL,
+    format_detail TEXT NOT NULL DEFAULT '',
+    tool_version TEXT NOT NULL DEFAULT '',
+    captured_at TEXT,
+    ingested_at TEXT NOT NULL,
+    processed_at TEXT,
+    content_run BIGINT REFERENCES runs(id),
+    labels_key TEXT NOT NULL DEFAULT '',
+    UNIQUE(sha256, labels_key)
+);
+CREATE INDEX runs_content ON runs(content_run);
+CREATE TABLE run_labels(
+    run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY(run_id, key)
+);
+CREATE INDEX run_labels_kv ON run_labels(key, value);
+CREATE TABLE run_notes(
+    run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    ordinal BIGINT NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY(run_id, ordinal)
+);
+CREATE TABLE entities(
+    id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    ordinal BIGINT NOT NULL,
+    parent_id BIGINT REFERENCES entities(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL
+);
+CREATE INDEX entities_run ON entities(run_id, ordinal);
+CREATE INDEX entities_kind_name ON entities(kind, name);
+CREATE INDEX entities_parent ON entities(parent_id);
+CREATE TABLE entity_attributes(
+    entity_id BIGINT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY(entity_id, key)
+);
+CREATE TABLE metrics(
+    entity_id BIGINT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    value DOUBLE PRECISION NOT NULL,
+    unit TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    tool_unit TEXT NOT NULL,
+    PRIMARY KEY(entity_id, name)
+);
+CREATE TABLE tool_findings(
+    id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    entity_id BIGINT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    rule TEXT NOT NULL,
+    type TEXT NOT NULL,
+    section TEXT NOT NULL,
+    text TEXT NOT NULL,
+    speedup_type TEXT NOT NULL,
+    speedup_pct DOUBLE PRECISION
+);
+CREATE INDEX tool_findings_entity ON tool_findings(entity_id);
+CREATE TABLE findings(
+    id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    rule TEXT NOT NULL,
+    title TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    entity_kind TEXT NOT NULL,
+    entity_name TEXT NOT NULL,
+    message TEXT NOT NULL,
+    speedup_pct DOUBLE PRECISION,
+    share_pct DOUBLE PRECISION,
+    impact DOUBLE PRECISION,
+    cmp_metric TEXT,
+    cmp_baseline DOUBLE PRECISION,
+    cmp_current DOUBLE PRECISION,
+    cmp_change_pct DOUBLE PRECISION,
+    cmp_confidence_pct DOUBLE PRECISION,
+    cmp_first_bad_run BIGINT,
+    cmp_reference TEXT
+);
+CREATE INDEX findings_run ON findings(run_id);
+CREATE TABLE finding_values(
+    finding_id BIGINT NOT NULL REFERENCES findings(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    value DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY(finding_id, name)
+);
+CREATE TABLE finding_labels(
+    finding_id BIGINT NOT NULL REFERENCES findings(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY(finding_id, key)
+);
+CREATE TABLE entity_samples(
+    entity_id BIGINT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    metric TEXT NOT NULL,
+    data BYTEA NOT NULL,
+    PRIMARY KEY(entity_id, metric)
+);
+CREATE TABLE baseline_pins(
+    run_id BIGINT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    pinned_at TEXT NOT NULL,
+    comment TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE regressions(
+    id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    rule TEXT NOT NULL,
+    entity_kind TEXT NOT NULL,
+    entity_name TEXT NOT NULL,
+    series TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    higher_is_worse BIGINT NOT NULL,
+    baseline DOUBLE PRECISION NOT NULL,
+    band_limit DOUBLE PRECISION NOT NULL,
+    opened_run BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    first_bad_run BIGINT,
+    last_run BIGINT NOT NULL,
+    inside_runs BIGINT NOT NULL DEFAULT 0,
+    resolved_run BIGINT,
+    resolution TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL DEFAULT 'open',
+    last_bad_run BIGINT,
+    current DOUBLE PRECISION,
+    change_pct DOUBLE PRECISION,
+    comment TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX regressions_series ON regressions(series, resolved_run);
+CREATE INDEX regressions_series_all ON regressions(series, id);
+CREATE TABLE watched_files(
+    path TEXT PRIMARY KEY,
+    size BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL,
+    sha256 TEXT NOT NULL DEFAULT '',
+    run_id BIGINT REFERENCES runs(id) ON DELETE SET NULL,
+    error TEXT NOT NULL DEFAULT '',
+    seen_at TEXT NOT NULL
+);
+CREATE TABLE outbox(
+    id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    receiver TEXT NOT NULL,
+    run_id BIGINT,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending',
+    attempts BIGINT NOT NULL DEFAULT 0,
+    next_attempt_ms BIGINT NOT NULL,
+    last_error TEXT NOT NULL DEFAULT '',
+    created_ms BIGINT NOT NULL,
+    done_ms BIGINT,
+    group_key TEXT NOT NULL DEFAULT '',
+    open BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX outbox_due ON outbox(state, next_attempt_ms);
+CREATE INDEX outbox_group ON outbox(receiver, group_key, state);
+CREATE TABLE silences(
+    id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    matchers TEXT NOT NULL,
+    until_ms BIGINT NOT NULL,
+    comment TEXT NOT NULL DEFAULT '',
+    created_ms BIGINT NOT NULL
+);
+CREATE TABLE alert_fingerprints(
+    receiver TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    last_ms BIGINT NOT NULL,
+    PRIMARY KEY(receiver, fingerprint)
+);
+)sql"},
+};
+
+// Any fixed number: the advisory lock a fleet's daemons take while one migrates.
+constexpr std::int64_t k_migration_lock = 0x7065726677617463;  // "perfwatc"
+
+int sqlite_version(sql::Connection& db) { return static_cast<int>(sql::query_int(db, "PRAGMA user_version")); }
+
+int pg_version(sql::Connection& db) {
+    db.exec("CREATE TABLE IF NOT EXISTS perfwatch_schema(version BIGINT NOT NULL)");
+    return static_cast<int>(sql::query_int(db, "SELECT max(version) FROM perfwatch_schema"));
+}
+
+Result<void> migrate_sqlite(sql::Connection& db, const std::string& name) {
+    const int version = sqlite_version(db);
+    // A migration may rebuild a table (drop and rename), which must not cascade to the rows
+    // referring to it: foreign keys are off while migrating (outside any transaction), and
+    // checked before they are on again.
+    db.exec("PRAGMA foreign_keys=OFF");
+    for (int v = version; v < current_schema_version(); ++v) {
+        sql::Transaction tx(db);
+        db.exec(k_migrations[v]);
+        db.exec(fmt::format("PRAGMA user_version = {}", v + 1));
+        sql::Statement check(db, "PRAGMA foreign_key_check");
+        if (check.step())
+            return fail(name, 0,
+                        fmt::format("migration to schema version {} left a row of '{}' referring to nothing", v + 1,
+                                    check.column(0).as_string()));
+        tx.commit();
+    }
+    db.exec("PRAGMA foreign_keys=ON");
+    return {};
+}
+
+Result<void> migrate_pg(sql::Connection& db, const std::string& name) {
+    sql::Transaction tx(db);
+    // Held until the transaction ends: a second daemon waits here, then finds the work done.
+    db.exec(fmt::format("SELECT pg_advisory_xact_lock({})", k_migration_lock));
+    const int version = pg_version(db);
+    if (version > current_schema_version())
+        return fail(name, 0, fmt::format("database schema version {} is newer than this build supports ({})", version,
+                                         current_schema_version()));
+    for (const PgMigration& m : k_pg_migrations) {
+        if (m.version <= version) continue;
+        db.exec(m.sql);
+        sql::Statement mark(db, "INSERT INTO perfwatch_schema(version) VALUES(?)");
+        mark.bind(1, m.version);
+        mark.exec();
+    }
+    tx.commit();
+    return {};
+}
+
+}  // namespace
+
+int current_schema_version() { return static_cast<int>(std::size(k_migrations)); }
+
+int schema_version(sql::Connection& db) {
+    return db.dialect() == sql::Dialect::sqlite ? sqlite_version(db) : pg_version(db);
+}
+
+Result<void> migrate(sql::Connection& db, const std::string& name) {
+    return sql::guarded(name, [&]() -> Result<void> {
+        if (db.dialect() == sql::Dialect::postgresql) return migrate_pg(db, name);
+        const int version = sqlite_version(db);
+        if (version > current_schema_version())
+            return fail(name, 0,
+                        fmt::format("database schema version {} is newer than this build supports ({})", version,
+                                    current_schema_version()));
+        if (version == current_schema_version()) return {};
+        return migrate_sqlite(db, name);
+    });
+}
+
+}  // namespace perfwatch

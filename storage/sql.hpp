@@ -1,0 +1,161 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "core/error.hpp"
+
+namespace perfwatch::sql {
+
+// Which server speaks: the few statements that differ (schema, locks, sizes) ask.
+enum class Dialect { sqlite, postgresql };
+
+// What a driver throws inside storage/; `guarded` turns it into an Error at the boundary.
+// `refused`: the values were refused (constraint, type, size): the report's fault, not the
+// database's.
+class SqlError : public std::runtime_error {
+public:
+    SqlError(const std::string& what, bool refused) : std::runtime_error(what), m_refused(refused) {}
+    bool refused() const { return m_refused; }
+
+private:
+    bool m_refused;
+};
+
+// One prepared statement of a driver. Parameters are 1-based, columns 0-based.
+class StatementImpl {
+public:
+    virtual ~StatementImpl() = default;
+    virtual void bind_null(int index) = 0;
+    virtual void bind_int(int index, std::int64_t value) = 0;
+    virtual void bind_double(int index, double value) = 0;
+    virtual void bind_text(int index, std::string_view value) = 0;
+    virtual void bind_blob(int index, const void* data, std::size_t size) = 0;
+    // Runs the statement on the first call, then moves to the next row; false past the last.
+    virtual bool step() = 0;
+    // Runs a statement that returns no rows; the rows it changed.
+    virtual std::int64_t exec() = 0;
+    // Ready to run again, parameters kept.
+    virtual void reset() = 0;
+    virtual bool is_null(int column) const = 0;
+    virtual std::int64_t get_int(int column) const = 0;
+    virtual double get_double(int column) const = 0;
+    virtual std::string get_text(int column) const = 0;
+    virtual std::string get_blob(int column) const = 0;
+};
+
+// A connection of one driver.
+class Connection {
+public:
+    virtual ~Connection() = default;
+    virtual Dialect dialect() const = 0;
+    // `sql` uses ? for parameters whatever the driver.
+    virtual std::unique_ptr<StatementImpl> prepare(std::string_view sql) = 0;
+    // Runs one or more statements without parameters or results.
+    virtual void exec(std::string_view sql) = 0;
+    // Starts a transaction; `write` takes the write lock at once where the driver has one.
+    virtual void begin(bool write) = 0;
+    virtual void commit() = 0;
+    virtual void rollback() noexcept = 0;
+};
+
+// A column of the current row.
+class Column {
+public:
+    Column(const StatementImpl& st, int index) : m_st(st), m_index(index) {}
+    bool is_null() const { return m_st.is_null(m_index); }
+    std::int64_t as_int64() const { return m_st.get_int(m_index); }
+    int as_int() const { return static_cast<int>(m_st.get_int(m_index)); }
+    double as_double() const { return m_st.get_double(m_index); }
+    std::string as_string() const { return m_st.get_text(m_index); }
+    // The bytes of a BLOB (SQLite) or bytea (PostgreSQL) column.
+    std::string as_blob() const { return m_st.get_blob(m_index); }
+    std::optional<double> as_optional_double() const;
+    std::optional<std::int64_t> as_optional_int64() const;
+
+private:
+    const StatementImpl& m_st;
+    int m_index;
+};
+
+// A statement on a connection: bind, then step through rows or exec. Binding after a run resets
+// it first, so one statement serves a loop.
+class Statement {
+public:
+    Statement(Connection& db, std::string_view sql) : m_impl(db.prepare(sql)) {}
+
+    void bind(int index, std::int64_t value) { ready(); m_impl->bind_int(index, value); }
+    void bind(int index, int value) { bind(index, static_cast<std::int64_t>(value)); }
+    void bind(int index, double value) { ready(); m_impl->bind_double(index, value); }
+    void bind(int index, std::string_view value) { ready(); m_impl->bind_text(index, value); }
+    void bind(int index, const std::string& value) { bind(index, std::string_view(value)); }
+    void bind(int index, const char* value) { bind(index, std::string_view(value)); }
+    void bind(int index) { ready(); m_impl->bind_null(index); }
+    void bind(int index, const std::optional<double>& value);
+    void bind(int index, const std::optional<std::int64_t>& value);
+    void bind_blob(int index, const void* data, std::size_t size) { ready(); m_impl->bind_blob(index, data, size); }
+
+    bool step() { m_ran = true; return m_impl->step(); }
+    std::int64_t exec() {
+        ready();
+        m_ran = true;
+        return m_impl->exec();
+    }
+    void reset() {
+        m_impl->reset();
+        m_ran = false;
+    }
+    Column column(int index) const { return Column(*m_impl, index); }
+    // Runs an INSERT ... RETURNING id and gives the id; the statement is finished (SQLite does
+    // not commit while a RETURNING statement is unfinished).
+    std::int64_t insert_returning_id();
+
+private:
+    void ready() {
+        if (m_ran) reset();
+    }
+
+    std::unique_ptr<StatementImpl> m_impl;
+    bool m_ran = false;
+};
+
+// A transaction rolled back unless committed.
+class Transaction {
+public:
+    explicit Transaction(Connection& db, bool write = true) : m_db(db) { m_db.begin(write); }
+    Transaction(const Transaction&) = delete;
+    Transaction& operator=(const Transaction&) = delete;
+    ~Transaction() {
+        if (!m_done) m_db.rollback();
+    }
+    void commit() {
+        m_db.commit();
+        m_done = true;
+    }
+
+private:
+    Connection& m_db;
+    bool m_done = false;
+};
+
+// The first column of the first row of `sql` as an integer (0 when NULL or no row).
+std::int64_t query_int(Connection& db, std::string_view sql);
+
+// `file` names the database in errors (a PostgreSQL address without its password).
+Error database_error(const std::string& file, const SqlError& e);
+
+// Runs `f`, turning a driver's SqlError into the Error database_error names.
+template <typename F>
+auto guarded(const std::string& file, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const SqlError& e) {
+        return std::unexpected(database_error(file, e));
+    }
+}
+
+}  // namespace perfwatch::sql
