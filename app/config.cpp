@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdlib>
 #include <boost/asio/ip/address.hpp>
 #include <filesystem>
 
@@ -65,7 +66,11 @@ public:
         for (const auto& kv : root) {
             const std::string key = kv.first.as<std::string>("");
             if (key == "database") {
-                if (auto v = scalar(kv.second, key)) m_out.config.database = resolve(*v);
+                // A postgresql:// URI is not a path.
+                if (auto v = scalar(kv.second, key))
+                    m_out.config.database = v->find("://") != std::string::npos ? *v : resolve(*v);
+            } else if (key == "database_password_file") {
+                if (auto v = scalar(kv.second, key)) m_out.config.database_password_file = resolve(*v);
             } else if (key == "rules") {
                 rules(kv.second);
             } else if (key == "converters") {
@@ -76,6 +81,8 @@ public:
                 watch_list(kv.second);
             } else if (key == "workers") {
                 if (auto v = integer(kv.second, key, 0, 256)) m_out.config.workers = *v;
+            } else if (key == "lease") {
+                if (auto v = duration(kv.second, key)) m_out.config.lease = *v;
             } else if (key == "quiet_period") {
                 if (auto v = duration(kv.second, key)) m_out.config.quiet_period = *v;
             } else if (key == "shutdown_timeout") {
@@ -108,8 +115,8 @@ public:
                         m_out.config.log_level = *v;
                 }
             } else {
-                diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, rules, converters, "
-                                                  "path_templates, watch, workers, quiet_period, listen, "
+                diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, database_password_file, rules, converters, "
+                                                  "path_templates, watch, workers, quiet_period, lease, listen, "
                                                   "shutdown_timeout, log_level, reports, receivers, route, inhibit_rules or retention)",
                                                   key));
             }
@@ -715,6 +722,10 @@ ConfigLoad load_config(const std::string& path) {
     d.message = "cannot read the configuration: " + text.error().message;
     out.diagnostics.push_back(std::move(d));
     return out;
+}
+
+void export_password_file(const Config& config) {
+    if (!config.database_password_file.empty()) ::setenv("PERFWATCH_DB_PASSWORD_FILE", config.database_password_file.c_str(), 0);
 }
 
 }  // namespace perfwatch

@@ -17,7 +17,9 @@ namespace perfwatch {
 // perfwatch's configuration file (YAML). Relative paths are taken from the file's directory.
 struct Config {
     std::string path;                     // the file read; empty for the defaults
-    std::optional<std::string> database;  // SQLite file
+    std::optional<std::string> database;  // SQLite file, or postgresql://user@host:port/db?sslmode=...
+    // The PostgreSQL password's file (its first line); else libpq's PGPASSWORD or ~/.pgpass.
+    std::string database_password_file;
     std::vector<std::string> rules;       // rule files loaded after the shipped packs
     // Binary report converters: the defaults, with entries of the file replacing those of the
     // same extension and adding others.
@@ -31,6 +33,9 @@ struct Config {
     std::vector<WatchSpec> watch;
     int workers = 0;
     std::chrono::milliseconds quiet_period{1000};
+    // A fleet on one database: how long a daemon holds the runs it evaluates and the messages it
+    // sends before another may take them over (should it have died).
+    std::chrono::milliseconds lease{60000};
     std::string listen = "127.0.0.1:9464";
     std::chrono::milliseconds shutdown_timeout{10000};
     std::string log_level = "info";
@@ -64,6 +69,10 @@ struct ConfigLoad {
     std::vector<Diagnostic> diagnostics;  // every problem, as file:line:col with the line and a caret
     bool ok() const;
 };
+
+// Hands the configuration's database_password_file to Db::open (as $PERFWATCH_DB_PASSWORD_FILE,
+// unless that is set already).
+void export_password_file(const Config& config);
 
 // Reads a configuration; unknown keys and wrong types are errors, all of them collected.
 ConfigLoad parse_config_text(const std::string& file, std::string_view text);

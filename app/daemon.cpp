@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <unistd.h>
 #include <memory>
 #include <random>
 #include <nlohmann/json.hpp>
@@ -46,6 +47,13 @@ namespace {
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
+
+// "host:pid", naming this daemon in the claims it holds on a shared database.
+std::string owner_name() {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    return fmt::format("{}:{}", host, ::getpid());
+}
 
 // One validated configuration with its compiled rules; jobs keep the one they started with.
 struct Settings {
@@ -390,13 +398,15 @@ private:
         }
         mark.sha256 = batch->sha256;
         mark.run_id = stored->run_id;
-        auto processed = m_db.is_processed(stored->run_id);
-        if (!processed) {
-            database_failed(processed.error());
+        // Another daemon of the fleet may have stored it a moment before and be evaluating it.
+        auto mine = m_db.claim_run(stored->run_id, m_owner, wall_now_ms() + job.settings->config.lease.count(),
+                                   wall_now_ms());
+        if (!mine) {
+            database_failed(mine.error());
             return RunStep::retry;
         }
-        std::string outcome = "already evaluated";
-        if (!*processed) {
+        std::string outcome = "already evaluated (here or by another daemon)";
+        if (*mine) {
             // Through the cache: this run is in the baseline of the runs that follow.
             auto run = m_runs.get(m_db, stored->run_id);
             if (!run || !*run) {
@@ -554,6 +564,13 @@ private:
                 if (auto r = m_db.message_attempted(m.id, MessageState::failed, m.next_attempt_ms, why, now); !r) database_failed(r.error());
                 continue;
             }
+            // One daemon of a fleet sends it; the others skip it while the lease holds.
+            auto claimed = m_db.claim_message(m.id, m_owner, now + settings->config.lease.count(), now);
+            if (!claimed) {
+                database_failed(claimed.error());
+                continue;
+            }
+            if (!*claimed) continue;
             // From here it is sent as it is: later runs of its group make a follow-up.
             if (m.open)
                 if (auto closed = m_db.close_message(m.id); !closed) {
@@ -742,6 +759,8 @@ private:
     Db m_db;         // used on the writer thread only
     RunCache m_runs;  // idem
     const std::string m_db_path;
+    // This daemon among a fleet's: host name and process id.
+    const std::string m_owner = owner_name();
     DaemonMetrics m_metrics;
 
     asio::io_context m_io;
@@ -800,6 +819,7 @@ int run_daemon(const std::string& config_path, const std::string& db_override) {
     if (auto level = log_level_from_string(settings->config.log_level)) set_log_level(*level);
     const std::string db_path =
         !db_override.empty() ? db_override : settings->config.database.value_or("perfwatch.db");
+    export_password_file(settings->config);
     auto db = Db::open(db_path);
     if (!db) {
         log(LogLevel::error, "{}", db.error().to_string());

@@ -45,14 +45,14 @@ int main(int argc, char** argv) {
     perfwatch::IngestOptions ingest;
     std::vector<std::string> ingest_labels;
     auto* ingest_cmd = app.add_subcommand("ingest", "Store profiler reports in the database");
-    ingest_cmd->add_option("--db", ingest.db_path, "SQLite database (default $PERFWATCH_DB or perfwatch.db)");
+    ingest_cmd->add_option("--db", ingest.db_path, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or perfwatch.db)");
     ingest_cmd->add_option("--label", ingest_labels, "Label KEY=VALUE for the runs (repeatable)")
         ->allow_extra_args(false);
     ingest_cmd->add_option("files", ingest.files, "Report files")->required();
 
     perfwatch::ShowOptions show;
     auto* show_cmd = app.add_subcommand("show", "Print a stored run: labels, entities, metrics");
-    show_cmd->add_option("--db", show.db_path, "SQLite database (default $PERFWATCH_DB or perfwatch.db)");
+    show_cmd->add_option("--db", show.db_path, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or perfwatch.db)");
     show_cmd->add_option("run", show.run_id, "Run id")->required();
     show_cmd->add_option("--format", show.format, "text or json")->check(CLI::IsMember({"text", "json"}));
 
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> check_labels;
     auto* check_cmd = app.add_subcommand("check", "Ingest reports, evaluate rules, print findings; exit 1 on "
                                                   "findings at or above --fail-on");
-    check_cmd->add_option("--db", check.db_path, "SQLite database to keep runs in (default: temporary)");
+    check_cmd->add_option("--db", check.db_path, "Database: SQLite file or postgresql:// URI to keep runs in (default: temporary)");
     check_cmd->add_option("--rules", check.rule_paths, "Extra rule file (repeatable); same id overrides a shipped rule")
         ->allow_extra_args(false);
     check_cmd->add_option("--label", check_labels, "Label KEY=VALUE for the runs (repeatable)")
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     auto* backtest_cmd = rules_cmd->add_subcommand(
         "backtest", "What new or changed rules would have raised on the stored runs, beside the rules in effect");
     backtest_cmd->add_option("--rules", backtest.candidate, "New or changed rule files or directories")->required();
-    backtest_cmd->add_option("--db", backtest.db_path, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    backtest_cmd->add_option("--db", backtest.db_path, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or the configuration's)");
     backtest_cmd->add_option("--since", backtest.since, "Only runs ingested since: 30d, 12h, 2026-11-01");
     backtest_cmd->add_option("--label", backtest_labels, "Only runs with label KEY=VALUE (repeatable)");
     backtest_cmd->add_option("--examples", backtest.examples, "Added and removed findings shown per rule (default 3)");
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     auto* diff_cmd = app.add_subcommand("diff", "Compare two runs entity by entity: added, removed, slower, faster");
     diff_cmd->add_option("before", diff.before, "Run id or report file")->required();
     diff_cmd->add_option("after", diff.after, "Run id or report file")->required();
-    diff_cmd->add_option("--db", diff.db_path, "SQLite database for run ids (default $PERFWATCH_DB or perfwatch.db)");
+    diff_cmd->add_option("--db", diff.db_path, "Database: SQLite file or postgresql:// URI for run ids (default $PERFWATCH_DB or perfwatch.db)");
     diff_cmd->add_option("--kind", diff.kind, "Entities to compare: kernel, memcpy, api_call, nvtx_range (default: every kind the runs hold)")
         ->check(CLI::IsMember({"kernel", "memcpy", "api_call", "nvtx_range"}));
     diff_cmd->add_option("--min-change", diff.min_change_pct, "Smaller changes of the per-launch time are unchanged "
@@ -122,14 +122,14 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"kernel", "memcpy", "api_call", "nvtx_range", "device"}));
     history_cmd->add_option("--label", history_labels, "Only runs with label KEY=VALUE (repeatable)")
         ->allow_extra_args(false);
-    history_cmd->add_option("--db", history.db_path, "SQLite database (default $PERFWATCH_DB or perfwatch.db)");
+    history_cmd->add_option("--db", history.db_path, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or perfwatch.db)");
     history_cmd->add_option("--format", history.format, "text or json")->check(CLI::IsMember({"text", "json"}));
 
     std::string baseline_db, pin_comment;
     long long baseline_run = 0;
     auto* baseline_cmd = app.add_subcommand("baseline", "Pinned baselines: pin, unpin, show");
     baseline_cmd->require_subcommand(1);
-    baseline_cmd->add_option("--db", baseline_db, "SQLite database (default $PERFWATCH_DB or perfwatch.db)");
+    baseline_cmd->add_option("--db", baseline_db, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or perfwatch.db)");
     auto* pin_cmd = baseline_cmd->add_subcommand("pin", "Make a run the baseline of the runs comparable with it");
     pin_cmd->add_option("run", baseline_run, "Run id")->required();
     pin_cmd->add_option("--comment", pin_comment, "Why (shown by baseline show)");
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
     std::string daemon_db;
     auto* daemon_cmd = app.add_subcommand("daemon", "Watch report directories as a service: ingest each report once, "
                                                     "evaluate the rules, serve /healthz and /metrics (needs --config)");
-    daemon_cmd->add_option("--db", daemon_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    daemon_cmd->add_option("--db", daemon_db, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or the configuration's)");
 
     perfwatch::SilenceAdd silence_add;
     std::string silence_db;
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
     auto* silence_cmd = app.add_subcommand("silence", "Alert silences: add, list, expire");
     silence_cmd->require_subcommand(1);
     silence_cmd->fallthrough();
-    silence_cmd->add_option("--db", silence_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    silence_cmd->add_option("--db", silence_db, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or the configuration's)");
     auto* silence_add_cmd = silence_cmd->add_subcommand("add", "Stop alerts matching every --match until --until");
     silence_add_cmd->add_option("--match", silence_add.matchers, "KEY=VALUE on run labels, rule or severity; the "
                                                                  "value may be a glob (repeatable)")
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
     auto* report_cmd = app.add_subcommand("report", "Write a run's self-contained HTML report (charts, findings, "
                                                     "regression trends)");
     report_cmd->add_option("run", report_run, "Run id")->required();
-    report_cmd->add_option("--db", report_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    report_cmd->add_option("--db", report_db, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or the configuration's)");
     report_cmd->add_option("--html", report_html, "The HTML file to write")->required();
 
     std::string regressions_db, regressions_format = "text", accept_comment;
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     long long accept_id = 0;
     auto* regressions_cmd = app.add_subcommand("regressions", "Regressions followed over history: list, accept");
     regressions_cmd->require_subcommand(1);
-    regressions_cmd->add_option("--db", regressions_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    regressions_cmd->add_option("--db", regressions_db, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or the configuration's)");
     auto* regressions_list_cmd = regressions_cmd->add_subcommand(
         "list", "Every regression, newest first: series, rule, entity, baseline, change, first bad run, state, since");
     regressions_list_cmd->add_flag("--open", regressions_open, "Only the open ones");
@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
     auto* db_prune_cmd = db_cmd->add_subcommand(
         "prune", "Apply retention: drop per-launch samples and runs past their age, keeping pinned runs and what "
                  "open regressions need");
-    db_prune_cmd->add_option("--db", prune.db_path, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    db_prune_cmd->add_option("--db", prune.db_path, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or the configuration's)");
     db_prune_cmd->add_option("--samples-days", prune_samples_days,
                              "Drop per-launch samples of runs older than this (default: the configuration's retention)");
     db_prune_cmd->add_option("--runs-days", prune_runs_days,
@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
     std::string outbox_db;
     std::size_t outbox_limit = 20;
     auto* outbox_cmd = app.add_subcommand("outbox", "The newest alert messages: state, attempts, last error");
-    outbox_cmd->add_option("--db", outbox_db, "SQLite database (default $PERFWATCH_DB or the configuration's)");
+    outbox_cmd->add_option("--db", outbox_db, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or the configuration's)");
     outbox_cmd->add_option("--limit", outbox_limit, "How many (default 20)");
 
     auto* metrics_cmd = app.add_subcommand("metrics", "List the canonical metric vocabulary rules are written in");
@@ -247,6 +247,7 @@ int main(int argc, char** argv) {
         if (!load.ok()) return 2;
         config = std::move(load.config);
     }
+    perfwatch::export_password_file(config);
 
     if (ingest_cmd->parsed()) {
         if (ingest.db_path.empty()) ingest.db_path = default_db(config);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -91,6 +92,11 @@ Result<Db> Db::open(const DbLocation& where) {
         error.kind = ErrorKind::database;
         return std::unexpected(std::move(error));
     }
+}
+
+Result<Db> Db::open(const std::string& location) {
+    const char* file = std::getenv("PERFWATCH_DB_PASSWORD_FILE");
+    return open(DbLocation{location, file != nullptr ? file : ""});
 }
 
 int Db::schema_version() const { return perfwatch::schema_version(*m_db); }
@@ -278,7 +284,7 @@ Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
 
         Statement attr_st(*m_db,
                                   "SELECT a.entity_id, a.key, a.value FROM entity_attributes a "
-                                  "JOIN entities e ON e.id = a.entity_id WHERE e.run_id = ?");
+                                  "JOIN entities e ON e.id = a.entity_id WHERE e.run_id = ? ORDER BY a.entity_id, a.key");
         attr_st.bind(1, content_id);
         while (attr_st.step())
             b.entities[index_of.at(attr_st.column(0).as_int64())].attributes[attr_st.column(1).as_string()] =
@@ -286,7 +292,8 @@ Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
 
         Statement metric_st(*m_db,
                                     "SELECT m.entity_id, m.name, m.value, m.unit, m.tool_name, m.tool_unit "
-                                    "FROM metrics m JOIN entities e ON e.id = m.entity_id WHERE e.run_id = ?");
+                                    "FROM metrics m JOIN entities e ON e.id = m.entity_id WHERE e.run_id = ? "
+                                    "ORDER BY m.entity_id, m.name");
         metric_st.bind(1, content_id);
         while (metric_st.step()) {
             Metric m{metric_st.column(1).as_string(), metric_st.column(2).as_double(),
@@ -678,6 +685,34 @@ Result<bool> Db::is_processed(std::int64_t run_id) const {
     });
 }
 
+Result<bool> Db::claim_run(std::int64_t run_id, const std::string& owner, std::int64_t until_ms, std::int64_t now_ms) {
+    return guarded(m_path, [&]() -> Result<bool> {
+        // One statement: two daemons claiming at once are serialised on the row, and the second
+        // finds the first's claim.
+        Statement st(*m_db, "UPDATE runs SET claimed_by = ?, claim_until_ms = ? WHERE id = ? AND processed_at IS NULL "
+                            "AND (claim_until_ms IS NULL OR claim_until_ms <= ? OR claimed_by = ?)");
+        st.bind(1, owner);
+        st.bind(2, until_ms);
+        st.bind(3, run_id);
+        st.bind(4, now_ms);
+        st.bind(5, owner);
+        return st.exec() > 0;
+    });
+}
+
+Result<bool> Db::claim_message(std::int64_t id, const std::string& owner, std::int64_t until_ms, std::int64_t now_ms) {
+    return guarded(m_path, [&]() -> Result<bool> {
+        Statement st(*m_db, "UPDATE outbox SET claimed_by = ?, lease_until_ms = ? WHERE id = ? AND state = 'pending' "
+                            "AND (lease_until_ms IS NULL OR lease_until_ms <= ? OR claimed_by = ?)");
+        st.bind(1, owner);
+        st.bind(2, until_ms);
+        st.bind(3, id);
+        st.bind(4, now_ms);
+        st.bind(5, owner);
+        return st.exec() > 0;
+    });
+}
+
 Result<std::optional<FileMark>> Db::file_mark(const std::string& path) const {
     return guarded(m_path, [&]() -> Result<std::optional<FileMark>> {
         Statement st(*m_db, "SELECT size, mtime_ns, sha256, run_id, error FROM watched_files WHERE path = ?");
@@ -796,10 +831,12 @@ constexpr const char* k_outbox_columns =
 Result<std::vector<OutboxMessage>> Db::due_messages(std::int64_t now_ms, std::size_t limit) const {
     return guarded(m_path, [&]() -> Result<std::vector<OutboxMessage>> {
         Statement st(*m_db, fmt::format("SELECT {} FROM outbox WHERE state = 'pending' AND next_attempt_ms <= ? "
+                                                "AND (lease_until_ms IS NULL OR lease_until_ms <= ?) "
                                                 "ORDER BY next_attempt_ms, id LIMIT ?",
                                                 k_outbox_columns));
         st.bind(1, now_ms);
-        st.bind(2, static_cast<std::int64_t>(limit));
+        st.bind(2, now_ms);
+        st.bind(3, static_cast<std::int64_t>(limit));
         std::vector<OutboxMessage> out;
         while (st.step()) out.push_back(read_message(st));
         return out;
@@ -818,7 +855,8 @@ Result<std::vector<OutboxMessage>> Db::outbox(std::size_t limit) const {
 
 Result<std::optional<std::int64_t>> Db::next_due_ms() const {
     return guarded(m_path, [&]() -> Result<std::optional<std::int64_t>> {
-        Statement st(*m_db, "SELECT min(next_attempt_ms) FROM outbox WHERE state = 'pending'");
+        Statement st(*m_db, "SELECT min(CASE WHEN lease_until_ms > next_attempt_ms THEN lease_until_ms "
+                                 "ELSE next_attempt_ms END) FROM outbox WHERE state = 'pending'");
         if (!st.step() || st.column(0).is_null()) return std::optional<std::int64_t>{};
         return std::optional<std::int64_t>{st.column(0).as_int64()};
     });
@@ -844,6 +882,7 @@ Result<void> Db::message_attempted(std::int64_t id, MessageState state, std::int
     return guarded(m_path, [&]() -> Result<void> {
         Statement st(*m_db,
                              "UPDATE outbox SET state = ?, attempts = attempts + 1, next_attempt_ms = ?, last_error = ?, "
+                     "claimed_by = NULL, lease_until_ms = NULL, "
                              "done_ms = CASE WHEN ? = 'pending' THEN NULL ELSE ? END WHERE id = ?");
         const std::string text(to_string(state));
         st.bind(1, text);

@@ -175,7 +175,8 @@ public:
     // Opens the database of `where` (creating a SQLite file, in WAL mode) and applies pending
     // migrations. Errors name the location without any password.
     static Result<Db> open(const DbLocation& where);
-    static Result<Db> open(const std::string& location) { return open(DbLocation{location, {}}); }
+    // The password file from $PERFWATCH_DB_PASSWORD_FILE.
+    static Result<Db> open(const std::string& location);
 
     Db(Db&&) noexcept;
     Db& operator=(Db&&) noexcept;
@@ -232,6 +233,11 @@ public:
     Result<void> mark_processed(std::int64_t run_id);
     Result<bool> is_processed(std::int64_t run_id) const;
 
+    // Claims the evaluation of an unprocessed run for `owner` until `until_ms` (a fleet evaluates
+    // each run once). False when the run is processed, or claimed by another owner whose claim
+    // has not lapsed at `now_ms`.
+    Result<bool> claim_run(std::int64_t run_id, const std::string& owner, std::int64_t until_ms, std::int64_t now_ms);
+
     Result<std::optional<FileMark>> file_mark(const std::string& path) const;
     // Inserts or replaces the mark of `mark.path`.
     Result<void> save_file_mark(const FileMark& mark);
@@ -243,10 +249,14 @@ public:
     // When an alert with `fingerprint` was last enqueued for `receiver` (Unix ms).
     Result<std::optional<std::int64_t>> fingerprint_sent_at(const std::string& receiver,
                                                           const std::string& fingerprint) const;
-    // Pending messages due at `now_ms`, oldest first.
+    // Claims a pending message for `owner` until `until_ms`: false when another daemon holds an
+    // unlapsed lease on it (it sends it) or it is no longer pending. Every attempt ends the lease.
+    Result<bool> claim_message(std::int64_t id, const std::string& owner, std::int64_t until_ms, std::int64_t now_ms);
+    // Pending messages due at `now_ms` and not leased by anyone, oldest first.
     Result<std::vector<OutboxMessage>> due_messages(std::int64_t now_ms, std::size_t limit) const;
     // The newest messages in any state.
     Result<std::vector<OutboxMessage>> outbox(std::size_t limit) const;
+    // When the next pending message is due (or its lease lapses, whichever is later).
     Result<std::optional<std::int64_t>> next_due_ms() const;
     // Records an attempt: sent, failed for good, or pending again at `next_attempt_ms`.
     Result<void> message_attempted(std::int64_t id, MessageState state, std::int64_t next_attempt_ms,

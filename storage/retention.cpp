@@ -14,6 +14,7 @@
 namespace perfwatch {
 
 using sql::guarded;
+using sql::query_int;
 using sql::Statement;
 using sql::Transaction;
 
@@ -52,6 +53,10 @@ std::vector<std::int64_t> ids(Statement& st) {
 
 Result<std::int64_t> Db::bytes_in_use() const {
     return guarded(m_path, [&]() -> Result<std::int64_t> {
+        if (m_db->dialect() == sql::Dialect::postgresql)
+            return query_int(*m_db, "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                                    "WHERE c.relkind = 'r' AND n.nspname = current_schema()");
         const std::int64_t pages = query_int(*m_db, "PRAGMA page_count");
         const std::int64_t free_pages = query_int(*m_db, "PRAGMA freelist_count");
         const std::int64_t size = query_int(*m_db, "PRAGMA page_size");

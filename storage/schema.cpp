@@ -225,6 +225,14 @@ ALTER TABLE findings ADD COLUMN cmp_confidence_pct REAL;
 ALTER TABLE findings ADD COLUMN cmp_first_bad_run INTEGER;
 ALTER TABLE findings ADD COLUMN cmp_reference TEXT;
 )sql",
+    // A fleet of daemons on one database: a run's rules and an outbox message's delivery are
+    // claimed by one daemon for a lease; a dead daemon's claims lapse and another takes them.
+    R"sql(
+ALTER TABLE runs ADD COLUMN claimed_by TEXT;
+ALTER TABLE runs ADD COLUMN claim_until_ms INTEGER;
+ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
+ALTER TABLE outbox ADD COLUMN lease_until_ms INTEGER;
+)sql",
 };
 
 // The PostgreSQL schema as of each version it was introduced at (the first is the whole schema
@@ -409,6 +417,12 @@ CREATE TABLE alert_fingerprints(
     last_ms BIGINT NOT NULL,
     PRIMARY KEY(receiver, fingerprint)
 );
+)sql"},
+    {8, R"sql(
+ALTER TABLE runs ADD COLUMN claimed_by TEXT;
+ALTER TABLE runs ADD COLUMN claim_until_ms BIGINT;
+ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
+ALTER TABLE outbox ADD COLUMN lease_until_ms BIGINT;
 )sql"},
 };
 

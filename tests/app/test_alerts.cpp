@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "tests/support.hpp"
+#include "tests/webhook_receiver.hpp"
 
 namespace perfwatch {
 
@@ -35,80 +36,8 @@ namespace {
 using test::query_int;
 using test::write_file;
 
-struct Received {
-    std::string target;
-    std::string key;  // Idempotency-Key
-    std::string body;
-    unsigned status = 0;  // what it was answered
-    std::chrono::steady_clock::time_point at;
-};
-
-// A real HTTP peer on loopback. `answer(n)` gives the status (and Retry-After) of the n-th request
-// (0-based) and may block to simulate a slow receiver.
-class Receiver {
-public:
-    struct Answer {
-        unsigned status = 200;
-        std::string retry_after;
-        std::chrono::milliseconds delay{0};
-    };
-
-    explicit Receiver(std::function<Answer(std::size_t)> answer)
-        : m_answer(std::move(answer)), m_acceptor(m_io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)) {
-        m_thread = std::thread([this] { serve(); });
-    }
-    ~Receiver() {
-        m_stop = true;
-        boost::system::error_code ignored;
-        // Wake the blocking accept.
-        tcp::socket s(m_io);
-        s.connect(m_acceptor.local_endpoint(), ignored);
-        m_thread.join();
-    }
-    unsigned short port() const { return m_acceptor.local_endpoint().port(); }
-    std::vector<Received> received() const {
-        std::lock_guard lock(m_mutex);
-        return m_received;
-    }
-
-private:
-    void serve() {
-        while (!m_stop) {
-            tcp::socket socket(m_io);
-            boost::system::error_code ec;
-            m_acceptor.accept(socket, ec);
-            if (ec || m_stop) continue;
-            beast::flat_buffer buffer;
-            http::request<http::string_body> req;
-            http::read(socket, buffer, req, ec);
-            if (ec) continue;
-            std::size_t n = 0;
-            {
-                std::lock_guard lock(m_mutex);
-                n = m_received.size();
-                m_received.push_back({std::string(req.target()), std::string(req["Idempotency-Key"]), req.body(), 0,
-                                      std::chrono::steady_clock::now()});
-            }
-            const Answer a = m_answer(n);
-            std::this_thread::sleep_for(a.delay);
-            http::response<http::string_body> res{static_cast<http::status>(a.status), 11};
-            if (!a.retry_after.empty()) res.set(http::field::retry_after, a.retry_after);
-            res.body() = "ok";
-            res.prepare_payload();
-            http::write(socket, res, ec);
-            std::lock_guard lock(m_mutex);
-            m_received[n].status = a.status;
-        }
-    }
-
-    std::function<Answer(std::size_t)> m_answer;
-    boost::asio::io_context m_io;
-    tcp::acceptor m_acceptor;
-    std::thread m_thread;
-    std::atomic<bool> m_stop{false};
-    mutable std::mutex m_mutex;
-    std::vector<Received> m_received;
-};
+using test::Received;
+using test::Receiver;
 
 // The configuration's start: the database, `reports` watched with a project/branch/commit
 // template, a short quiet period; then `rest` (receivers and route).
