@@ -200,7 +200,7 @@ int run_show(const ShowOptions& options) {
         return 2;
     }
     if (!*run) {
-        fmt::print(stderr, "perfwatch: error: {}: no run {}\n", options.db_path, options.run_id);
+        fmt::print(stderr, "perfwatch: error: {}: no run {}\n", db->name(), options.run_id);
         return 2;
     }
     fmt::print("{}", options.format == "json" ? show_json(**run) : show_text(**run));
@@ -225,7 +225,7 @@ Result<std::int64_t> baseline_run_id(Db& db, const std::string& text, const Chec
     if (const auto id = as_run_id(text); id && !std::filesystem::exists(text, fs_ec)) {
         auto run = db.load(*id);
         if (!run) return std::unexpected(run.error());
-        if (!*run) return fail(options.db_path, 0, fmt::format("--baseline {}: no run {} in the database", text, *id));
+        if (!*run) return fail(db.name(), 0, fmt::format("--baseline {}: no run {} in the database", text, *id));
         return *id;
     }
     // A report file: labelled like the checked reports, less the labels naming one build.
@@ -409,7 +409,7 @@ Result<StoredRun> load_side(const std::string& text, const std::string& db_path,
     if (!db) return std::unexpected(db.error());
     auto run = db->load(*id);
     if (!run) return std::unexpected(run.error());
-    if (!*run) return fail(db_path, 0, fmt::format("no run {} (and no file of that name)", *id));
+    if (!*run) return fail(db->name(), 0, fmt::format("no run {} (and no file of that name)", *id));
     return std::move(**run);
 }
 
@@ -612,7 +612,7 @@ int run_baseline_pin(const std::string& db_path, long long run_id, const std::st
         return 2;
     }
     if (!*pinned) {
-        fmt::print(stderr, "perfwatch: error: {}: no run {}\n", db_path, run_id);
+        fmt::print(stderr, "perfwatch: error: {}: no run {}\n", db->name(), run_id);
         return 2;
     }
     fmt::print("run {} pinned as the baseline of the runs comparable with it\n", run_id);
@@ -649,7 +649,7 @@ int run_baseline_show(const std::string& db_path, long long run_id, const std::v
     if (run_id > 0) {
         auto run = db->load(run_id);
         if (!run || !*run) {
-            if (run) fmt::print(stderr, "perfwatch: error: {}: no run {}\n", db_path, run_id);
+            if (run) fmt::print(stderr, "perfwatch: error: {}: no run {}\n", db->name(), run_id);
             else print_error(run.error());
             return 2;
         }

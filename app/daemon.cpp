@@ -48,11 +48,15 @@ namespace {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
-// "host:pid", naming this daemon in the claims it holds on a shared database.
-std::string owner_name() {
+// "host:/absolute/config.yaml", naming this daemon in the claims it holds on a shared database.
+// A restart (after kill -9, say) is the same daemon and takes its predecessor's claims back at
+// once; a daemon on another server waits for them to lapse.
+std::string owner_name(const std::string& config_path) {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
-    return fmt::format("{}:{}", host, ::getpid());
+    std::error_code ec;
+    const auto absolute = std::filesystem::absolute(config_path, ec);
+    return fmt::format("{}:{}", host, ec ? config_path : absolute.lexically_normal().string());
 }
 
 // One validated configuration with its compiled rules; jobs keep the one they started with.
@@ -259,7 +263,8 @@ private:
 
     // What became of a report: nothing to do (unchanged, a duplicate, gone), stored, failed for
     // good (until it changes), or to retry (the database failed).
-    enum class Outcome { none, stored, failed, retry };
+    // later: another daemon of the fleet holds the run; looked at again in a second, no failure.
+    enum class Outcome { none, stored, failed, retry, later };
 
     void done(const Job& job, Outcome outcome) {
         --m_in_flight;
@@ -278,6 +283,9 @@ private:
             log(LogLevel::warning, "{}: retried in {} s", job.path,
                 std::chrono::duration_cast<std::chrono::seconds>(m_retry_delay).count());
             m_retry_delay = std::min<std::chrono::milliseconds>(m_retry_delay * 2, std::chrono::minutes(1));
+        } else if (outcome == Outcome::later) {
+            m_pending.wait(job.path, job.watch, now + std::chrono::seconds(1), job.since,
+                           stat_file(job.path).value_or(FileStat{}));
         } else if (outcome == Outcome::stored) {
             m_retry_delay = k_first_retry;
         }
@@ -372,6 +380,7 @@ private:
         for (RunBatch& batch : *batches) {
             const RunStep step = store_and_evaluate_run(job, batch, mark, inserted);
             if (step == RunStep::retry) return finish(job, Outcome::retry);
+            if (step == RunStep::later) return finish(job, Outcome::later);
             if (step == RunStep::failed) return;
         }
         // The mark holds the file's own hash (a session's content hash carries "#N").
@@ -381,7 +390,7 @@ private:
         finish(job, inserted ? Outcome::stored : Outcome::none);
     }
 
-    enum class RunStep { done, retry, failed };
+    enum class RunStep { done, retry, later, failed };
 
     RunStep store_and_evaluate_run(const Job& job, const RunBatch& batch_ref, FileMark& mark, bool& inserted) {
         const RunBatch* batch = &batch_ref;
@@ -405,8 +414,13 @@ private:
             database_failed(mine.error());
             return RunStep::retry;
         }
-        std::string outcome = "already evaluated (here or by another daemon)";
-        if (*mine) {
+        if (*mine == Db::RunClaim::held) {
+            log(LogLevel::info, "{}: run {} is being evaluated by another daemon; looked at again later", job.path,
+                stored->run_id);
+            return RunStep::later;
+        }
+        std::string outcome = "already evaluated";
+        if (*mine == Db::RunClaim::claimed) {
             // Through the cache: this run is in the baseline of the runs that follow.
             auto run = m_runs.get(m_db, stored->run_id);
             if (!run || !*run) {
@@ -542,7 +556,7 @@ private:
         if (m_stopping) return;
         const auto settings = std::atomic_load(&m_current);
         const std::int64_t now = wall_now_ms();
-        auto due = m_db.due_messages(now, 64);
+        auto due = m_db.due_messages(now, 64, m_owner);
         if (!due) {
             database_failed(due.error());
             return;
@@ -759,8 +773,8 @@ private:
     Db m_db;         // used on the writer thread only
     RunCache m_runs;  // idem
     const std::string m_db_path;
-    // This daemon among a fleet's: host name and process id.
-    const std::string m_owner = owner_name();
+    // This daemon among a fleet's: host name and configuration file.
+    const std::string m_owner = owner_name(m_config_path);
     DaemonMetrics m_metrics;
 
     asio::io_context m_io;
@@ -825,7 +839,9 @@ int run_daemon(const std::string& config_path, const std::string& db_override) {
         log(LogLevel::error, "{}", db.error().to_string());
         return 2;
     }
-    Daemon daemon(config_path, std::move(settings), std::move(*db), db_path);
+    // Named as Db names it: a PostgreSQL password is masked in the log and /healthz.
+    const std::string db_name = db->name();
+    Daemon daemon(config_path, std::move(settings), std::move(*db), db_name);
     return daemon.run();
 }
 

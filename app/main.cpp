@@ -9,6 +9,7 @@
 #include "app/retention.hpp"
 #include "app/config.hpp"
 #include "app/daemon.hpp"
+#include "app/db_migrate.hpp"
 
 namespace {
 
@@ -190,7 +191,7 @@ int main(int argc, char** argv) {
 
     perfwatch::DbPruneOptions prune;
     std::optional<int> prune_samples_days, prune_runs_days;
-    auto* db_cmd = app.add_subcommand("db", "Database maintenance: prune");
+    auto* db_cmd = app.add_subcommand("db", "Database maintenance: prune, migrate");
     db_cmd->require_subcommand(1);
     auto* db_prune_cmd = db_cmd->add_subcommand(
         "prune", "Apply retention: drop per-launch samples and runs past their age, keeping pinned runs and what "
@@ -203,6 +204,11 @@ int main(int argc, char** argv) {
     db_prune_cmd->add_option("--rules", prune.rule_paths, "Extra rule file (repeatable): baselines of its regressions");
     db_prune_cmd->add_flag("--dry-run", prune.dry_run, "Count what would go; change nothing");
     db_prune_cmd->add_flag("--vacuum", prune.vacuum, "Rewrite the file afterwards so it shrinks (as long as a copy)");
+    std::string migrate_from, migrate_to;
+    auto* db_migrate_cmd = db_cmd->add_subcommand(
+        "migrate", "Copy a whole history (e.g. a SQLite file) into an empty database (e.g. postgresql://...)");
+    db_migrate_cmd->add_option("--from", migrate_from, "Source: SQLite file or postgresql:// URI")->required();
+    db_migrate_cmd->add_option("--to", migrate_to, "Empty destination: postgresql:// URI or SQLite file")->required();
 
     std::string outbox_db;
     std::size_t outbox_limit = 20;
@@ -318,6 +324,7 @@ int main(int argc, char** argv) {
         prune.rule_paths.insert(prune.rule_paths.begin(), config.rules.begin(), config.rules.end());
         return perfwatch::run_db_prune(prune);
     }
+    if (db_migrate_cmd->parsed()) return perfwatch::run_db_migrate(migrate_from, migrate_to);
     if (outbox_cmd->parsed()) return perfwatch::run_outbox(outbox_db.empty() ? default_db(config) : outbox_db, outbox_limit);
     if (metrics_cmd->parsed()) return perfwatch::run_metrics();
     if (formats_cmd->parsed()) return perfwatch::run_formats(config.converters);

@@ -113,7 +113,7 @@ int run_regressions_accept(const std::string& db_path, long long id, const std::
     }
     if (!*accepted) {
         fmt::print(stderr, "perfwatch: error: {}: no open regression #{} (see `perfwatch regressions list --open`)\n",
-                   db_path, id);
+                   db->name(), id);
         return 2;
     }
     const RegressionState& r = **accepted;

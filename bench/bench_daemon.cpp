@@ -5,7 +5,8 @@
 //
 // usage: bench_daemon PERFWATCH_BINARY CORPUS_DIR WORK_DIR [files=1000] [quiet_ms=250] [workers=0]
 
-#include <SQLiteCpp/SQLiteCpp.h>
+#include "storage/db.hpp"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spawn.h>
@@ -34,16 +35,6 @@ namespace {
 std::string read_file(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-long long count_runs(const fs::path& db) {
-    try {
-        SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
-        d.setBusyTimeout(1000);
-        return d.execAndGet("SELECT count(*) FROM runs").getInt64();
-    } catch (const std::exception&) {
-        return 0;
-    }
 }
 
 long peak_rss_kb(int pid) {
@@ -100,12 +91,15 @@ int main(int argc, char** argv) {
     }
 
     fs::remove_all(work);
-    const fs::path reports = work / "reports", db = work / "perfwatch.db", log = work / "daemon.log";
+    const fs::path reports = work / "reports", log = work / "daemon.log";
+    // $PERFWATCH_BENCH_DB: another database (a postgresql:// URI); default a SQLite file in `work`.
+    const char* db_env = std::getenv("PERFWATCH_BENCH_DB");
+    const std::string db = db_env != nullptr && *db_env != '\0' ? db_env : (work / "perfwatch.db").string();
     fs::create_directories(reports);
     std::ofstream(work / "perfwatch.yaml") << fmt::format(
         "database: {}\nwatch:\n  - path: {}\n    path_template: \"{{project}}/{{branch}}/{{commit}}/**\"\n"
         "listen: 127.0.0.1:0\nworkers: {}\nquiet_period: {}ms\nlog_level: info\n",
-        db.string(), reports.string(), workers, quiet_ms);
+        db, reports.string(), workers, quiet_ms);
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -129,6 +123,13 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
 
+    auto history = perfwatch::Db::open(db);
+    if (!history) {
+        fmt::print(stderr, "bench_daemon: {}\n", history.error().to_string());
+        kill(pid, SIGKILL);
+        return 2;
+    }
+
     // The burst: every file written and closed as fast as possible.
     std::size_t bytes = 0;
     const auto t0 = Clock::now();
@@ -143,7 +144,7 @@ int main(int argc, char** argv) {
     const auto t_written = Clock::now();
     long long stored = 0;
     const auto deadline = Clock::now() + std::chrono::minutes(10);
-    while ((stored = count_runs(db)) < static_cast<long long>(files) && Clock::now() < deadline)
+    while ((stored = history->count_runs()) < static_cast<long long>(files) && Clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     const auto t_done = Clock::now();
     const long rss = peak_rss_kb(pid);
@@ -160,7 +161,8 @@ int main(int argc, char** argv) {
 
     const double burst_s = std::chrono::duration<double>(t_written - t0).count();
     const double wall_s = std::chrono::duration<double>(t_done - t0).count();
-    fmt::print("daemon burst: {} reports ({:.1f} MB) written in {:.2f} s; quiet period {} ms; workers {}\n", files,
+    fmt::print("daemon burst on {}: {} reports ({:.1f} MB) written in {:.2f} s; quiet period {} ms; workers {}\n",
+               history->is_postgresql() ? "PostgreSQL" : "SQLite", files,
                static_cast<double>(bytes) / 1e6, burst_s, quiet_ms, workers == 0 ? "one per core" : std::to_string(workers));
     fmt::print("  stored {} runs in {:.2f} s from the first write: {:.0f} reports/s, {:.2f} MB/s\n", stored, wall_s,
                static_cast<double>(stored) / wall_s, static_cast<double>(bytes) / 1e6 / wall_s);

@@ -685,8 +685,9 @@ Result<bool> Db::is_processed(std::int64_t run_id) const {
     });
 }
 
-Result<bool> Db::claim_run(std::int64_t run_id, const std::string& owner, std::int64_t until_ms, std::int64_t now_ms) {
-    return guarded(m_path, [&]() -> Result<bool> {
+Result<Db::RunClaim> Db::claim_run(std::int64_t run_id, const std::string& owner, std::int64_t until_ms,
+                                   std::int64_t now_ms) {
+    return guarded(m_path, [&]() -> Result<RunClaim> {
         // One statement: two daemons claiming at once are serialised on the row, and the second
         // finds the first's claim.
         Statement st(*m_db, "UPDATE runs SET claimed_by = ?, claim_until_ms = ? WHERE id = ? AND processed_at IS NULL "
@@ -696,7 +697,10 @@ Result<bool> Db::claim_run(std::int64_t run_id, const std::string& owner, std::i
         st.bind(3, run_id);
         st.bind(4, now_ms);
         st.bind(5, owner);
-        return st.exec() > 0;
+        if (st.exec() > 0) return RunClaim::claimed;
+        auto processed = is_processed(run_id);
+        if (!processed) return std::unexpected(processed.error());
+        return *processed ? RunClaim::processed : RunClaim::held;
     });
 }
 
@@ -828,15 +832,17 @@ constexpr const char* k_outbox_columns =
 
 }  // namespace
 
-Result<std::vector<OutboxMessage>> Db::due_messages(std::int64_t now_ms, std::size_t limit) const {
+Result<std::vector<OutboxMessage>> Db::due_messages(std::int64_t now_ms, std::size_t limit,
+                                                    const std::string& owner) const {
     return guarded(m_path, [&]() -> Result<std::vector<OutboxMessage>> {
         Statement st(*m_db, fmt::format("SELECT {} FROM outbox WHERE state = 'pending' AND next_attempt_ms <= ? "
-                                                "AND (lease_until_ms IS NULL OR lease_until_ms <= ?) "
+                                                "AND (lease_until_ms IS NULL OR lease_until_ms <= ? OR claimed_by = ?) "
                                                 "ORDER BY next_attempt_ms, id LIMIT ?",
                                                 k_outbox_columns));
         st.bind(1, now_ms);
         st.bind(2, now_ms);
-        st.bind(3, static_cast<std::int64_t>(limit));
+        st.bind(3, owner);
+        st.bind(4, static_cast<std::int64_t>(limit));
         std::vector<OutboxMessage> out;
         while (st.step()) out.push_back(read_message(st));
         return out;

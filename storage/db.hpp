@@ -233,10 +233,11 @@ public:
     Result<void> mark_processed(std::int64_t run_id);
     Result<bool> is_processed(std::int64_t run_id) const;
 
-    // Claims the evaluation of an unprocessed run for `owner` until `until_ms` (a fleet evaluates
-    // each run once). False when the run is processed, or claimed by another owner whose claim
-    // has not lapsed at `now_ms`.
-    Result<bool> claim_run(std::int64_t run_id, const std::string& owner, std::int64_t until_ms, std::int64_t now_ms);
+    // Claims the evaluation of an unprocessed run for `owner` until `until_ms`, so that a fleet
+    // evaluates each run once: claimed, already processed, or held by another owner whose claim
+    // has not lapsed at `now_ms` (try again later: it may die before it is done).
+    enum class RunClaim { claimed, processed, held };
+    Result<RunClaim> claim_run(std::int64_t run_id, const std::string& owner, std::int64_t until_ms, std::int64_t now_ms);
 
     Result<std::optional<FileMark>> file_mark(const std::string& path) const;
     // Inserts or replaces the mark of `mark.path`.
@@ -252,8 +253,9 @@ public:
     // Claims a pending message for `owner` until `until_ms`: false when another daemon holds an
     // unlapsed lease on it (it sends it) or it is no longer pending. Every attempt ends the lease.
     Result<bool> claim_message(std::int64_t id, const std::string& owner, std::int64_t until_ms, std::int64_t now_ms);
-    // Pending messages due at `now_ms` and not leased by anyone, oldest first.
-    Result<std::vector<OutboxMessage>> due_messages(std::int64_t now_ms, std::size_t limit) const;
+    // Pending messages due at `now_ms` and not leased by anyone but `owner`, oldest first.
+    Result<std::vector<OutboxMessage>> due_messages(std::int64_t now_ms, std::size_t limit,
+                                                    const std::string& owner = {}) const;
     // The newest messages in any state.
     Result<std::vector<OutboxMessage>> outbox(std::size_t limit) const;
     // When the next pending message is due (or its lease lapses, whichever is later).
@@ -285,6 +287,11 @@ public:
     // Rewrites the database compactly (VACUUM): the file shrinks to what is in use. Takes as
     // long as copying the database, and as much free disk.
     Result<void> vacuum();
+
+    // Copies every row of this database into `to` (the other backend, or another file), keeping
+    // ids, in one transaction on `to`, which must hold no runs; then counts each table on both
+    // sides. The tables and their row counts, or the first table whose counts differ.
+    Result<std::vector<std::pair<std::string, std::int64_t>>> copy_into(Db& to) const;
 
     // The location as errors and logs name it (a PostgreSQL password masked).
     const std::string& name() const { return m_path; }

@@ -112,6 +112,22 @@ public:
         return out;
     }
 
+    ValueKind kind(int column) const override {
+        if (is_null(column)) return ValueKind::null;
+        switch (PQftype(m_result, column)) {
+            case k_int8:
+            case 21:  // int2
+            case 23:  // int4
+                return ValueKind::integer;
+            case 700:  // float4
+            case k_float8: return ValueKind::real;
+            case k_bytea: return ValueKind::blob;
+            default: return ValueKind::text;
+        }
+    }
+    int column_count() const override { return m_result == nullptr ? 0 : PQnfields(m_result); }
+    std::string column_name(int column) const override { return PQfname(m_result, column); }
+
 private:
     void slot(int index, std::optional<std::string> value, Oid type, int format) {
         const auto i = static_cast<std::size_t>(index - 1);

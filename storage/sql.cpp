@@ -28,6 +28,19 @@ void Statement::bind(int index, const std::optional<std::int64_t>& value) {
         bind(index);
 }
 
+void Statement::bind_value(int index, const Column& value) {
+    switch (value.kind()) {
+        case ValueKind::null: return bind(index);
+        case ValueKind::integer: return bind(index, value.as_int64());
+        case ValueKind::real: return bind(index, value.as_double());
+        case ValueKind::text: return bind(index, value.as_string());
+        case ValueKind::blob: {
+            const std::string bytes = value.as_blob();
+            return bind_blob(index, bytes.data(), bytes.size());
+        }
+    }
+}
+
 std::int64_t Statement::insert_returning_id() {
     ready();
     if (!step()) throw SqlError("INSERT ... RETURNING gave no row", false);

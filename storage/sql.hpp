@@ -14,6 +14,9 @@ namespace perfwatch::sql {
 // Which server speaks: the few statements that differ (schema, locks, sizes) ask.
 enum class Dialect { sqlite, postgresql };
 
+// The type of a value in a result row.
+enum class ValueKind { null, integer, real, text, blob };
+
 // What a driver throws inside storage/; `guarded` turns it into an Error at the boundary.
 // `refused`: the values were refused (constraint, type, size): the report's fault, not the
 // database's.
@@ -46,6 +49,9 @@ public:
     virtual double get_double(int column) const = 0;
     virtual std::string get_text(int column) const = 0;
     virtual std::string get_blob(int column) const = 0;
+    virtual ValueKind kind(int column) const = 0;
+    virtual int column_count() const = 0;
+    virtual std::string column_name(int column) const = 0;
 };
 
 // A connection of one driver.
@@ -76,6 +82,7 @@ public:
     std::string as_blob() const { return m_st.get_blob(m_index); }
     std::optional<double> as_optional_double() const;
     std::optional<std::int64_t> as_optional_int64() const;
+    ValueKind kind() const { return m_st.kind(m_index); }
 
 private:
     const StatementImpl& m_st;
@@ -110,6 +117,10 @@ public:
         m_ran = false;
     }
     Column column(int index) const { return Column(*m_impl, index); }
+    int column_count() const { return m_impl->column_count(); }
+    std::string column_name(int index) const { return m_impl->column_name(index); }
+    // Binds the value of `value`'s column as it is (a copy from one database to another).
+    void bind_value(int index, const Column& value);
     // Runs an INSERT ... RETURNING id and gives the id; the statement is finished (SQLite does
     // not commit while a RETURNING statement is unfinished).
     std::int64_t insert_returning_id();

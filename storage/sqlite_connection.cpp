@@ -54,6 +54,18 @@ public:
         return std::string(static_cast<const char*>(c.getBlob()), static_cast<std::size_t>(c.getBytes()));
     }
 
+    ValueKind kind(int column) const override {
+        switch (m_st.getColumn(column).getType()) {
+            case SQLITE_INTEGER: return ValueKind::integer;
+            case SQLITE_FLOAT: return ValueKind::real;
+            case SQLITE_BLOB: return ValueKind::blob;
+            case SQLITE_NULL: return ValueKind::null;
+            default: return ValueKind::text;
+        }
+    }
+    int column_count() const override { return m_st.getColumnCount(); }
+    std::string column_name(int column) const override { return m_st.getColumnName(column); }
+
 private:
     mutable SQLite::Statement m_st;
 };

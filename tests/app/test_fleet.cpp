@@ -50,8 +50,8 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
 
 }  // namespace
 
-// ingest, show, check, diff and history on PostgreSQL print what they print on SQLite, for every
-// report of the shared corpus.
+// ingest, show, check, diff, history and db prune on PostgreSQL do what they do on SQLite, for
+// every report of the shared corpus.
 TEST(Fleet, EveryCommandGivesTheSameResultsOnPostgresqlAsOnSqlite) {
     const auto corpus = test::corpus_dir();
     if (!corpus) GTEST_SKIP() << "corpus not found (../shared/corpus or $PERFWATCH_CORPUS)";
@@ -97,6 +97,18 @@ TEST(Fleet, EveryCommandGivesTheSameResultsOnPostgresqlAsOnSqlite) {
         ++compared;
     }
 
+    // db prune on both: the same runs go, the pinned one stays.
+    for (const auto& [backend, db] : ingested) {
+        ASSERT_EQ(run_perfwatch({"baseline", "pin", "3", "--db", db}).exit_code, 0) << backend;
+        const auto pruned = run_perfwatch({"db", "prune", "--db", db, "--runs-days", "0", "--samples-days", "0"});
+        EXPECT_EQ(pruned.exit_code, 0) << backend << pruned.err;
+        EXPECT_NE(pruned.out.find(fmt::format("pruned {} run(s)", runs - 1)), std::string::npos) << backend << pruned.out;
+        std::cout << backend << ": " << pruned.out;
+    }
+    EXPECT_EQ(pg->query("ingested", "SELECT string_agg(id::text, ',') FROM runs"), "3");
+    EXPECT_EQ(test::query_int(ingested.at("sqlite"), "SELECT count(*) FROM runs WHERE id = 3"), 1);
+    EXPECT_EQ(test::query_int(ingested.at("sqlite"), "SELECT count(*) FROM runs"), 1);
+
     // check stores and judges every report (each against the history before it).
     const auto checked_pg = run_perfwatch(with({"check", "--db", pg->uri("checked")}, files));
     const auto checked_sqlite = run_perfwatch(with({"check", "--db", dir.file("checked.db")}, files));
@@ -125,6 +137,221 @@ TEST(Fleet, AWrongPasswordIsAClearErrorWithoutThePassword) {
     EXPECT_NE(inline_pw.exit_code, 0);
     EXPECT_EQ(inline_pw.err.find(secret), std::string::npos) << inline_pw.err;
     EXPECT_NE(inline_pw.err.find("<redacted>"), std::string::npos) << inline_pw.err;
+}
+
+}  // namespace perfwatch
+
+namespace perfwatch {
+
+namespace {
+
+std::string fleet_config(const std::string& uri, const fs::path& reports, const fs::path& webhook_url_file) {
+    return fmt::format(R"(database: {}
+watch:
+  - path: {}
+    path_template: "{{project}}/{{branch}}/{{commit}}/**"
+listen: 127.0.0.1:0
+quiet_period: 200ms
+lease: 3s
+receivers:
+  - name: gpu-team
+    type: webhook
+    url_file: {}
+route:
+  receiver: gpu-team
+  group_by: [commit]
+)",
+                       uri, reports.string(), webhook_url_file.string());
+}
+
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(100ms);
+    }
+    return pred();
+}
+
+}  // namespace
+
+// Two daemons on one PostgreSQL database, each watching its own directory: a burst of 100 reports,
+// 20 of them written to both directories, and one daemon killed with SIGKILL mid-burst (then
+// restarted, as systemd does). Every distinct report is one run, evaluated and whole; every alert
+// message reaches the webhook, those the killed daemon had claimed included.
+TEST(Fleet, TwoDaemonsShareOneHistoryAndSendEveryMessageThroughAKill) {
+    PERFWATCH_PG_CLUSTER(pg);
+    ASSERT_TRUE(pg->create_database("fleet"));
+    test::Receiver receiver([](std::size_t) { return test::Receiver::Answer{200, "", 20ms}; });
+    test::TempDir dir;
+    const fs::path a = dir.path() / "a", b = dir.path() / "b";
+    fs::create_directories(a);
+    fs::create_directories(b);
+    test::write_file(dir.path() / "webhook-url", fmt::format("http://127.0.0.1:{}/hook\n", receiver.port()));
+    test::write_file(dir.path() / "a.yaml", fleet_config(pg->uri("fleet"), a, dir.path() / "webhook-url"));
+    test::write_file(dir.path() / "b.yaml", fleet_config(pg->uri("fleet"), b, dir.path() / "webhook-url"));
+
+    auto daemon_a = std::make_unique<test::BackgroundProcess>(
+        std::vector<std::string>{"daemon", "--config", dir.file("a.yaml")}, dir.file("a.log"));
+    test::BackgroundProcess daemon_b({"daemon", "--config", dir.file("b.yaml")}, dir.file("b.log"));
+    ASSERT_TRUE(daemon_a->wait_for_log("ready:", 60)) << daemon_a->log();
+    ASSERT_TRUE(daemon_b.wait_for_log("ready:", 60)) << daemon_b.log();
+
+    constexpr int k_reports = 100, k_shared = 20;
+    test::TempDir staging;
+    for (int i = 0; i < k_reports; ++i) {
+        const std::string bytes = test::read_file(
+            test::write_kineto_trace(staging, fmt::format("r{}.json", i), 100 + i, 20 + i % 7, "NVIDIA H100", 1000 + i));
+        const std::string rel = fmt::format("proj/main/c{:03}/trace.json", i);
+        test::write_file((i % 2 == 0 ? a : b) / rel, bytes);
+        if (i < k_shared) test::write_file((i % 2 == 0 ? b : a) / rel, bytes);
+    }
+    const auto runs = [&] { return std::stoll("0" + pg->query("fleet", "SELECT count(*) FROM runs")); };
+    ASSERT_TRUE(eventually([&] { return runs() >= 30; }, 120s)) << daemon_a->log();
+    daemon_a->signal(SIGKILL);
+    ASSERT_EQ(daemon_a->wait_exit(5), 128 + SIGKILL);
+    const std::int64_t at_kill = runs();
+    const std::string killed_log = daemon_a->log();
+    // Its replacement under another configuration file is another daemon: what the killed one had
+    // claimed waits for its lease (3 s) to lapse, then the replacement or daemon B takes it.
+    test::write_file(dir.path() / "a2.yaml", test::read_file(dir.file("a.yaml")));
+    daemon_a = std::make_unique<test::BackgroundProcess>(
+        std::vector<std::string>{"daemon", "--config", dir.file("a2.yaml")}, dir.file("a2.log"));
+    ASSERT_TRUE(daemon_a->wait_for_log("ready:", 60)) << daemon_a->log();
+
+    const auto settled = [&] {
+        return runs() == k_reports &&
+               pg->query("fleet", "SELECT count(*) FROM runs WHERE processed_at IS NULL") == "0" &&
+               pg->query("fleet", "SELECT count(*) FROM outbox WHERE state <> 'sent'") == "0";
+    };
+    ASSERT_TRUE(eventually(settled, 180s)) << "runs " << runs() << "\n" << daemon_a->log() << daemon_b.log();
+    std::this_thread::sleep_for(1500ms);  // nothing more arrives
+
+    EXPECT_EQ(runs(), k_reports);
+    EXPECT_EQ(pg->query("fleet", "SELECT count(*) FROM (SELECT 1 FROM runs GROUP BY sha256, labels_key "
+                                 "HAVING count(*) > 1) d"),
+              "0");
+    // Nothing half-stored: every run holds its kernels and its findings.
+    EXPECT_EQ(pg->query("fleet", "SELECT count(*) FROM runs r WHERE NOT EXISTS(SELECT 1 FROM entities e "
+                                 "WHERE e.run_id = COALESCE(r.content_run, r.id))"),
+              "0");
+    EXPECT_EQ(pg->query("fleet", "SELECT count(*) FROM runs r WHERE NOT EXISTS(SELECT 1 FROM entities e JOIN metrics m "
+                                 "ON m.entity_id = e.id WHERE e.run_id = COALESCE(r.content_run, r.id))"),
+              "0");
+    // Each run evaluated once: one message per run at most (its findings fired once).
+    EXPECT_EQ(pg->query("fleet", "SELECT count(*) - count(DISTINCT run_id) FROM outbox"), "0");
+    // A regression opened once per series, rule and entity.
+    EXPECT_EQ(pg->query("fleet", "SELECT count(*) FROM (SELECT 1 FROM regressions WHERE status = 'open' "
+                                 "GROUP BY series, rule, entity_kind, entity_name HAVING count(*) > 1) d"),
+              "0");
+
+    const std::string keys = pg->query("fleet", "SELECT string_agg(key, ',' ORDER BY key) FROM outbox");
+    std::set<std::string> expected;
+    for (std::size_t at = 0; at < keys.size();) {
+        const auto comma = keys.find(',', at);
+        expected.insert(keys.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+        at = comma == std::string::npos ? keys.size() : comma + 1;
+    }
+    std::map<std::string, int> got;
+    for (const auto& r : receiver.received()) ++got[r.key];
+    std::set<std::string> got_keys;
+    int repeated = 0;
+    for (const auto& [key, n] : got) {
+        got_keys.insert(key);
+        repeated += n - 1;
+    }
+    ASSERT_GE(expected.size(), static_cast<std::size_t>(k_reports / 2));
+    EXPECT_EQ(got_keys, expected);
+    // A message is sent again only when its sender died between the receiver's answer and
+    // recording it (the same key: the receiver deduplicates).
+    EXPECT_LE(repeated, 1);
+    // Both daemons did part of the work, the killed one before its death.
+    const std::string log_b = daemon_b.log();
+    const auto evaluated = [](const std::string& log) {  // "run N: PATH (kineto) in T ms: K findings (...)"
+        std::size_t n = 0;
+        for (auto at = log.find("(kineto) in "); at != std::string::npos; at = log.find("(kineto) in ", at + 1)) ++n;
+        return n;
+    };
+    EXPECT_GT(evaluated(killed_log), 0u);
+    EXPECT_GT(evaluated(log_b), 0u);
+    std::cout << k_reports << " reports (" << k_shared << " in both directories): " << runs() << " runs, "
+              << at_kill << " stored when daemon A was killed; " << expected.size() << " messages, "
+              << got_keys.size() << " distinct keys received, " << repeated << " repeated; stored by A "
+              << evaluated(killed_log) << " + " << evaluated(daemon_a->log()) << ", by B " << evaluated(log_b) << "\n";
+    daemon_b.signal(SIGTERM);
+    daemon_a->signal(SIGTERM);
+    EXPECT_EQ(daemon_b.wait_exit(10), 0);
+    EXPECT_EQ(daemon_a->wait_exit(10), 0);
+}
+
+}  // namespace perfwatch
+
+namespace perfwatch {
+
+// A SQLite history made by the daemon (runs, findings, an open regression, sent messages), a pin
+// and a silence, moved into PostgreSQL by `db migrate`: every table's rows counted on both sides
+// by sqlite3 and psql, and the CLI prints the same history from either.
+TEST(Fleet, DbMigrateCopiesASqliteHistoryIntoPostgresql) {
+    PERFWATCH_PG_CLUSTER(pg);
+    ASSERT_TRUE(pg->create_database("moved"));
+    test::Receiver receiver([](std::size_t) { return test::Receiver::Answer{200, "", 0ms}; });
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "reports";
+    fs::create_directories(reports);
+    const std::string sqlite = dir.file("history.db");
+    test::write_file(dir.path() / "webhook-url", fmt::format("http://127.0.0.1:{}/hook\n", receiver.port()));
+    test::write_file(dir.path() / "perfwatch.yaml", fleet_config(sqlite, reports, dir.path() / "webhook-url"));
+    {
+        test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
+        ASSERT_TRUE(daemon.wait_for_log("ready:", 60)) << daemon.log();
+        test::TempDir staging;
+        // Seven commits of one benchmark; the last two 30% slower: a regression opens.
+        for (int c = 1; c <= 7; ++c) {
+            const std::string trace = test::write_kineto_trace(staging, fmt::format("t{}.json", c), c >= 6 ? 130 : 100,
+                                                               40, "NVIDIA H100", 1000 + c);
+            test::write_file(reports / "proj" / "main" / fmt::format("c{}", c) / "trace.json", test::read_file(trace));
+            ASSERT_TRUE(eventually([&] { return test::query_int(sqlite, "SELECT count(*) FROM runs WHERE processed_at "
+                                                                        "IS NOT NULL") == c; },
+                                   60s))
+                << daemon.log();
+        }
+        ASSERT_TRUE(eventually([&] {
+            return test::query_int(sqlite, "SELECT count(*) FROM outbox WHERE state <> 'sent'") == 0;
+        }, 30s)) << daemon.log();
+        daemon.signal(SIGTERM);
+        EXPECT_EQ(daemon.wait_exit(10), 0);
+    }
+    ASSERT_EQ(run_perfwatch({"baseline", "pin", "2", "--db", sqlite, "--comment", "known good"}).exit_code, 0);
+    ASSERT_EQ(run_perfwatch({"silence", "add", "--db", sqlite, "--match", "project=proj", "--until", "4h"}).exit_code, 0);
+    ASSERT_GE(test::query_int(sqlite, "SELECT count(*) FROM regressions WHERE status = 'open'"), 1);
+    ASSERT_GE(test::query_int(sqlite, "SELECT count(*) FROM outbox"), 1);
+
+    const auto moved = run_perfwatch({"db", "migrate", "--from", sqlite, "--to", pg->uri("moved")});
+    ASSERT_EQ(moved.exit_code, 0) << moved.out << moved.err;
+    std::cout << moved.out;
+    for (const char* table : {"runs", "run_labels", "entities", "metrics", "entity_samples", "findings",
+                              "finding_values", "finding_labels", "baseline_pins", "regressions", "watched_files",
+                              "outbox", "silences", "alert_fingerprints"}) {
+        const std::string count = fmt::format("SELECT count(*) FROM {}", table);
+        EXPECT_EQ(pg->query("moved", count), std::to_string(test::query_int(sqlite, count))) << table;
+    }
+    for (const std::vector<std::string>& command :
+         std::vector<std::vector<std::string>>{{"show", "7"}, {"regressions", "list"}, {"outbox"}, {"silence", "list"},
+                                               {"baseline", "show", "2"}, {"history", "--metric", "duration",
+                                                                           "--entity", "gemm"}}) {
+        const auto on_pg = run_perfwatch(with(command, {"--db", pg->uri("moved")}));
+        const auto on_sqlite = run_perfwatch(with(command, {"--db", sqlite}));
+        EXPECT_EQ(on_pg.out, on_sqlite.out) << command[0];
+        EXPECT_EQ(on_pg.exit_code, on_sqlite.exit_code) << command[0];
+    }
+    // The moved history goes on: new ids follow the copied ones.
+    const auto next = run_perfwatch({"ingest", "--db", pg->uri("moved"), test::write_kineto_trace(dir, "next.json", 100)});
+    EXPECT_NE(next.out.find("run 8:"), std::string::npos) << next.out << next.err;
+    // A destination that already holds runs is refused.
+    const auto again = run_perfwatch({"db", "migrate", "--from", sqlite, "--to", pg->uri("moved")});
+    EXPECT_EQ(again.exit_code, 2);
+    EXPECT_NE(again.err.find("already holds runs"), std::string::npos) << again.err;
 }
 
 }  // namespace perfwatch
