@@ -38,6 +38,7 @@
 #include "engine/retention.hpp"
 #include "engine/rules.hpp"
 #include "notify/alerts.hpp"
+#include "notify/dispatcher.hpp"
 #include "notify/sinks.hpp"
 #include "storage/db.hpp"
 
@@ -517,14 +518,6 @@ private:
 
     static std::int64_t wall_now_ms() { return wall_now_ns() / 1'000'000; }
 
-    const Receiver* find_receiver(const Settings& settings, const std::string& name) const {
-        for (const Receiver& r : settings.config.receivers)
-            if (r.name == name) return &r;
-        return nullptr;
-    }
-
-    // Writer thread: sends what is due, one message per receiver at a time and no faster than
-    // its rate limit; re-arms itself for the next due message.
     // Writer thread: the retention policy, shortly after the start and then once a day, in
     // transactions of a few runs so reports keep being stored meanwhile.
     void schedule_retention(std::chrono::milliseconds delay) {
@@ -552,93 +545,57 @@ private:
         m_runs.clear();
     }
 
+    // Writer thread: sends what the dispatcher says is due (one message per receiver at a time, no
+    // faster than its rate limit) on the sender pool; re-arms itself for the next due message.
     void schedule_delivery() {
         if (m_stopping) return;
         const auto settings = std::atomic_load(&m_current);
         const std::int64_t now = wall_now_ms();
-        auto due = m_db.due_messages(now, 64, m_owner);
-        if (!due) {
-            database_failed(due.error());
-            return;
+        Dispatcher::Plan plan = m_dispatcher.plan(settings->config.receivers, settings->config.lease, now);
+        for (const Dispatcher::GivenUp& g : plan.given_up) {
+            log(LogLevel::error, "alert {}: not sent: {}", g.message.key, g.why);
+            m_metrics.alert_failed(g.message.receiver, true);
         }
-        std::int64_t wake = 0;
-        for (OutboxMessage& m : *due) {
-            if (m_sending_to.contains(m.receiver)) continue;
-            if (auto it = m_next_send_ms.find(m.receiver); it != m_next_send_ms.end() && it->second > now) {
-                wake = wake == 0 ? it->second : std::min(wake, it->second);
-                continue;
-            }
-            const Receiver* receiver = find_receiver(*settings, m.receiver);
-            auto group = alert_group_from_json(m.payload);
-            if (receiver == nullptr || !group) {
-                const std::string why = receiver == nullptr ? fmt::format("receiver '{}' is no longer configured", m.receiver)
-                                                            : group.error().message;
-                log(LogLevel::error, "alert {}: not sent: {}", m.key, why);
-                m_metrics.alert_failed(m.receiver, true);
-                if (auto r = m_db.message_attempted(m.id, MessageState::failed, m.next_attempt_ms, why, now); !r) database_failed(r.error());
-                continue;
-            }
-            // One daemon of a fleet sends it; the others skip it while the lease holds.
-            auto claimed = m_db.claim_message(m.id, m_owner, now + settings->config.lease.count(), now);
-            if (!claimed) {
-                database_failed(claimed.error());
-                continue;
-            }
-            if (!*claimed) continue;
-            // From here it is sent as it is: later runs of its group make a follow-up.
-            if (m.open)
-                if (auto closed = m_db.close_message(m.id); !closed) {
-                    database_failed(closed.error());
-                    continue;
-                }
-            m_sending_to.insert(m.receiver);
-            m_next_send_ms[m.receiver] = now + receiver->rate_limit.count();
+        for (Dispatcher::Send& send : plan.sends) {
             ++m_sending;
-            asio::post(m_senders, [this, m = std::move(m), r = *receiver, g = std::move(*group)]() mutable {
-                const Sink* sink = find_sink(r.type);
-                Delivery d = sink != nullptr ? sink->deliver(r, g, m.key)
-                                             : Delivery{Delivery::Outcome::permanent, 0, {}, "no sink for " + r.type};
-                asio::post(m_writer_io, [this, m = std::move(m), r = std::move(r), g = std::move(g), d = std::move(d)] {
-                    delivered(m, r, g, d);
-                });
+            asio::post(m_senders, [this, send = std::move(send)]() mutable {
+                const Sink* sink = find_sink(send.receiver.type);
+                Delivery d = sink != nullptr ? sink->deliver(send.receiver, send.group, send.message.key)
+                                             : Delivery{Delivery::Outcome::permanent, 0, {}, "no sink for " + send.receiver.type};
+                asio::post(m_writer_io, [this, send = std::move(send), d = std::move(d)] { delivered(send, d); });
             });
         }
+        if (plan.error) database_failed(*plan.error);
         update_outbox_depth();
-        auto next = m_db.next_due_ms();
-        if (next && *next && !m_sending_to.empty()) next = std::optional<std::int64_t>{};  // re-run when a send ends
-        if (next && *next) wake = wake == 0 ? **next : std::min(wake, **next);
-        if (wake > 0) {
-            m_delivery_timer.expires_after(std::chrono::milliseconds(std::max<std::int64_t>(wake - now, 20)));
+        if (plan.wake_ms > 0) {
+            m_delivery_timer.expires_after(std::chrono::milliseconds(std::max<std::int64_t>(plan.wake_ms - now, 20)));
             m_delivery_timer.async_wait([this](const boost::system::error_code& ec) {
                 if (!ec) schedule_delivery();
             });
         }
     }
 
-    void delivered(const OutboxMessage& m, const Receiver& r, const AlertGroup& g, const Delivery& d) {
+    void delivered(const Dispatcher::Send& send, const Delivery& d) {
         --m_sending;
-        m_sending_to.erase(m.receiver);
-        const std::int64_t now = wall_now_ms();
-        Result<void> saved;
-        if (d.outcome == Delivery::Outcome::sent) {
-            saved = m_db.message_attempted(m.id, MessageState::sent, m.next_attempt_ms, "", now);
+        const OutboxMessage& m = send.message;
+        const Receiver& r = send.receiver;
+        auto recorded = m_dispatcher.record(send, d, wall_now_ms());
+        if (!recorded) {
+            database_failed(recorded.error());
+        } else if (recorded->recorded == Dispatcher::Recorded::sent) {
             m_metrics.alert_sent(r.name);
-            log(LogLevel::info, "alert sent to '{}' ({}): {} ({} alerts, key {}, attempt {})", r.name, r.type, g.title(),
-                g.alerts.size(), m.key, m.attempts + 1);
-        } else if (d.outcome == Delivery::Outcome::retry && m.attempts + 1 < r.max_attempts) {
-            const auto wait = retry_delay(m.attempts + 1, d.retry_after, m_rng);
-            saved = m_db.message_attempted(m.id, MessageState::pending, now + wait.count(), d.error, now);
+            log(LogLevel::info, "alert sent to '{}' ({}): {} ({} alerts, key {}, attempt {})", r.name, r.type,
+                send.group.title(), send.group.alerts.size(), m.key, m.attempts + 1);
+        } else if (recorded->recorded == Dispatcher::Recorded::retry) {
             m_metrics.alert_failed(r.name, false);
             log(LogLevel::warning, "alert to '{}' ({}) failed: {}; attempt {} of {}, retried in {:.1f} s{}", r.name,
-                r.type, d.error, m.attempts + 1, r.max_attempts, static_cast<double>(wait.count()) / 1000.0,
-                d.retry_after ? " (Retry-After)" : "");
+                r.type, d.error, m.attempts + 1, r.max_attempts,
+                static_cast<double>(recorded->retry_in.count()) / 1000.0, d.retry_after ? " (Retry-After)" : "");
         } else {
-            saved = m_db.message_attempted(m.id, MessageState::failed, m.next_attempt_ms, d.error, now);
             m_metrics.alert_failed(r.name, true);
             log(LogLevel::error, "alert to '{}' ({}) failed permanently after {} attempt(s): {}; key {}", r.name, r.type,
                 m.attempts + 1, d.error, m.key);
         }
-        if (!saved) database_failed(saved.error());
         schedule_delivery();
     }
 
@@ -795,10 +752,8 @@ private:
     asio::steady_timer m_retention_timer{m_writer_io};
     std::shared_ptr<const Settings> m_current;  // the settings deliveries use (atomic load/store)
     // Writer thread only:
-    std::set<std::string> m_sending_to;
-    std::map<std::string, std::int64_t> m_next_send_ms;
+    Dispatcher m_dispatcher{m_db, m_owner};  // writer thread
     std::size_t m_sending = 0;
-    std::mt19937_64 m_rng{std::random_device{}()};
 
     QuietQueue m_pending;  // waiting for their quiet period
     std::deque<Job> m_ready;                             // waiting for a worker
