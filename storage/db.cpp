@@ -99,6 +99,23 @@ Result<Db> Db::open(const std::string& location) {
     return open(DbLocation{location, file != nullptr ? file : ""});
 }
 
+std::vector<std::int64_t> Db::allocate_entity_ids(std::size_t count) {
+    std::vector<std::int64_t> ids;
+    ids.reserve(count);
+    if (count == 0) return ids;
+    if (m_db->dialect() == sql::Dialect::postgresql) {
+        // From the identity's sequence: unique across the fleet's concurrent writers.
+        Statement st(*m_db, "SELECT nextval(pg_get_serial_sequence('entities', 'id')) FROM generate_series(1, ?)");
+        st.bind(1, static_cast<std::int64_t>(count));
+        while (st.step()) ids.push_back(st.column(0).as_int64());
+        return ids;
+    }
+    // SQLite: the writer holds the write lock (BEGIN IMMEDIATE), so the ids after the highest are free.
+    const std::int64_t top = query_int(*m_db, "SELECT COALESCE(max(id), 0) FROM entities");
+    for (std::size_t i = 1; i <= count; ++i) ids.push_back(top + static_cast<std::int64_t>(i));
+    return ids;
+}
+
 int Db::schema_version() const { return perfwatch::schema_version(*m_db); }
 
 bool Db::is_postgresql() const { return m_db->dialect() == sql::Dialect::postgresql; }
@@ -173,65 +190,38 @@ Result<StoreOutcome> Db::store(const RunBatch& batch) {
             return StoreOutcome{run_id, true, content};
         }
 
-        Statement ent_st(*m_db,
-                                 "INSERT INTO entities(run_id, ordinal, parent_id, kind, name) VALUES(?,?,?,?,?) RETURNING id");
-        Statement attr_st(*m_db, "INSERT INTO entity_attributes(entity_id, key, value) VALUES(?,?,?)");
-        Statement metric_st(*m_db,
-                                    "INSERT INTO metrics(entity_id, name, value, unit, tool_name, tool_unit) "
-                                    "VALUES(?,?,?,?,?,?)");
-        Statement sample_st(*m_db, "INSERT INTO entity_samples(entity_id, metric, data) VALUES(?,?,?)");
-        Statement tf_st(*m_db,
-                                "INSERT INTO tool_findings(entity_id, rule, type, section, text, speedup_type, "
-                                "speedup_pct) VALUES(?,?,?,?,?,?,?)");
-        std::vector<std::int64_t> ids(batch.entities.size(), 0);
+        // Rows go many per statement (one round trip each on PostgreSQL), the entity ids drawn first
+        // so a row can name its entity and parent before they are sent.
+        const std::vector<std::int64_t> ids = allocate_entity_ids(batch.entities.size());
+        sql::BatchInsert entities(*m_db, "entities", {"id", "run_id", "ordinal", "parent_id", "kind", "name"});
+        sql::BatchInsert attributes(*m_db, "entity_attributes", {"entity_id", "key", "value"});
+        sql::BatchInsert metrics(*m_db, "metrics", {"entity_id", "name", "value", "unit", "tool_name", "tool_unit"});
+        sql::BatchInsert samples(*m_db, "entity_samples", {"entity_id", "metric", "data"}, 16);
+        sql::BatchInsert tool_findings(*m_db, "tool_findings", {"entity_id", "rule", "type", "section", "text",
+                                                                "speedup_type", "speedup_pct"});
         for (std::size_t i = 0; i < batch.entities.size(); ++i) {
             const Entity& e = batch.entities[i];
-            ent_st.bind(1, run_id);
-            ent_st.bind(2, static_cast<std::int64_t>(i));
-            if (e.parent >= 0 && static_cast<std::size_t>(e.parent) < i)
-                ent_st.bind(3, ids[static_cast<std::size_t>(e.parent)]);
-            else
-                ent_st.bind(3);
-            ent_st.bind(4, std::string(to_string(e.kind)));
-            ent_st.bind(5, e.name);
-            const std::int64_t eid = ent_st.insert_returning_id();
-            ids[i] = eid;
-            for (const auto& [k, v] : e.attributes) {
-                attr_st.bind(1, eid);
-                attr_st.bind(2, k);
-                attr_st.bind(3, v);
-                attr_st.exec();
-                attr_st.reset();
-            }
-            for (const Metric& m : e.metrics) {
-                metric_st.bind(1, eid);
-                metric_st.bind(2, m.name);
-                metric_st.bind(3, m.value);
-                metric_st.bind(4, m.unit);
-                metric_st.bind(5, m.tool_name);
-                metric_st.bind(6, m.tool_unit);
-                metric_st.exec();
-                metric_st.reset();
-            }
-            for (const auto& [name, values] : e.samples) {
-                sample_st.bind(1, eid);
-                sample_st.bind(2, name);
-                sample_st.bind_blob(3, values.data(), values.size() * sizeof(double));
-                sample_st.exec();
-                sample_st.reset();
-            }
-            for (const ToolFinding& f : e.tool_findings) {
-                tf_st.bind(1, eid);
-                tf_st.bind(2, f.rule);
-                tf_st.bind(3, f.type);
-                tf_st.bind(4, f.section);
-                tf_st.bind(5, f.text);
-                tf_st.bind(6, f.speedup_type);
-                tf_st.bind(7, f.speedup_pct);
-                tf_st.exec();
-                tf_st.reset();
-            }
+            const std::int64_t eid = ids[i];
+            std::optional<std::int64_t> parent;
+            if (e.parent >= 0 && static_cast<std::size_t>(e.parent) < i) parent = ids[static_cast<std::size_t>(e.parent)];
+            entities.add(eid, run_id, static_cast<std::int64_t>(i), parent, std::string(to_string(e.kind)), e.name);
         }
+        entities.flush();
+        for (std::size_t i = 0; i < batch.entities.size(); ++i) {
+            const Entity& e = batch.entities[i];
+            const std::int64_t eid = ids[i];
+            for (const auto& [k, v] : e.attributes) attributes.add(eid, k, v);
+            for (const Metric& m : e.metrics) metrics.add(eid, m.name, m.value, m.unit, m.tool_name, m.tool_unit);
+            for (const auto& [name, values] : e.samples)
+                samples.add(eid, name,
+                            sql::Blob{std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double))});
+            for (const ToolFinding& f : e.tool_findings)
+                tool_findings.add(eid, f.rule, f.type, f.section, f.text, f.speedup_type, f.speedup_pct);
+        }
+        attributes.flush();
+        metrics.flush();
+        samples.flush();
+        tool_findings.flush();
         tx.commit();
         return StoreOutcome{run_id, true, std::nullopt};
     });

@@ -299,6 +299,8 @@ public:
 
 private:
     explicit Db(std::unique_ptr<sql::Connection> db, std::string path);
+    // `count` fresh ids for entities, inside the storing transaction.
+    std::vector<std::int64_t> allocate_entity_ids(std::size_t count);
 
     std::unique_ptr<sql::Connection> m_db;
     std::string m_path;

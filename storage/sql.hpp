@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -151,6 +153,55 @@ public:
 private:
     Connection& m_db;
     bool m_done = false;
+};
+
+// Bytes bound as a BLOB (SQLite) or bytea (PostgreSQL).
+struct Blob {
+    std::string bytes;
+};
+using Value = std::variant<std::monostate, std::int64_t, double, std::string, Blob>;
+
+// Rows of one table inserted many per statement on PostgreSQL: one round trip per
+// `rows_per_statement` rows instead of one per row (SQLite: a row per statement, prepared once).
+// Holds at most that many rows; flush() sends the rest.
+class BatchInsert {
+public:
+    BatchInsert(Connection& db, std::string table, std::vector<std::string> columns,
+                std::size_t rows_per_statement = 128);
+    // One row, a value per column (std::nullopt or std::monostate for NULL).
+    template <typename... V>
+    void add(V&&... values) {
+        static_assert(sizeof...(V) > 0);
+        (push(std::forward<V>(values)), ...);
+        if (m_values.size() == m_width * m_rows_per_statement) flush();
+    }
+    void flush();
+
+private:
+    void push(std::int64_t v) { m_values.emplace_back(v); }
+    void push(double v) { m_values.emplace_back(v); }
+    void push(std::string v) { m_values.emplace_back(std::move(v)); }
+    void push(std::string_view v) { m_values.emplace_back(std::string(v)); }
+    void push(const char* v) { m_values.emplace_back(std::string(v)); }
+    void push(Blob v) { m_values.emplace_back(std::move(v)); }
+    void push(std::nullopt_t) { m_values.emplace_back(std::monostate{}); }
+    void push(const std::optional<double>& v) {
+        if (v) m_values.emplace_back(*v);
+        else m_values.emplace_back(std::monostate{});
+    }
+    void push(const std::optional<std::int64_t>& v) {
+        if (v) m_values.emplace_back(*v);
+        else m_values.emplace_back(std::monostate{});
+    }
+    std::string sql(std::size_t rows) const;
+
+    Connection& m_db;
+    std::string m_table;
+    std::string m_columns;
+    std::size_t m_width;
+    std::size_t m_rows_per_statement;
+    std::vector<Value> m_values;
+    std::optional<Statement> m_full;  // the statement of a full batch, prepared once
 };
 
 // The first column of the first row of `sql` as an integer (0 when NULL or no row).
