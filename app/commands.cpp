@@ -787,7 +787,7 @@ int run_silence_expire(const std::string& db_path, long long id) {
 int run_outbox(const std::string& db_path, std::size_t limit) {
     auto db = open_db(db_path);
     if (!db) return 2;
-    auto messages = db->outbox(limit);
+    auto messages = db->outbox().newest(limit);
     if (!messages) {
         print_error(messages.error());
         return 2;

@@ -509,7 +509,7 @@ private:
             if (silenced > 0) log(LogLevel::info, "run {}: {} alerts silenced", run.id, silenced);
             if (inhibited > 0) log(LogLevel::info, "run {}: {} alerts inhibited", run.id, inhibited);
             for (AlertGroup& g : groups) g.report_url = report_url;
-            auto built = outbox_messages(m_db, std::move(groups), wall_now_ms());
+            auto built = outbox_messages(m_db.outbox(), std::move(groups), wall_now_ms());
             if (!built) return std::unexpected(built.error());
             messages = std::move(*built);
         }
@@ -600,7 +600,7 @@ private:
     }
 
     void update_outbox_depth() {
-        if (auto depth = m_db.outbox_depth()) m_metrics.outbox_depth(static_cast<double>(*depth));
+        if (auto depth = m_db.outbox().outbox_depth()) m_metrics.outbox_depth(static_cast<double>(*depth));
     }
 
     void database_failed(const Error& e) {
@@ -752,7 +752,7 @@ private:
     asio::steady_timer m_retention_timer{m_writer_io};
     std::shared_ptr<const Settings> m_current;  // the settings deliveries use (atomic load/store)
     // Writer thread only:
-    Dispatcher m_dispatcher{m_db, m_owner};  // writer thread
+    Dispatcher m_dispatcher{m_db.outbox(), m_owner};  // writer thread
     std::size_t m_sending = 0;
 
     QuietQueue m_pending;  // waiting for their quiet period

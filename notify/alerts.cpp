@@ -284,7 +284,7 @@ void join_groups(AlertGroup& into, const AlertGroup& later, std::size_t max_aler
     if (into.report_url.empty()) into.report_url = later.report_url;
 }
 
-Result<std::vector<OutboxMessage>> outbox_messages(const Db& db, std::vector<AlertGroup> groups, std::int64_t now_ms) {
+Result<std::vector<OutboxMessage>> outbox_messages(const Outbox& outbox, std::vector<AlertGroup> groups, std::int64_t now_ms) {
     std::vector<OutboxMessage> out;
     for (AlertGroup& g : groups) {
         std::vector<std::string> fingerprints;
@@ -292,7 +292,7 @@ Result<std::vector<OutboxMessage>> outbox_messages(const Db& db, std::vector<Ale
             std::vector<AlertItem> kept;
             for (AlertItem& a : g.alerts) {
                 const std::string fp = alert_fingerprint(g, a);
-                auto last = db.fingerprint_sent_at(g.receiver, fp);
+                auto last = outbox.fingerprint_sent_at(g.receiver, fp);
                 if (!last) return std::unexpected(last.error());
                 if (*last && g.repeat_interval_ms > 0 && now_ms - **last < g.repeat_interval_ms) continue;
                 fingerprints.push_back(fp);
@@ -312,7 +312,7 @@ Result<std::vector<OutboxMessage>> outbox_messages(const Db& db, std::vector<Ale
         if (g.group_wait_ms > 0 || g.group_interval_ms > 0) {
             m.group_key = g.status + "|" + g.group_key;
             m.open = true;
-            auto open = db.open_group_message(m.receiver, m.group_key);
+            auto open = outbox.open_group_message(m.receiver, m.group_key);
             if (!open) return std::unexpected(open.error());
             if (auto joined = *open ? alert_group_from_json((*open)->payload) : Result<AlertGroup>{}; *open && joined) {
                 join_groups(*joined, g);
@@ -320,7 +320,7 @@ Result<std::vector<OutboxMessage>> outbox_messages(const Db& db, std::vector<Ale
                 m.own_payload = std::move(m.payload);
                 m.payload = to_json(*joined);
             } else {
-                auto last = db.group_last_ms(m.receiver, m.group_key);
+                auto last = outbox.group_last_ms(m.receiver, m.group_key);
                 if (!last) return std::unexpected(last.error());
                 m.next_attempt_ms = *last && now_ms < **last + g.group_interval_ms ? **last + g.group_interval_ms
                                                                                     : now_ms + g.group_wait_ms;

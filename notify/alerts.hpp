@@ -136,6 +136,6 @@ std::string alert_fingerprint(const AlertGroup& group, const AlertItem& alert);
 // their route's repeat_interval (looked up in `db`); a group left empty sends nothing. Under a
 // route with group_wait/group_interval a message joins its group's open message when there is
 // one, and is otherwise due group_wait from now, or group_interval after the group's last one.
-Result<std::vector<OutboxMessage>> outbox_messages(const Db& db, std::vector<AlertGroup> groups, std::int64_t now_ms);
+Result<std::vector<OutboxMessage>> outbox_messages(const Outbox& outbox, std::vector<AlertGroup> groups, std::int64_t now_ms);
 
 }  // namespace perfwatch

@@ -13,7 +13,7 @@
 #include "core/error.hpp"
 #include "notify/alerts.hpp"
 #include "notify/sinks.hpp"
-#include "storage/db.hpp"
+#include "storage/outbox.hpp"
 
 namespace perfwatch {
 
@@ -24,7 +24,7 @@ namespace perfwatch {
 class Dispatcher {
 public:
     // `owner` names this daemon in its claims.
-    Dispatcher(Db& db, std::string owner);
+    Dispatcher(Outbox& outbox, std::string owner);
 
     // A message to send now, with its receiver and its alert group.
     struct Send {
@@ -60,7 +60,7 @@ public:
     std::size_t in_flight() const { return m_sending_to.size(); }
 
 private:
-    Db& m_db;
+    Outbox& m_outbox;
     std::string m_owner;
     std::set<std::string> m_sending_to;               // receivers with a send in flight
     std::map<std::string, std::int64_t> m_next_send_ms;  // per receiver: its rate limit

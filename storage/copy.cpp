@@ -25,9 +25,9 @@ constexpr Table k_tables[] = {
 }  // namespace
 
 Result<std::vector<std::pair<std::string, std::int64_t>>> Db::copy_into(Db& to) const {
-    if (to.count_runs() > 0)
-        return fail(to.m_path, 0, "the destination already holds runs; copy into an empty database");
     auto copied = sql::guarded(to.m_path, [&]() -> Result<void> {
+        if (sql::query_int(*to.m_db, "SELECT count(*) FROM runs") > 0)
+            return fail(to.m_path, 0, "the destination already holds runs; copy into an empty database");
         sql::Transaction tx(*to.m_db);
         for (const Table& t : k_tables) {
             sql::Statement from(*m_db, fmt::format("SELECT * FROM {}{}", t.name, t.has_id ? " ORDER BY id" : ""));

@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace perfwatch::test {
@@ -84,6 +86,17 @@ private:
 // each (a deterministic 0.2% wobble), on `gpu`, starting at `start_us`; returns its path.
 std::string write_kineto_trace(const TempDir& dir, const std::string& name, double dur_us, int launches = 40,
                                const std::string& gpu = "NVIDIA H100", double start_us = 1000);
+
+// Polls `pred` every 20 ms until it holds or `timeout` passes; its last answer.
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return pred();
+}
 
 struct HttpReply {
     int status = 0;  // 0: no connection

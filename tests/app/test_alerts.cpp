@@ -36,6 +36,7 @@ namespace {
 using test::query_int;
 using test::write_file;
 
+using test::eventually;
 using test::Received;
 using test::Receiver;
 
@@ -66,16 +67,6 @@ route:
 )",
                                                              (reports.parent_path() / "html").string(),
                                                              secret_file.string()));
-}
-
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(20ms);
-    }
-    return pred();
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
+using test::eventually;
 using test::run_perfwatch;
 
 // Every report of the shared corpus (its READMEs left out), in path order.
@@ -162,16 +163,6 @@ route:
   group_by: [commit]
 )",
                        uri, reports.string(), webhook_url_file.string());
-}
-
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(100ms);
-    }
-    return pred();
 }
 
 }  // namespace

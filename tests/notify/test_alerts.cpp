@@ -119,31 +119,31 @@ TEST(AlertRouting, RepeatIntervalSuppressesTheSameAlert) {
     run.id = stored->run_id;
     const std::vector<Finding> findings = {finding("low-occupancy", Severity::warning, "gemm", 5)};
     const std::int64_t t0 = 1'800'000'000'000;
-    auto first = outbox_messages(*db, group_alerts(root, run, findings, {}), t0);
+    auto first = outbox_messages(db->outbox(), group_alerts(root, run, findings, {}), t0);
     ASSERT_TRUE(first);
     ASSERT_EQ(first->size(), 1u);
     ASSERT_TRUE(db->complete_run(run.id, *first));
     // The same alert an hour later: suppressed; a new one in the same group still goes out alone.
     run.id += 1;
-    auto again = outbox_messages(*db, group_alerts(root, run, findings, {}), t0 + 3600'000);
+    auto again = outbox_messages(db->outbox(), group_alerts(root, run, findings, {}), t0 + 3600'000);
     ASSERT_TRUE(again);
     EXPECT_TRUE(again->empty());
     std::vector<Finding> more = findings;
     more.push_back(finding("tail-effect", Severity::warning, "gemm", 1));
-    auto mixed = outbox_messages(*db, group_alerts(root, run, more, {}), t0 + 3600'000);
+    auto mixed = outbox_messages(db->outbox(), group_alerts(root, run, more, {}), t0 + 3600'000);
     ASSERT_TRUE(mixed);
     ASSERT_EQ(mixed->size(), 1u);
     const auto payload = nlohmann::json::parse((*mixed)[0].payload);
     ASSERT_EQ(payload["alerts"].size(), 1u);
     EXPECT_EQ(payload["alerts"][0]["rule"], "tail-effect");
     // After the interval it is sent again.
-    auto later = outbox_messages(*db, group_alerts(root, run, findings, {}), t0 + 5 * 3600'000);
+    auto later = outbox_messages(db->outbox(), group_alerts(root, run, findings, {}), t0 + 5 * 3600'000);
     ASSERT_TRUE(later);
     EXPECT_EQ(later->size(), 1u);
     // Enqueueing the same key twice keeps one message.
     ASSERT_TRUE(db->complete_run(run.id, *later));
     EXPECT_EQ(*db->complete_run(run.id, *later), 0u);
-    EXPECT_EQ(*db->outbox_depth(), 2);
+    EXPECT_EQ(*db->outbox().outbox_depth(), 2);
 }
 
 TEST(AlertRouting, ResolvedRegressionsMakeAResolvedMessage) {

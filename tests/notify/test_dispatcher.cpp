@@ -54,7 +54,7 @@ TEST(Dispatcher, OneMessagePerReceiverAtATimeWithinItsRateLimit) {
     auto db = Db::open(dir.file("d.db"));
     ASSERT_TRUE(db);
     enqueue(*db, {"team", "team", "gone", "ops"});
-    Dispatcher dispatcher(*db, "host:a.yaml");
+    Dispatcher dispatcher(db->outbox(), "host:a.yaml");
     const std::vector<Receiver> receivers{receiver("team", 500), receiver("ops")};
     auto plan = dispatcher.plan(receivers, std::chrono::seconds(60), 2000);
     ASSERT_FALSE(plan.error);
@@ -83,7 +83,7 @@ TEST(Dispatcher, OneMessagePerReceiverAtATimeWithinItsRateLimit) {
     ASSERT_TRUE(retry);
     EXPECT_EQ(retry->recorded, Dispatcher::Recorded::retry);
     EXPECT_EQ(retry->retry_in, std::chrono::seconds(7));
-    auto states = db->outbox(10);
+    auto states = db->outbox().newest(10);
     ASSERT_TRUE(states);
     std::map<std::string, MessageState> by_key;
     for (const auto& m : *states) by_key[m.key] = m.state;
@@ -98,7 +98,7 @@ TEST(Dispatcher, AMessageClaimedByAnotherDaemonWaitsForItsLease) {
     auto db = Db::open(dir.file("d.db"));
     ASSERT_TRUE(db);
     enqueue(*db, {"team"});
-    Dispatcher first(*db, "host-a:perfwatch.yaml"), second(*db, "host-b:perfwatch.yaml");
+    Dispatcher first(db->outbox(), "host-a:perfwatch.yaml"), second(db->outbox(), "host-b:perfwatch.yaml");
     const std::vector<Receiver> receivers{receiver("team")};
     ASSERT_EQ(first.plan(receivers, std::chrono::seconds(10), 2000).sends.size(), 1u);
     // host-a dies with the message claimed until 12000.
