@@ -409,8 +409,8 @@ private:
         mark.sha256 = batch->sha256;
         mark.run_id = stored->run_id;
         // Another daemon of the fleet may have stored it a moment before and be evaluating it.
-        auto mine = m_db.claim_run(stored->run_id, m_owner, wall_now_ms() + job.settings->config.lease.count(),
-                                   wall_now_ms());
+        const std::int64_t now_ms = wall_now_ms();
+        auto mine = m_db.claim_run(stored->run_id, m_owner, now_ms + job.settings->config.lease.count(), now_ms);
         if (!mine) {
             database_failed(mine.error());
             return RunStep::retry;

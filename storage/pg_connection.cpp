@@ -92,9 +92,7 @@ public:
     void reset() override { clear(); }
     bool is_null(int column) const override { return PQgetisnull(m_result, m_row, column) != 0; }
     std::int64_t get_int(int column) const override {
-        const char* v = PQgetvalue(m_result, m_row, column);
-        if (v[0] == 't') return 1;  // a boolean
-        return std::strtoll(v, nullptr, 10);
+        return std::strtoll(PQgetvalue(m_result, m_row, column), nullptr, 10);
     }
     double get_double(int column) const override { return std::strtod(PQgetvalue(m_result, m_row, column), nullptr); }
     std::string get_text(int column) const override {

@@ -431,8 +431,11 @@ constexpr std::int64_t k_migration_lock = 0x7065726677617463;  // "perfwatc"
 
 int sqlite_version(sql::Connection& db) { return static_cast<int>(sql::query_int(db, "PRAGMA user_version")); }
 
+// 0 while the version table does not exist (reading never creates it).
 int pg_version(sql::Connection& db) {
-    db.exec("CREATE TABLE IF NOT EXISTS perfwatch_schema(version BIGINT NOT NULL)");
+    if (sql::query_int(db, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND "
+                           "tablename = 'perfwatch_schema'") == 0)
+        return 0;
     return static_cast<int>(sql::query_int(db, "SELECT max(version) FROM perfwatch_schema"));
 }
 
@@ -461,6 +464,7 @@ Result<void> migrate_pg(sql::Connection& db, const std::string& name) {
     sql::Transaction tx(db);
     // Held until the transaction ends: a second daemon waits here, then finds the work done.
     db.exec(fmt::format("SELECT pg_advisory_xact_lock({})", k_migration_lock));
+    db.exec("CREATE TABLE IF NOT EXISTS perfwatch_schema(version BIGINT NOT NULL)");
     const int version = pg_version(db);
     if (version > current_schema_version())
         return fail(name, 0, fmt::format("database schema version {} is newer than this build supports ({})", version,
