@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "core/file.hpp"
+#include "notify/sinks.hpp"
 
 namespace perfwatch {
 
@@ -349,10 +350,9 @@ private:
                     if (!kv.second.IsScalar() || kv.second.Scalar().empty()) diag(kv.second.Mark(), "'name' must be a name");
                 } else if (key == "type") {
                     if (auto v = scalar(kv.second, key)) {
-                        const auto& types = receiver_types();
-                        if (std::find(types.begin(), types.end(), *v) == types.end())
+                        if (find_sink(*v) == nullptr)
                             diag(kv.second.Mark(), fmt::format("receiver '{}': unknown type '{}' (expected {})", r.name,
-                                                               *v, fmt::join(types, ", ")));
+                                                               *v, fmt::join(receiver_types(), ", ")));
                         else
                             r.type = *v;
                     }
@@ -423,14 +423,10 @@ private:
                 if (!item["type"]) diag(item.Mark(), fmt::format("receiver '{}' needs 'type'", r.name));
                 continue;
             }
-            const bool chat = r.type == "slack" || r.type == "teams" || r.type == "mattermost" || r.type == "webhook";
-            if (chat && !has_url)
-                diag(item.Mark(), fmt::format("receiver '{}' needs url_file or url_env (the webhook URL)", r.name));
-            if (r.type == "email" && (!has_url || r.from.empty() || r.to.empty()))
-                diag(item.Mark(), fmt::format("receiver '{}' needs smtp_url, from and to", r.name));
-            if (r.type == "jsonl" && r.path.empty())
-                diag(item.Mark(), fmt::format("receiver '{}' needs 'path' (the JSON-lines file)", r.name));
-            if (r.type == "slack" && !has_rate) r.rate_limit = std::chrono::seconds(1);
+            const Sink& sink = *find_sink(r.type);
+            for (const std::string& lack : sink.missing(r, has_url))
+                diag(item.Mark(), fmt::format("receiver '{}' {}", r.name, lack));
+            if (!has_rate) r.rate_limit = sink.default_rate_limit();
             for (const Receiver& other : m_out.config.receivers)
                 if (other.name == r.name)
                     diag(item.Mark(), fmt::format("receiver '{}' is defined twice (also at line {})", r.name, other.line));

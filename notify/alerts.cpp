@@ -77,11 +77,6 @@ std::uint64_t fnv1a(std::string_view text) {
 
 }  // namespace
 
-const std::vector<std::string>& receiver_types() {
-    static const std::vector<std::string> k_types{"slack", "teams", "mattermost", "webhook", "email", "jsonl", "stdout"};
-    return k_types;
-}
-
 std::string AlertGroup::title() const {
     std::string what;
     if (status == "resolved") {

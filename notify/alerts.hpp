@@ -18,7 +18,7 @@ namespace perfwatch {
 // messages, so that no log line ever holds the secret itself.
 struct Receiver {
     std::string name;
-    std::string type;  // slack, teams, mattermost, webhook, email, jsonl, stdout
+    std::string type;  // a row of the sink table (notify/sinks.hpp)
     std::string url;   // webhook URL, or the SMTP server (smtp://host:587, smtps://host:465)
     std::string url_source;
     std::string path;  // jsonl: the file appended to
@@ -35,9 +35,6 @@ struct Receiver {
     int max_attempts = 12;  // then the message is failed and reported
     int line = 0;
 };
-
-// The receiver types, in the order of the sink table.
-const std::vector<std::string>& receiver_types();
 
 // A node of the route tree: an alert goes down the first child whose `match` it satisfies (all
 // of them with `continue`), and is delivered by the deepest matching node. Unset fields inherit.

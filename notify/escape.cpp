@@ -17,6 +17,7 @@ Rules rules_of(Medium m) {
     switch (m) {
         case Medium::slack:
         case Medium::mattermost:
+        case Medium::discord:
         case Medium::teams:
         case Medium::email_text:
         case Medium::email_html: return {true, true};
@@ -107,6 +108,7 @@ std::string escape_for(Medium medium, std::string_view text) {
         case Medium::xml:
         case Medium::email_html: return entities(out, medium);
         case Medium::mattermost:
+        case Medium::discord:
         case Medium::markdown: return backslashed(out, "\\`*_{}[]()<>#|~!");
         case Medium::teams:
         case Medium::email_text:

@@ -8,11 +8,12 @@ namespace perfwatch {
 // Every medium perfwatch writes text for. Report content (kernel names, messages, labels) goes
 // through escape_for() of its medium, and only there: markup is escaped, control characters and
 // invalid UTF-8 become U+FFFD (line breaks stay where the medium has lines), and in media people
-// are notified through, mentions (@channel, @here, @all, @user, <!channel>) and links (Markdown
+// are notified through, mentions (@channel, @here, @all, @everyone, @user, <!channel>, <@id>) and links (Markdown
 // [text](url), <url>, bare scheme://) are broken with an invisible U+2060 WORD JOINER.
 enum class Medium {
     slack,         // Slack mrkdwn: & < > as entities
     mattermost,    // Mattermost Markdown: formatting characters backslash-escaped
+    discord,       // Discord Markdown: likewise; <@id>, <@&role>, <#channel>, @everyone broken too
     teams,         // Teams Adaptive Card text: a Markdown subset without escapes
     markdown,      // pull-request comments (GitHub, GitLab): @user notifies there too
     email_text,    // the text part of an alert email

@@ -234,6 +234,32 @@ route:
     EXPECT_TRUE(has("cfg.yaml:17:17: error: route names receiver 'nobody'"));
 }
 
+// A receiver type is a row of the sink table: its checks and its default rate limit come from the sink.
+TEST(Config, DiscordReceiverIsCheckedByItsSink) {
+    ::setenv("PERFWATCH_TEST_DISCORD_URL", "http://127.0.0.1:9/hook", 1);
+    const ConfigLoad ok = parse_config_text("cfg.yaml", R"(receivers:
+  - name: gpu-discord
+    type: discord
+    url_env: PERFWATCH_TEST_DISCORD_URL
+route:
+  receiver: gpu-discord
+)");
+    EXPECT_TRUE(ok.diagnostics.empty()) << ::testing::PrintToString(first_lines(ok.diagnostics));
+    ASSERT_EQ(ok.config.receivers.size(), 1u);
+    EXPECT_EQ(ok.config.receivers[0].type, "discord");
+    EXPECT_EQ(ok.config.receivers[0].rate_limit, std::chrono::seconds(1));
+    const ConfigLoad bad = parse_config_text("cfg.yaml", R"(receivers:
+  - name: gpu-discord
+    type: discord
+route:
+  receiver: gpu-discord
+)");
+    const std::vector<std::string> got = first_lines(bad.diagnostics);
+    ASSERT_EQ(got.size(), 1u) << ::testing::PrintToString(got);
+    EXPECT_TRUE(got[0].starts_with("cfg.yaml:2:5: error: receiver 'gpu-discord' needs url_file or url_env")) << got[0];
+    ::unsetenv("PERFWATCH_TEST_DISCORD_URL");
+}
+
 // The quoted configuration line under a diagnostic masks secret values too, in the CLI's output.
 TEST(Config, ConfigCheckQuotesLinesWithSecretsMasked) {
     test::TempDir dir;

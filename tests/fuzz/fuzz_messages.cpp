@@ -1,5 +1,5 @@
-// libFuzzer target for everything perfwatch renders for people: the Slack, Teams and Mattermost
-// bodies, the webhook document, the email Subject, text and HTML, the Markdown comment, JUnit XML
+// libFuzzer target for everything perfwatch renders for people: every sink's body (Slack, Teams,
+// Mattermost, Discord, the webhook document, ...), the email Subject, text and HTML, the Markdown comment, JUnit XML
 // and the HTML report, fed a run whose names, labels and messages are the fuzz input. Each JSON
 // body must parse, every output must be valid UTF-8 without control characters (but line
 // breaks and tabs), and no chat or mail output may carry a mention or a link the input planted.
@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
 
     // The escaping layer's contract, medium by medium.
-    for (const Medium m : {Medium::slack, Medium::mattermost, Medium::teams, Medium::markdown, Medium::email_text,
+    for (const Medium m : {Medium::slack, Medium::mattermost, Medium::discord, Medium::teams, Medium::markdown, Medium::email_text,
                            Medium::email_html, Medium::plain_line, Medium::html, Medium::xml}) {
         const std::string out = perfwatch::escape_for(m, piece[0]);
         require_clean(out);
@@ -90,10 +90,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     a.entity_name = piece[0];
     a.message = piece[1];
     g.alerts.push_back(a);
-    require_json(perfwatch::slack_message(g));
-    require_json(perfwatch::teams_message(g));
-    require_json(perfwatch::mattermost_message(g));
-    require(nlohmann::json::accept(perfwatch::webhook_message(g, "key")));
+    // Every row of the sink table: the machine documents (webhook, jsonl) must be one JSON line;
+    // what people read, a JSON body or text, must be inert.
+    for (const perfwatch::Sink* sink : perfwatch::sinks()) {
+        const std::string body = sink->body(g, "key");
+        if (sink->type() == "webhook" || sink->type() == "jsonl") {
+            require(nlohmann::json::accept(body) && body.find('\n') == std::string::npos);
+        } else if (nlohmann::json::accept(body)) {
+            require_json(body);
+        } else {
+            require_inert(body);
+        }
+    }
     const std::string subject = perfwatch::email_subject(g);
     require_inert(subject);
     require(subject.find('\n') == std::string::npos && subject.find('\r') == std::string::npos);

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "notify/alerts.hpp"
 #include "notify/escape.hpp"
 #include "notify/sinks.hpp"
@@ -12,7 +14,9 @@ namespace perfwatch {
 namespace {
 
 // A kernel name built to notify a whole channel and to plant a link, with control characters.
-const std::string k_hostile = "@channel @here @all <!channel> <!here> [x](https://evil.example) www.evil.example";
+const std::string k_hostile =
+    "@channel @here @all @everyone @someuser <!channel> <!here> <@123456> <@!77> <@&42> <#99> "
+    "[x](https://evil.example) ftp://evil.example/f www.evil.example";
 
 AlertGroup hostile_group() {
     AlertGroup g;
@@ -35,8 +39,8 @@ AlertGroup hostile_group() {
 
 // Nothing in `text` can notify anyone, link anywhere, or carry a control character.
 void expect_inert(const std::string& text, const std::string& where) {
-    for (const std::string bad : {"@channel", "@here", "@all", "<!channel>", "<!here>", "](", "https://evil",
-                                  "www.evil"})
+    for (const std::string bad : {"@channel", "@here", "@all", "@everyone", "@someuser", "<!channel>", "<!here>",
+                                  "<@", "@123456", "<#99", "](", "https://evil", "://evil", "www.evil"})
         EXPECT_EQ(text.find(bad), std::string::npos) << where << " holds '" << bad << "': " << text;
     for (const char c : text)
         EXPECT_FALSE((static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7f)
@@ -81,6 +85,56 @@ TEST(Escape, EmailSubjectTextAndHtmlNotifyNobodyAndLinkNowhere) {
     const std::string html = email_html(g);
     expect_inert(html, "email html");
     EXPECT_EQ(html.find("<a href=\"https://evil"), std::string::npos);
+}
+
+// Every row of the sink table, the ones added later included: what people read notifies nobody and
+// links nowhere; the machine documents (webhook, jsonl) carry names verbatim, one JSON line each.
+TEST(Escape, EverySinkNotifiesNobodyAndLinksNowhere) {
+    const std::set<std::string> machine_documents{"webhook", "jsonl"};
+    const AlertGroup g = hostile_group();
+    for (const Sink* sink : sinks()) {
+        const std::string type(sink->type());
+        const std::string body = sink->body(g, "perfwatch-3-firing-0");
+        EXPECT_TRUE(is_valid_utf8(body)) << type;
+        if (machine_documents.contains(type)) {
+            EXPECT_EQ(body.find('\n'), std::string::npos) << type << " breaks its line: " << body;
+            const auto doc = nlohmann::json::parse(body);
+            EXPECT_EQ(doc["alerts"][0]["entity"]["name"], g.alerts[0].entity_name) << type;
+            EXPECT_EQ(doc["alerts"][0]["message"], g.alerts[0].message) << type;
+            continue;
+        }
+        const auto doc = nlohmann::json::parse(body, nullptr, false);
+        if (doc.is_discarded())
+            expect_inert(body, type);
+        else
+            expect_json_inert(doc, type);
+    }
+    EXPECT_TRUE(machine_documents.contains("webhook") && find_sink("webhook") != nullptr);
+    EXPECT_NE(find_sink("jsonl"), nullptr);
+}
+
+// Discord: Markdown escaped, <@id>/<@&role>/<#channel>/@everyone broken, and Discord told to parse
+// no mention at all; the content stays under its 2,000-character limit with the rest counted.
+TEST(Escape, DiscordMessageNotifiesNobodyAndStaysUnderItsLimit) {
+    const Sink* discord = find_sink("discord");
+    ASSERT_NE(discord, nullptr);
+    AlertGroup g = hostile_group();
+    const auto doc = nlohmann::json::parse(discord->body(g, "k"));
+    expect_json_inert(doc["content"], "discord");
+    EXPECT_EQ(doc["allowed_mentions"]["parse"], nlohmann::json::array());
+    const std::string content = doc["content"];
+    EXPECT_NE(content.find("\\[x\\]"), std::string::npos) << content;
+    g.report_url = "https://perfwatch.example/reports/run-3.html";
+    EXPECT_NE(discord->body(g, "k").find("[HTML report](https://perfwatch.example/reports/run-3.html)"),
+              std::string::npos);
+    for (int i = 0; i < 60; ++i) g.alerts.push_back(g.alerts.front());
+    const std::string many = nlohmann::json::parse(discord->body(g, "k"))["content"];
+    EXPECT_LE(many.size(), 2000u);
+    EXPECT_NE(many.find("more not shown"), std::string::npos);
+    EXPECT_EQ(discord->default_rate_limit(), std::chrono::seconds(1));
+    Receiver r;
+    EXPECT_EQ(discord->missing(r, false).size(), 1u);
+    EXPECT_TRUE(discord->missing(r, true).empty());
 }
 
 TEST(Escape, ReportUrlsOfOurOwnStayLinks) {
