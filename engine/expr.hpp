@@ -94,7 +94,9 @@ struct ExprError {
     std::string message;
 };
 
+namespace expr {
 struct Node;
+}
 class Expression;
 
 // Names an expression may use besides metrics and attributes: named expressions (`let`
@@ -114,7 +116,7 @@ public:
     void merge_used(const Definitions& other) const;
 
     struct Named {
-        std::shared_ptr<Node> root;
+        std::shared_ptr<expr::Node> root;
         std::set<std::string> metrics;
     };
     // Lookups for the compiler; a name found is marked used.
@@ -150,7 +152,7 @@ public:
 
 private:
     friend class Definitions;
-    std::shared_ptr<const Node> m_root;
+    std::shared_ptr<const expr::Node> m_root;
     std::string m_source;
     std::set<std::string> m_metrics;
 };

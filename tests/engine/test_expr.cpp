@@ -106,6 +106,25 @@ TEST(Expr, IfPicksABranchOfOneType) {
     EXPECT_TRUE(e->metrics_read().empty());
 }
 
+// pow(x, y), one row of the function registry: typed, arity-checked, missing where the power is
+// not a finite real number.
+TEST(Expr, PowRaisesToAPowerAndIsMissingWhereThatIsNotFinite) {
+    MapScope s;
+    s.metrics["duration"] = 3;
+    EXPECT_EQ(eval("pow(2, 10)", s), Value(1024.0));
+    EXPECT_EQ(eval("pow(duration, 2) + 1", s), Value(10.0));
+    EXPECT_EQ(eval("pow(4, 0.5)", s), Value(2.0));
+    EXPECT_TRUE(std::holds_alternative<std::monostate>(eval("pow(0, -1)", s)));
+    EXPECT_TRUE(std::holds_alternative<std::monostate>(eval("pow(-8, 0.5)", s)));
+    EXPECT_TRUE(std::holds_alternative<std::monostate>(eval("pow(sgpr_count, 2)", s)));
+    const auto arity = errors_of("pow(2)");
+    ASSERT_EQ(arity.size(), 1u);
+    EXPECT_NE(arity[0].message.find("pow() takes 2 argument(s), given 1"), std::string::npos) << arity[0].message;
+    const auto type = errors_of(R"(pow(name, 2))");
+    ASSERT_EQ(type.size(), 1u);
+    EXPECT_NE(type[0].message.find("pow() needs a number, found a string"), std::string::npos) << type[0].message;
+}
+
 TEST(Expr, TypeErrorsAndUnknownNamesAreCompileErrors) {
     auto e1 = errors_of("name + 1");
     ASSERT_FALSE(e1.empty());
