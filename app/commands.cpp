@@ -258,9 +258,12 @@ int run_check(const CheckOptions& options) {
     const Severity fail_on = severity_from_string(options.fail_on).value_or(Severity::error);
     CheckReport report;
     int status = 0;
+    std::uint64_t storing_statements = 0;
     for (const std::string& file : options.files) {
         // A report set aside (no converter tool) was not checked: the gate cannot pass on it.
+        const std::uint64_t before_store = db->statements_run();
         auto ingested = ingest_one(*db, file, options.labels, options.converters);
+        storing_statements += db->statements_run() - before_store;
         if (!ingested) {
             print_error(ingested.error());
             status = 2;
@@ -293,6 +296,10 @@ int run_check(const CheckOptions& options) {
         }
     }
     rank_findings(report.findings);
+    // A measuring aid (ARCHITECTURE.md's figures): the SQL statements this check ran.
+    if (std::getenv("PERFWATCH_SQL_STATS") != nullptr)
+        fmt::print(stderr, "perfwatch: {} SQL statements ({} storing the reports, {} judging them)\n",
+                   db->statements_run(), storing_statements, db->statements_run() - storing_statements);
     if (options.format == "json")
         fmt::print("{}", format_check_json(report));
     else if (options.format == "markdown")

@@ -135,19 +135,20 @@ Result<std::vector<std::int64_t>> comparable_runs(const Db& db, const Labels& la
     return out;
 }
 
+// The runs of `newest_first`, oldest first, read in one batch (those in `cache` from memory).
 Result<void> load_runs(const Db& db, const std::vector<std::int64_t>& newest_first,
                        std::vector<std::shared_ptr<const StoredRun>>& out, RunCache* cache) {
-    for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) {
-        if (cache != nullptr) {
-            auto run = cache->get(db, *it);
-            if (!run) return std::unexpected(run.error());
-            if (*run) out.push_back(std::move(*run));
-            continue;
-        }
-        auto run = db.load(*it);
-        if (!run) return std::unexpected(run.error());
-        if (*run) out.push_back(std::make_shared<const StoredRun>(std::move(**run)));
+    const std::vector<std::int64_t> oldest_first(newest_first.rbegin(), newest_first.rend());
+    if (cache != nullptr) {
+        auto runs = cache->get_many(db, oldest_first);
+        if (!runs) return std::unexpected(runs.error());
+        for (auto& run : *runs)
+            if (run) out.push_back(std::move(run));
+        return {};
     }
+    auto runs = db.load_runs(oldest_first);
+    if (!runs) return std::unexpected(runs.error());
+    for (StoredRun& run : *runs) out.push_back(std::make_shared<const StoredRun>(std::move(run)));
     return {};
 }
 
@@ -166,25 +167,49 @@ std::size_t approx_bytes(const StoredRun& run) {
 }  // namespace
 
 Result<std::shared_ptr<const StoredRun>> RunCache::get(const Db& db, std::int64_t id) {
-    if (auto it = m_slots.find(id); it != m_slots.end()) {
-        m_ages.splice(m_ages.begin(), m_ages, it->second.age);
-        return it->second.run;
+    auto runs = get_many(db, {id});
+    if (!runs) return std::unexpected(runs.error());
+    return std::move(runs->front());
+}
+
+Result<std::vector<std::shared_ptr<const StoredRun>>> RunCache::get_many(const Db& db,
+                                                                         const std::vector<std::int64_t>& ids) {
+    std::vector<std::shared_ptr<const StoredRun>> out(ids.size());
+    std::vector<std::int64_t> missing;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (auto it = m_slots.find(ids[i]); it != m_slots.end()) {
+            m_ages.splice(m_ages.begin(), m_ages, it->second.age);
+            out[i] = it->second.run;
+        } else {
+            missing.push_back(ids[i]);
+        }
     }
-    auto loaded = db.load(id);
+    if (missing.empty()) return out;
+    auto loaded = db.load_runs(missing);
     if (!loaded) return std::unexpected(loaded.error());
-    if (!*loaded) return std::shared_ptr<const StoredRun>{};
-    auto run = std::make_shared<const StoredRun>(std::move(**loaded));
-    const std::size_t bytes = approx_bytes(*run);
-    m_ages.push_front(id);
-    m_slots.emplace(id, Slot{run, bytes, m_ages.begin()});
-    m_bytes += bytes;
+    std::unordered_map<std::int64_t, std::shared_ptr<const StoredRun>> fresh;
+    for (StoredRun& r : *loaded) {
+        const std::int64_t id = r.id;
+        fresh.emplace(id, std::make_shared<const StoredRun>(std::move(r)));
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (out[i]) continue;
+        auto it = fresh.find(ids[i]);
+        if (it == fresh.end()) continue;
+        out[i] = it->second;
+        if (m_slots.contains(ids[i])) continue;
+        const std::size_t bytes = approx_bytes(*it->second);
+        m_ages.push_front(ids[i]);
+        m_slots.emplace(ids[i], Slot{it->second, bytes, m_ages.begin()});
+        m_bytes += bytes;
+    }
     while (m_bytes > m_max_bytes && m_ages.size() > 1) {
         auto old = m_slots.find(m_ages.back());
         m_bytes -= old->second.bytes;
         m_slots.erase(old);
         m_ages.pop_back();
     }
-    return run;
+    return out;
 }
 
 Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const BaselineSpec& spec, RunCache* cache) {
@@ -217,9 +242,14 @@ Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const B
     std::vector<std::int64_t> reference;
     if (ids->size() >= spec.runs + k_min_history_runs)
         reference.assign(ids->begin() + static_cast<std::ptrdiff_t>(spec.runs), ids->end());
-    if (ids->size() > spec.runs) ids->resize(spec.runs);
-    if (auto r = load_runs(db, *ids, out.runs, cache); !r) return std::unexpected(r.error());
-    if (auto r = load_runs(db, reference, out.reference, cache); !r) return std::unexpected(r.error());
+    if (reference.empty() && ids->size() > spec.runs) ids->resize(spec.runs);
+    // Window and reference in one batch: `ids` is newest first (the window, then the reference),
+    // so the runs read, oldest first, are the reference and then the window.
+    std::vector<std::shared_ptr<const StoredRun>> loaded;
+    if (auto r = load_runs(db, *ids, loaded, cache); !r) return std::unexpected(r.error());
+    const auto window_start = loaded.end() - static_cast<std::ptrdiff_t>(std::min(loaded.size(), spec.runs));
+    out.reference.assign(loaded.begin(), window_start);
+    out.runs.assign(window_start, loaded.end());
     const bool cut = window->from > 0 || !window->excluded.empty();
     out.description = out.runs.empty() ? fmt::format("no comparable run on {} yet", spec.branch)
                                        : fmt::format("last {} comparable run(s) on {}", out.runs.size(), spec.branch);

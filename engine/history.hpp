@@ -63,6 +63,9 @@ public:
     explicit RunCache(std::size_t max_bytes = std::size_t{64} << 20) : m_max_bytes(max_bytes) {}
     // The run `id`, from memory or the database; nullptr when there is no such run.
     Result<std::shared_ptr<const StoredRun>> get(const Db& db, std::int64_t id);
+    // The runs `ids` in their order (nullptr where there is no such run); those not in memory
+    // read from the database in one batch.
+    Result<std::vector<std::shared_ptr<const StoredRun>>> get_many(const Db& db, const std::vector<std::int64_t>& ids);
     std::size_t bytes() const { return m_bytes; }
     // Forgets every run (after retention pruned some, or their samples).
     void clear() {

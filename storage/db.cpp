@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <unordered_map>
 
 namespace perfwatch {
@@ -121,6 +122,8 @@ int Db::schema_version() const { return perfwatch::schema_version(*m_db); }
 
 bool Db::is_postgresql() const { return m_db->dialect() == sql::Dialect::postgresql; }
 
+std::uint64_t Db::statements_run() const { return m_db->statements_run(); }
+
 
 std::int64_t Db::count_runs() const {
     auto count = guarded(m_path, [&]() -> Result<std::int64_t> { return query_int(*m_db, "SELECT count(*) FROM runs"); });
@@ -226,94 +229,158 @@ Result<StoreOutcome> Db::store(const RunBatch& batch) {
 }
 
 Result<std::optional<StoredRun>> Db::load(std::int64_t run_id) const {
-    return guarded(m_path, [&]() -> Result<std::optional<StoredRun>> {
-        Statement run_st(*m_db,
-                                 "SELECT source, sha256, format, format_detail, tool_version, captured_at, "
-                                 "ingested_at, COALESCE(content_run, id) FROM runs WHERE id = ?");
-        run_st.bind(1, run_id);
-        if (!run_st.step()) return std::optional<StoredRun>{};
-        StoredRun run;
-        run.id = run_id;
-        RunBatch& b = run.batch;
-        b.source = run_st.column(0).as_string();
-        b.sha256 = run_st.column(1).as_string();
-        b.format = run_st.column(2).as_string();
-        b.format_detail = run_st.column(3).as_string();
-        b.tool_version = run_st.column(4).as_string();
-        if (!run_st.column(5).is_null()) b.captured_at = run_st.column(5).as_string();
-        run.ingested_at = run_st.column(6).as_string();
-        // Entities live with the run that stored the content first.
-        const std::int64_t content_id = run_st.column(7).as_int64();
-        if (content_id != run_id) run.content_run = content_id;
+    auto runs = load_runs({run_id});
+    if (!runs) return std::unexpected(runs.error());
+    if (runs->empty()) return std::optional<StoredRun>{};
+    return std::optional<StoredRun>(std::move(runs->front()));
+}
 
-        Statement label_st(*m_db, "SELECT key, value FROM run_labels WHERE run_id = ?");
-        label_st.bind(1, run_id);
-        while (label_st.step()) b.labels[label_st.column(0).as_string()] = label_st.column(1).as_string();
-        Statement note_st(*m_db, "SELECT text FROM run_notes WHERE run_id = ? ORDER BY ordinal");
-        note_st.bind(1, run_id);
-        while (note_st.step()) b.notes.push_back(note_st.column(0).as_string());
+namespace {
 
-        std::unordered_map<std::int64_t, std::size_t> index_of;
-        Statement ent_st(*m_db,
-                                 "SELECT id, parent_id, kind, name FROM entities WHERE run_id = ? ORDER BY ordinal");
-        ent_st.bind(1, content_id);
-        while (ent_st.step()) {
-            Entity e;
-            const std::int64_t id = ent_st.column(0).as_int64();
-            if (!ent_st.column(1).is_null()) {
-                auto it = index_of.find(ent_st.column(1).as_int64());
-                if (it != index_of.end()) e.parent = static_cast<std::int64_t>(it->second);
+// Ids bound in one IN list: a history window or a page of runs fits in one statement per table.
+constexpr std::size_t k_ids_per_statement = 500;
+
+// "(?,?,?)" for `n` values.
+std::string in_list(std::size_t n) {
+    std::string out = "(";
+    for (std::size_t i = 0; i < n; ++i) out += i > 0 ? ",?" : "?";
+    return out + ")";
+}
+
+void bind_ids(Statement& st, std::span<const std::int64_t> ids) {
+    for (std::size_t i = 0; i < ids.size(); ++i) st.bind(static_cast<int>(i + 1), ids[i]);
+}
+
+// The entities of the stored contents `content_ids` (runs that stored their entities), with their
+// attributes, metrics, samples and tool findings: five statements whatever their number.
+std::unordered_map<std::int64_t, std::vector<Entity>> load_contents(sql::Connection& db,
+                                                                    std::span<const std::int64_t> content_ids) {
+    std::unordered_map<std::int64_t, std::vector<Entity>> out;
+    if (content_ids.empty()) return out;
+    const std::string ids = in_list(content_ids.size());
+    // Entity id -> where it lives: its content's list and its index there.
+    std::unordered_map<std::int64_t, std::pair<std::vector<Entity>*, std::size_t>> where;
+    auto entity = [&](std::int64_t id) -> Entity& {
+        const auto& [list, index] = where.at(id);
+        return (*list)[index];
+    };
+    Statement ent_st(db, "SELECT id, parent_id, kind, name, run_id FROM entities WHERE run_id IN " + ids +
+                             " ORDER BY run_id, ordinal");
+    bind_ids(ent_st, content_ids);
+    while (ent_st.step()) {
+        std::vector<Entity>& list = out[ent_st.column(4).as_int64()];
+        Entity e;
+        const std::int64_t id = ent_st.column(0).as_int64();
+        if (!ent_st.column(1).is_null()) {
+            auto it = where.find(ent_st.column(1).as_int64());
+            if (it != where.end()) e.parent = static_cast<std::int64_t>(it->second.second);
+        }
+        e.kind = entity_kind_from_string(ent_st.column(2).as_string()).value_or(EntityKind::kernel);
+        e.name = ent_st.column(3).as_string();
+        where[id] = {&list, list.size()};
+        list.push_back(std::move(e));
+    }
+    Statement attr_st(db, "SELECT a.entity_id, a.key, a.value FROM entity_attributes a "
+                          "JOIN entities e ON e.id = a.entity_id WHERE e.run_id IN " + ids +
+                              " ORDER BY a.entity_id, a.key");
+    bind_ids(attr_st, content_ids);
+    while (attr_st.step())
+        entity(attr_st.column(0).as_int64()).attributes[attr_st.column(1).as_string()] = attr_st.column(2).as_string();
+    Statement metric_st(db, "SELECT m.entity_id, m.name, m.value, m.unit, m.tool_name, m.tool_unit "
+                            "FROM metrics m JOIN entities e ON e.id = m.entity_id WHERE e.run_id IN " + ids +
+                                " ORDER BY m.entity_id, m.name");
+    bind_ids(metric_st, content_ids);
+    while (metric_st.step())
+        entity(metric_st.column(0).as_int64())
+            .metrics.push_back(Metric{metric_st.column(1).as_string(), metric_st.column(2).as_double(),
+                                      metric_st.column(3).as_string(), metric_st.column(4).as_string(),
+                                      metric_st.column(5).as_string()});
+    Statement sample_st(db, "SELECT s.entity_id, s.metric, s.data FROM entity_samples s "
+                            "JOIN entities e ON e.id = s.entity_id WHERE e.run_id IN " + ids);
+    bind_ids(sample_st, content_ids);
+    while (sample_st.step()) {
+        const std::string data = sample_st.column(2).as_blob();
+        std::vector<double> values(data.size() / sizeof(double));
+        if (!values.empty()) std::memcpy(values.data(), data.data(), values.size() * sizeof(double));
+        entity(sample_st.column(0).as_int64()).samples[sample_st.column(1).as_string()] = std::move(values);
+    }
+    Statement tf_st(db, "SELECT t.entity_id, t.rule, t.type, t.section, t.text, t.speedup_type, "
+                        "t.speedup_pct FROM tool_findings t JOIN entities e ON e.id = t.entity_id "
+                        "WHERE e.run_id IN " + ids + " ORDER BY t.id");
+    bind_ids(tf_st, content_ids);
+    while (tf_st.step())
+        entity(tf_st.column(0).as_int64())
+            .tool_findings.push_back(ToolFinding{tf_st.column(1).as_string(), tf_st.column(2).as_string(),
+                                                 tf_st.column(3).as_string(), tf_st.column(4).as_string(),
+                                                 tf_st.column(5).as_string(), tf_st.column(6).as_optional_double()});
+    return out;
+}
+
+}  // namespace
+
+Result<std::vector<StoredRun>> Db::load_runs(const std::vector<std::int64_t>& run_ids) const {
+    return guarded(m_path, [&]() -> Result<std::vector<StoredRun>> {
+        std::vector<StoredRun> out;
+        for (std::size_t from = 0; from < run_ids.size(); from += k_ids_per_statement) {
+            const std::span<const std::int64_t> ids(run_ids.data() + from,
+                                                    std::min(k_ids_per_statement, run_ids.size() - from));
+            const std::string list = in_list(ids.size());
+            std::unordered_map<std::int64_t, StoredRun> runs;
+            std::unordered_map<std::int64_t, std::int64_t> content_of;
+            std::vector<std::int64_t> content_ids;
+            Statement run_st(*m_db, "SELECT id, source, sha256, format, format_detail, tool_version, captured_at, "
+                                    "ingested_at, COALESCE(content_run, id) FROM runs WHERE id IN " + list);
+            bind_ids(run_st, ids);
+            while (run_st.step()) {
+                StoredRun run;
+                run.id = run_st.column(0).as_int64();
+                RunBatch& b = run.batch;
+                b.source = run_st.column(1).as_string();
+                b.sha256 = run_st.column(2).as_string();
+                b.format = run_st.column(3).as_string();
+                b.format_detail = run_st.column(4).as_string();
+                b.tool_version = run_st.column(5).as_string();
+                if (!run_st.column(6).is_null()) b.captured_at = run_st.column(6).as_string();
+                run.ingested_at = run_st.column(7).as_string();
+                // Entities live with the run that stored the content first.
+                const std::int64_t content_id = run_st.column(8).as_int64();
+                if (content_id != run.id) run.content_run = content_id;
+                if (std::find(content_ids.begin(), content_ids.end(), content_id) == content_ids.end())
+                    content_ids.push_back(content_id);
+                content_of[run.id] = content_id;
+                runs.emplace(run.id, std::move(run));
             }
-            e.kind = entity_kind_from_string(ent_st.column(2).as_string()).value_or(EntityKind::kernel);
-            e.name = ent_st.column(3).as_string();
-            index_of[id] = b.entities.size();
-            b.entities.push_back(std::move(e));
+            Statement label_st(*m_db, "SELECT run_id, key, value FROM run_labels WHERE run_id IN " + list);
+            bind_ids(label_st, ids);
+            while (label_st.step())
+                runs.at(label_st.column(0).as_int64()).batch.labels[label_st.column(1).as_string()] =
+                    label_st.column(2).as_string();
+            Statement note_st(*m_db,
+                              "SELECT run_id, text FROM run_notes WHERE run_id IN " + list + " ORDER BY run_id, ordinal");
+            bind_ids(note_st, ids);
+            while (note_st.step())
+                runs.at(note_st.column(0).as_int64()).batch.notes.push_back(note_st.column(1).as_string());
+            auto contents = load_contents(*m_db, content_ids);
+            // Each content's entities go to the runs sharing it (moved to the last of them).
+            std::unordered_map<std::int64_t, std::size_t> users;
+            for (const std::int64_t id : ids)
+                if (runs.contains(id)) ++users[content_of.at(id)];
+            for (const std::int64_t id : ids) {
+                auto it = runs.find(id);
+                if (it == runs.end()) continue;
+                const std::int64_t content = content_of.at(id);
+                std::vector<Entity>& entities = contents[content];
+                if (--users[content] > 0) {
+                    it->second.batch.entities = entities;
+                    out.push_back(it->second);
+                    continue;
+                }
+                it->second.batch.entities = std::move(entities);
+                out.push_back(std::move(it->second));
+                runs.erase(it);
+            }
         }
-
-        Statement attr_st(*m_db,
-                                  "SELECT a.entity_id, a.key, a.value FROM entity_attributes a "
-                                  "JOIN entities e ON e.id = a.entity_id WHERE e.run_id = ? ORDER BY a.entity_id, a.key");
-        attr_st.bind(1, content_id);
-        while (attr_st.step())
-            b.entities[index_of.at(attr_st.column(0).as_int64())].attributes[attr_st.column(1).as_string()] =
-                attr_st.column(2).as_string();
-
-        Statement metric_st(*m_db,
-                                    "SELECT m.entity_id, m.name, m.value, m.unit, m.tool_name, m.tool_unit "
-                                    "FROM metrics m JOIN entities e ON e.id = m.entity_id WHERE e.run_id = ? "
-                                    "ORDER BY m.entity_id, m.name");
-        metric_st.bind(1, content_id);
-        while (metric_st.step()) {
-            Metric m{metric_st.column(1).as_string(), metric_st.column(2).as_double(),
-                     metric_st.column(3).as_string(), metric_st.column(4).as_string(),
-                     metric_st.column(5).as_string()};
-            b.entities[index_of.at(metric_st.column(0).as_int64())].metrics.push_back(std::move(m));
-        }
-
-        Statement sample_st(*m_db,
-                                    "SELECT s.entity_id, s.metric, s.data FROM entity_samples s "
-                                    "JOIN entities e ON e.id = s.entity_id WHERE e.run_id = ?");
-        sample_st.bind(1, content_id);
-        while (sample_st.step()) {
-            const std::string data = sample_st.column(2).as_blob();
-            std::vector<double> values(data.size() / sizeof(double));
-            if (!values.empty()) std::memcpy(values.data(), data.data(), values.size() * sizeof(double));
-            b.entities[index_of.at(sample_st.column(0).as_int64())].samples[sample_st.column(1).as_string()] =
-                std::move(values);
-        }
-
-        Statement tf_st(*m_db,
-                                "SELECT t.entity_id, t.rule, t.type, t.section, t.text, t.speedup_type, "
-                                "t.speedup_pct FROM tool_findings t JOIN entities e ON e.id = t.entity_id "
-                                "WHERE e.run_id = ? ORDER BY t.id");
-        tf_st.bind(1, content_id);
-        while (tf_st.step()) {
-            ToolFinding f{tf_st.column(1).as_string(), tf_st.column(2).as_string(),
-                          tf_st.column(3).as_string(), tf_st.column(4).as_string(),
-                          tf_st.column(5).as_string(), tf_st.column(6).as_optional_double()};
-            b.entities[index_of.at(tf_st.column(0).as_int64())].tool_findings.push_back(std::move(f));
-        }
-        return std::optional<StoredRun>(std::move(run));
+        return out;
     });
 }
 

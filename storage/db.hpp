@@ -162,6 +162,11 @@ public:
 
     // Reads a run back with its labels, entities, metrics and tool findings.
     Result<std::optional<StoredRun>> load(std::int64_t run_id) const;
+    // Reads runs back as load() does, in the order of `run_ids` (ids without a run skipped), in
+    // eight statements for up to 500 runs whatever their number: a history window in one go.
+    Result<std::vector<StoredRun>> load_runs(const std::vector<std::int64_t>& run_ids) const;
+    // Statements this database connection has run (storage/sql.hpp's counter).
+    std::uint64_t statements_run() const;
 
 
     Result<std::vector<RunSummary>> list_runs() const;

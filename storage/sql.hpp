@@ -69,6 +69,14 @@ public:
     virtual void begin(bool write) = 0;
     virtual void commit() = 0;
     virtual void rollback() noexcept = 0;
+
+    // Statements run on this connection through Statement (each execution once, however many
+    // rows it gives; transaction control not counted): how many round trips a command made.
+    std::uint64_t statements_run() const { return m_statements_run; }
+    void count_statement() { ++m_statements_run; }
+
+private:
+    std::uint64_t m_statements_run = 0;
 };
 
 // A column of the current row.
@@ -95,7 +103,7 @@ private:
 // it first, so one statement serves a loop.
 class Statement {
 public:
-    Statement(Connection& db, std::string_view sql) : m_impl(db.prepare(sql)) {}
+    Statement(Connection& db, std::string_view sql) : m_db(db), m_impl(db.prepare(sql)) {}
 
     void bind(int index, std::int64_t value) { ready(); m_impl->bind_int(index, value); }
     void bind(int index, int value) { bind(index, static_cast<std::int64_t>(value)); }
@@ -108,9 +116,14 @@ public:
     void bind(int index, const std::optional<std::int64_t>& value);
     void bind_blob(int index, const void* data, std::size_t size) { ready(); m_impl->bind_blob(index, data, size); }
 
-    bool step() { m_ran = true; return m_impl->step(); }
+    bool step() {
+        if (!m_ran) m_db.count_statement();
+        m_ran = true;
+        return m_impl->step();
+    }
     std::int64_t exec() {
         ready();
+        m_db.count_statement();
         m_ran = true;
         return m_impl->exec();
     }
@@ -132,6 +145,7 @@ private:
         if (m_ran) reset();
     }
 
+    Connection& m_db;
     std::unique_ptr<StatementImpl> m_impl;
     bool m_ran = false;
 };

@@ -128,6 +128,61 @@ TEST(Db, SameContentUnderOtherLabelsIsANewRunSharingIt) {
     EXPECT_EQ((*two)->batch.notes, a.notes);
 }
 
+// A history window is read in a fixed number of statements whatever its length, and each run
+// read in the batch equals the run read alone (shared content, samples and findings included).
+TEST(Db, LoadRunsReadsAWindowInEightStatementsEqualToLoadingEachRun) {
+    TempDir dir;
+    auto db = Db::open(dir.file("a.db"));
+    ASSERT_TRUE(db);
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < 25; ++i) {
+        // Every fifth run shares the content of the one before it (same bytes, another commit).
+        RunBatch b = sample_batch(fmt::format("sha{}", i % 5 == 4 ? i - 1 : i));
+        b.labels["commit"] = fmt::format("c{}", i);
+        if (i % 5 != 4) {
+            b.entities[1].metrics[0].value = 1000 + i;
+            b.entities[2].samples["duration"] = {1.0 * i, 2.0 * i};
+        }
+        auto stored = db->store(b);
+        ASSERT_TRUE(stored) << stored.error().to_string();
+        ids.push_back(stored->run_id);
+    }
+    std::vector<std::int64_t> asked(ids.rbegin(), ids.rend());
+    asked.insert(asked.begin() + 3, 9999);  // no such run: skipped
+    for (const std::size_t n : {std::size_t{3}, asked.size()}) {
+        const std::vector<std::int64_t> part(asked.begin(), asked.begin() + static_cast<std::ptrdiff_t>(n));
+        const std::uint64_t before = db->statements_run();
+        auto runs = db->load_runs(part);
+        ASSERT_TRUE(runs) << runs.error().to_string();
+        EXPECT_EQ(db->statements_run() - before, 8u) << n << " runs";
+        ASSERT_EQ(runs->size(), static_cast<std::size_t>(std::count_if(part.begin(), part.end(), [](std::int64_t id) { return id != 9999; })));
+        std::size_t k = 0;
+        for (const std::int64_t id : part) {
+            if (id == 9999) continue;
+            const StoredRun& got = (*runs)[k++];
+            auto alone = db->load(id);
+            ASSERT_TRUE(alone && *alone);
+            const StoredRun& want = **alone;
+            EXPECT_EQ(got.id, id);
+            EXPECT_EQ(got.content_run, want.content_run);
+            EXPECT_EQ(got.batch.labels, want.batch.labels);
+            EXPECT_EQ(got.batch.notes, want.batch.notes);
+            ASSERT_EQ(got.batch.entities.size(), want.batch.entities.size());
+            for (std::size_t e = 0; e < want.batch.entities.size(); ++e) {
+                const Entity& a = got.batch.entities[e];
+                const Entity& b = want.batch.entities[e];
+                EXPECT_EQ(a.name, b.name);
+                EXPECT_EQ(a.parent, b.parent);
+                EXPECT_EQ(a.attributes, b.attributes);
+                EXPECT_EQ(a.samples, b.samples);
+                ASSERT_EQ(a.metrics.size(), b.metrics.size());
+                for (std::size_t m = 0; m < a.metrics.size(); ++m) EXPECT_EQ(a.metrics[m].value, b.metrics[m].value);
+                ASSERT_EQ(a.tool_findings.size(), b.tool_findings.size());
+            }
+        }
+    }
+}
+
 // A database written by schema version 5 (runs unique by content) keeps every row through the
 // migration that rebuilds the runs table: nothing cascades away.
 TEST(Db, MigratesAVersion5DatabaseKeepingEveryRow) {
