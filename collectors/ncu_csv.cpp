@@ -157,7 +157,6 @@ public:
         NcuEntityBuilder builder;
         std::deque<std::pair<std::string, NcuLaunch>> open;
         std::unordered_set<std::string> closed_recently;
-        std::uint64_t closed = 0;
         const std::size_t min_fields = static_cast<std::size_t>(metric_value) + 1;
         while (true) {
             auto got = next_record(path, reader, row);
@@ -188,7 +187,6 @@ public:
                     closed_recently.insert(open.front().first);
                     builder.add(std::move(open.front().second));
                     open.pop_front();
-                    ++closed;
                     // IDs closed long ago are forgotten (bounded memory); ncu writes launches in order.
                     if (closed_recently.size() > 4 * k_open_launches) closed_recently.clear();
                 }

@@ -1,4 +1,4 @@
-#include "app/backtest.hpp"
+#include "app/cli/backtest.hpp"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "app/commands.hpp"
+#include "app/cli/common.hpp"
 #include "engine/backtest.hpp"
 #include "engine/rules.hpp"
 #include "notify/entity_name.hpp"
@@ -43,9 +43,7 @@ int run_rules_backtest(const BacktestCommand& command) {
     scope.labels = command.labels;
     scope.examples = command.examples;
     if (!command.since.empty()) {
-        const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+        const std::int64_t now = now_ms();
         // A duration counts back from now; a date is taken as it is.
         const auto at = parse_until(command.since, now);
         if (!at) {
@@ -56,7 +54,7 @@ int run_rules_backtest(const BacktestCommand& command) {
         }
         const bool duration = *at > now;
         const std::int64_t ms = duration ? now - (*at - now) : *at;
-        scope.since = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::sys_seconds(std::chrono::seconds(ms / 1000)));
+        scope.since = utc_text(ms);
     }
     // Each file is read once: the shipped packs and the rules in effect, then the candidates.
     std::vector<RuleFile> files = load_rule_files(command.in_effect);

@@ -1,15 +1,20 @@
-#include "app/regressions.hpp"
-
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-
 #include <map>
-
-#include "app/commands.hpp"
 #include "core/vocabulary.hpp"
+#include "app/cli/command.hpp"
+#include "app/cli/common.hpp"
 
-namespace perfwatch {
+namespace perfwatch::cli {
 
+namespace {
+
+// `perfwatch regressions list`: every regression followed over history, newest first (only the
+// open ones with `open_only`), as a table or JSON. Exit 0, or 2 when the database cannot be read.
+// `perfwatch regressions accept ID`: the open regression's new level becomes its series' baseline
+// (the runs from its first bad run on), so it stops alerting. Exit 0, or 2 when there is no open
+// regression ID.
 namespace {
 
 // "commit abc123 (run 7)" or "run 7", from the run's labels.
@@ -125,4 +130,37 @@ int run_regressions_accept(const std::string& db_path, long long id, const std::
     return 0;
 }
 
-}  // namespace perfwatch
+class RegressionsCommand final : public Command {
+public:
+    CLI::App* add(CLI::App& app) override {
+        auto* cmd = app.add_subcommand("regressions", "Regressions followed over history: list, accept");
+        cmd->require_subcommand(1);
+        cmd->add_option("--db", m_db, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or the configuration's)");
+        m_list = cmd->add_subcommand(
+            "list", "Every regression, newest first: series, rule, entity, baseline, change, first bad run, state, since");
+        m_list->add_flag("--open", m_open, "Only the open ones");
+        m_list->add_option("--format", m_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+        auto* accept = cmd->add_subcommand(
+            "accept", "Accept an open regression's new level: its series' baseline becomes the runs from its first bad run on");
+        accept->add_option("id", m_id, "Regression id (regressions list)")->required();
+        accept->add_option("--comment", m_comment, "Why (shown by regressions list)");
+        return cmd;
+    }
+    int run(const Context& c) override {
+        const std::string db = c.db_or_default(m_db);
+        if (m_list->parsed()) return run_regressions_list(db, m_open, m_format);
+        return run_regressions_accept(db, m_id, m_comment);
+    }
+
+private:
+    CLI::App* m_list = nullptr;
+    std::string m_db, m_format = "text", m_comment;
+    bool m_open = false;
+    long long m_id = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_regressions_command() { return std::make_unique<RegressionsCommand>(); }
+
+}  // namespace perfwatch::cli

@@ -1,0 +1,168 @@
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "engine/evaluate.hpp"
+#include "engine/pipeline.hpp"
+#include "engine/rules.hpp"
+
+#include "app/cli/command.hpp"
+#include "app/cli/common.hpp"
+
+namespace perfwatch::cli {
+
+namespace {
+
+struct CheckOptions {
+    std::string db_path;  // empty: a temporary in-memory database
+    std::vector<std::string> rule_paths;
+    LabelSources labels;
+    std::string baseline;  // a run id or a report file to compare with; empty: the history
+    std::string format = "text";
+    std::string fail_on = "error";
+    std::vector<std::string> files;
+    std::vector<Converter> converters = default_converters();
+};
+
+std::string regression_sentence(const RegressionEvent& e) {
+    const RegressionState& r = e.state;
+    if (e.kind == RegressionEvent::Kind::resolved)
+        return fmt::format("resolved: {} '{}' ({}): {}", to_string(r.entity_kind), r.entity_name, r.rule, r.resolution);
+    std::string out = fmt::format("opened: {} '{}' ({}): {} baseline {}", to_string(r.entity_kind), r.entity_name,
+                                  r.rule, r.metric, format_metric(r.metric, r.baseline));
+    if (r.first_bad_run) out += fmt::format(", shift began at run {}", *r.first_bad_run);
+    return out;
+}
+
+// The run id `text` names in `db`, or the run stored from the report file `text`.
+Result<std::int64_t> baseline_run_id(Db& db, const std::string& text, const CheckOptions& options) {
+    std::error_code fs_ec;
+    if (const auto id = as_run_id(text); id && !std::filesystem::exists(text, fs_ec)) {
+        auto run = db.load(*id);
+        if (!run) return std::unexpected(run.error());
+        if (!*run) return fail(db.name(), 0, fmt::format("--baseline {}: no run {} in the database", text, *id));
+        return *id;
+    }
+    // A report file: labelled like the checked reports, less the labels naming one build.
+    LabelSources labels = options.labels;
+    std::erase_if(labels.given, [](const auto& kv) { return is_identity_label(kv.first); });
+    auto stored = ingest_one(db, text, labels, options.converters);
+    if (!stored) return std::unexpected(stored.error());
+    return stored->back().stored.run_id;  // a log of several sessions: its last one
+}
+
+// 0: nothing at or above fail_on; 1: findings at or above it; 2: bad usage or unreadable input.
+int run_check(const CheckOptions& options) {
+    const RuleSet rules = compile_rules(load_rule_files(options.rule_paths));
+    for (const Diagnostic& d : rules.diagnostics) fmt::print(stderr, "{}\n", d.to_string());
+    if (rules.has_errors()) return 2;
+
+    auto db = open_db(options.db_path.empty() ? std::string(":memory:") : options.db_path);
+    if (!db) return 2;
+    PipelineOptions pipeline;
+    pipeline.record_checks = options.format == "junit";
+    if (!options.baseline.empty()) {
+        auto id = baseline_run_id(*db, options.baseline, options);
+        if (!id) {
+            print_error(id.error());
+            return 2;
+        }
+        pipeline.baseline_run = *id;
+    }
+    const Severity fail_on = severity_from_string(options.fail_on).value_or(Severity::error);
+    CheckReport report;
+    int status = 0;
+    std::uint64_t storing_statements = 0;
+    for (const std::string& file : options.files) {
+        // A report set aside (no converter tool) was not checked: the gate cannot pass on it.
+        const std::uint64_t before_store = db->statements_run();
+        auto ingested = ingest_one(*db, file, options.labels, options.converters);
+        storing_statements += db->statements_run() - before_store;
+        if (!ingested) {
+            print_error(ingested.error());
+            status = 2;
+            continue;
+        }
+        for (const IngestedRun& stored : *ingested) {
+            auto run = db->load(stored.stored.run_id);
+            if (!run || !*run) {
+                print_error(run ? Error{file, 0, 0, false, "stored run vanished"} : run.error());
+                status = 2;
+                continue;
+            }
+            auto outcome = process_run(*db, rules, **run, pipeline);
+            if (!outcome) {
+                print_error(outcome.error());
+                status = 2;
+                continue;
+            }
+            RunRef ref = run_ref(**run);
+            ref.baselines = outcome->baselines;
+            for (const RegressionEvent& e : outcome->events) ref.regressions.push_back(regression_sentence(e));
+            report.runs.push_back(std::move(ref));
+            for (const DecidedCheck& c : outcome->evaluation.checks) {
+                const Entity& e = (*run)->batch.entities[c.entity];
+                report.cases.push_back({(*run)->id, rules.rules[c.rule].spec.id, e.kind, e.name});
+            }
+            report.evaluated += outcome->evaluation.evaluated;
+            report.not_applicable += outcome->evaluation.not_applicable;
+            for (Finding& f : outcome->evaluation.findings) report.findings.push_back(std::move(f));
+        }
+    }
+    rank_findings(report.findings);
+    // A measuring aid (ARCHITECTURE.md's figures): the SQL statements this check ran.
+    if (std::getenv("PERFWATCH_SQL_STATS") != nullptr)
+        fmt::print(stderr, "perfwatch: {} SQL statements ({} storing the reports, {} judging them)\n",
+                   db->statements_run(), storing_statements, db->statements_run() - storing_statements);
+    if (options.format == "json")
+        fmt::print("{}", format_check_json(report));
+    else if (options.format == "markdown")
+        fmt::print("{}", format_check_markdown(report));
+    else if (options.format == "junit")
+        fmt::print("{}", format_check_junit(report, fail_on));
+    else
+        fmt::print("{}", format_check_text(report));
+    if (status != 0) return status;
+    for (const Finding& f : report.findings)
+        if (f.severity >= fail_on) return 1;
+    return 0;
+}
+
+class CheckCommand final : public Command {
+public:
+    CLI::App* add(CLI::App& app) override {
+        auto* cmd = app.add_subcommand("check", "Ingest reports, evaluate rules, print findings; exit 1 on "
+                                                "findings at or above --fail-on");
+        cmd->add_option("--db", m_options.db_path, "Database: SQLite file or postgresql:// URI to keep runs in (default: temporary)");
+        cmd->add_option("--rules", m_options.rule_paths, "Extra rule file (repeatable); same id overrides a shipped rule")
+            ->allow_extra_args(false);
+        cmd->add_option("--label", m_labels, "Label KEY=VALUE for the runs (repeatable)")->allow_extra_args(false);
+        cmd->add_option("--baseline", m_options.baseline,
+                        "Compare with this run id or report file instead of the history (same GPU model only)");
+        cmd->add_option("--format", m_options.format, "text, json, markdown (pull-request comment, < 65,000 characters) "
+                                                      "or junit (JUnit XML for Jenkins and GitLab)")
+            ->check(CLI::IsMember({"text", "json", "markdown", "junit"}));
+        cmd->add_option("--fail-on", m_options.fail_on, "info, warning or error (default error)")
+            ->check(CLI::IsMember({"info", "warning", "error"}));
+        cmd->add_option("files", m_options.files, "Report files")->required();
+        return cmd;
+    }
+    int run(const Context& c) override {
+        if (!parse_labels(m_labels, m_options.labels.given)) return 2;
+        m_options.labels.path_templates = c.config.path_templates;
+        m_options.converters = c.config.converters;
+        m_options.rule_paths.insert(m_options.rule_paths.begin(), c.config.rules.begin(), c.config.rules.end());
+        return run_check(m_options);
+    }
+
+private:
+    CheckOptions m_options;
+    std::vector<std::string> m_labels;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_check_command() { return std::make_unique<CheckCommand>(); }
+
+}  // namespace perfwatch::cli
