@@ -12,7 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "collectors/byte_source.hpp"
+#include "collectors/readers/byte_source.hpp"
 #include "collectors/collector.hpp"
 
 using namespace perfwatch;

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/byte_source.hpp"
+#include "collectors/readers/byte_source.hpp"
 #include "collectors/convert.hpp"
 #include "core/error.hpp"
 #include "core/model.hpp"

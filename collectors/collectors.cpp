@@ -6,18 +6,18 @@
 #include <optional>
 #include <set>
 
-#include "collectors/clintercept.hpp"
+#include "collectors/fpga_opencl/clintercept.hpp"
 #include "collectors/collector.hpp"
-#include "collectors/byte_source.hpp"
-#include "collectors/fpga_profile_mon.hpp"
-#include "collectors/kineto.hpp"
-#include "collectors/ncu_csv.hpp"
-#include "collectors/ncu_text.hpp"
-#include "collectors/nsys_sqlite.hpp"
-#include "collectors/nsys_stats.hpp"
-#include "collectors/rocprof.hpp"
-#include "collectors/rocprof_pmc.hpp"
-#include "collectors/rocprof_trace_text.hpp"
+#include "collectors/readers/byte_source.hpp"
+#include "collectors/fpga_opencl/fpga_profile_mon.hpp"
+#include "collectors/pytorch/kineto.hpp"
+#include "collectors/nsight_compute/ncu_csv.hpp"
+#include "collectors/nsight_compute/ncu_text.hpp"
+#include "collectors/nsight_systems/nsys_sqlite.hpp"
+#include "collectors/nsight_systems/nsys_stats.hpp"
+#include "collectors/amd/rocprof.hpp"
+#include "collectors/amd/rocprof_pmc.hpp"
+#include "collectors/amd/rocprof_trace_text.hpp"
 #include "collectors/sanitize.hpp"
 
 namespace perfwatch {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "collectors/byte_source.hpp"
+#include "collectors/readers/byte_source.hpp"
 #include "core/text.hpp"
 
 namespace perfwatch {

@@ -1,5 +1,7 @@
 #include "tests/support.hpp"
 
+#include <gtest/gtest.h>
+
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -34,6 +36,10 @@ std::optional<std::filesystem::path> corpus_dir() {
     }
     const auto p = std::filesystem::path(PERFWATCH_SOURCE_DIR) / ".." / "shared" / "corpus";
     if (std::filesystem::is_directory(p)) return std::filesystem::weakly_canonical(p);
+    // CI (scripts/test sets this there) must read the corpus: a missing one fails the tests that
+    // need it rather than skipping them.
+    if (const char* required = std::getenv("PERFWATCH_REQUIRE_CORPUS"); required != nullptr && *required == '1')
+        ADD_FAILURE() << "the corpus is required here (PERFWATCH_REQUIRE_CORPUS=1) but " << p.string() << " is missing";
     return std::nullopt;
 }
 

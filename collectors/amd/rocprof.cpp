@@ -1,0 +1,451 @@
+#include "collectors/amd/rocprof.hpp"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "collectors/readers/chrome_trace.hpp"
+#include "collectors/readers/csv.hpp"
+#include "collectors/readers/timeline.hpp"
+#include "collectors/readers/units.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+constexpr std::string_view k_stats_header = "\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\",\"Percentage\"";
+constexpr std::string_view k_sqlite_magic{"SQLite format 3\0", 16};
+
+// What one stats file counts, told from its names: HIP/HSA API calls, copies or kernels.
+EntityKind stats_kind(const std::vector<std::string>& names) {
+    std::size_t api = 0, copies = 0;
+    for (const std::string& n : names) {
+        if (n.starts_with("hip") || n.starts_with("hsa_") || n.starts_with("__hip")) ++api;
+        if (n.starts_with("Copy") || n.starts_with("FillBuffer")) ++copies;
+    }
+    if (!names.empty() && api == names.size()) return EntityKind::api_call;
+    if (!names.empty() && copies == names.size()) return EntityKind::memcpy;
+    return EntityKind::kernel;
+}
+
+class StatsCollector final : public Collector {
+public:
+    std::string_view id() const override { return "rocprof-stats"; }
+    std::string_view description() const override {
+        return "rocprof --stats CSV: results.stats.csv (kernels), .hip_stats.csv (HIP API), .copy_stats.csv, "
+               "rocprofv3 *_kernel_stats.csv";
+    }
+
+    bool recognizes(std::string_view head) const override { return head.starts_with(k_stats_header); }
+
+    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
+        const std::size_t nl = content.find('\n');
+        const std::string_view header_line = content.substr(0, nl);
+        CsvReader header_reader(header_line);
+        std::vector<std::string> header;
+        header_reader.next(header);
+        const std::size_t columns = header.size();
+        if (columns < 5)
+            return fail(path, 1, fmt::format("expected a header of at least 5 columns (Name, Calls, TotalDurationNs, "
+                                             "AverageNs, Percentage), found {}",
+                                             columns));
+        const bool v3 = columns >= 8;  // ..., "MinNs","MaxNs","StdDev"
+        struct Row {
+            std::string name;
+            std::vector<double> values;  // Calls, TotalDurationNs, AverageNs, Percentage[, MinNs, MaxNs, StdDev]
+        };
+        std::vector<Row> rows;
+        LineReader lines(content);
+        std::string_view line;
+        lines.next(line);  // the header, read above
+        std::uint64_t line_no = 1;
+        while (lines.next(line)) {
+            line_no = lines.line_number();
+            if (trim(line).empty()) continue;
+            // The numbers are the last columns; old rocprof writes names unquoted even when
+            // they hold commas, so the name is everything before them.
+            Row row;
+            std::string_view rest = line;
+            for (std::size_t i = 0; i + 1 < columns; ++i) {
+                const std::size_t c = rest.rfind(',');
+                if (c == std::string_view::npos)
+                    return fail(path, line_no, fmt::format("expected {} columns (a name and {} numbers)", columns,
+                                                           columns - 1));
+                auto v = parse_report_number(rest.substr(c + 1));
+                if (!v)
+                    return fail(path, line_no,
+                                fmt::format("expected a number in column \"{}\", found \"{}\"",
+                                            header[columns - 1 - i], trim(rest.substr(c + 1))));
+                row.values.insert(row.values.begin(), *v);
+                rest = rest.substr(0, c);
+            }
+            std::string_view name = trim(rest);
+            if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+            row.name = std::string(name);
+            rows.push_back(std::move(row));
+        }
+        if (rows.empty()) return fail(path, line_no, "stats header without rows");
+        std::vector<std::string> names;
+        for (const Row& r : rows) names.push_back(r.name);
+        const EntityKind kind = stats_kind(names);
+
+        RunBatch batch;
+        batch.format = std::string(id());
+        batch.format_detail = fmt::format("{} {} statistics", v3 ? "rocprofv3" : "rocprof v1",
+                                          kind == EntityKind::api_call ? "HIP API"
+                                          : kind == EntityKind::memcpy ? "copy"
+                                                                       : "kernel");
+        const std::size_t run_index = batch.run_entity();
+        double gpu_time = 0, launches = 0, kernels = 0;
+        for (const Row& r : rows) {
+            Entity e;
+            e.kind = kind;
+            e.name = r.name;
+            e.parent = static_cast<std::int64_t>(run_index);
+            const std::string count_name = kind == EntityKind::kernel ? "launches" : "count";
+            e.set(plain(count_name, r.values[0], "count", "Calls"));
+            e.set(plain("duration_total", r.values[1], "ns", "TotalDurationNs", "ns"));
+            e.set(plain("duration_mean", r.values[2], "ns", "AverageNs", "ns"));
+            if (kind == EntityKind::kernel) e.set(plain("duration", r.values[2], "ns", "AverageNs", "ns"));
+            if (v3) {
+                e.set(plain("duration_min", r.values[4], "ns", "MinNs", "ns"));
+                e.set(plain("duration_max", r.values[5], "ns", "MaxNs", "ns"));
+                e.set(plain("duration_std", r.values[6], "ns", "StdDev", "ns"));
+            }
+            if (r.name == "<barrier packet>") e.attributes["pseudo_kernel"] = "true";
+            if (kind == EntityKind::kernel) {
+                gpu_time += r.values[1];
+                launches += r.values[0];
+                ++kernels;
+            }
+            batch.entities.push_back(std::move(e));
+        }
+        Entity& run = batch.entities[run_index];
+        if (kind == EntityKind::kernel) {
+            run.set(plain("gpu_time", gpu_time, "ns"));
+            run.set(plain("launches", launches, "count"));
+            run.set(plain("kernels", kernels, "count"));
+        } else {
+            batch.notes.push_back(kind == EntityKind::api_call ? "HIP API statistics only: no kernel timings"
+                                                               : "copy statistics only: no kernel timings");
+        }
+        return batch;
+    }
+};
+
+class SqliteCollector final : public Collector {
+public:
+    std::string_view id() const override { return "rocprof-sqlite"; }
+    std::string_view description() const override {
+        return "rocprof SQLite: v1 results.db (KERN/OPS/HIP/COPY) and the rocprofv3 rocpd database";
+    }
+
+    CollectorInput input() const override { return CollectorInput::path; }
+    bool recognizes(std::string_view head) const override {
+        if (!head.starts_with(k_sqlite_magic)) return false;
+        // rocprof v1 writes OPS (and HIP, COPY) with --hip-trace, KERN alone with --stats.
+        return head.find("rocpd_kernel_dispatch") != std::string_view::npos ||
+               ((head.find("CREATE TABLE KERN") != std::string_view::npos ||
+                 head.find("CREATE TABLE OPS") != std::string_view::npos) &&
+                head.find("BeginNs") != std::string_view::npos);
+    }
+
+    Result<RunBatch> collect(const std::string& path, std::string_view) const override {
+        try {
+            SQLite::Database db(path, SQLite::OPEN_READONLY);
+            std::set<std::string> tables;
+            SQLite::Statement names(db, "SELECT name FROM sqlite_master WHERE type IN ('table','view')");
+            while (names.executeStep()) tables.insert(names.getColumn(0).getString());
+            RunBatch batch;
+            batch.format = std::string(id());
+            std::vector<TimelineEvent> events;
+            std::map<std::string, std::map<std::string, double>> config;  // kernel -> metric -> value
+            if (tables.contains("kernels")) {
+                batch.format_detail = "rocprofv3 rocpd database";
+                SQLite::Statement st(db,
+                                     "SELECT name, start, end, agent_abs_index, queue_id, grid_x * grid_y * grid_z, "
+                                     "workgroup_x * workgroup_y * workgroup_z, vgpr_count, sgpr_count, lds_size "
+                                     "FROM kernels");
+                while (st.executeStep()) {
+                    TimelineEvent ev;
+                    ev.name = st.getColumn(0).getString();
+                    ev.start_ns = st.getColumn(1).getDouble();
+                    ev.end_ns = st.getColumn(2).getDouble();
+                    ev.device = fmt::format("agent {}", st.getColumn(3).getInt64());
+                    ev.queue = st.getColumn(4).getString();
+                    auto& c = config[ev.name];
+                    c["grid_threads"] = st.getColumn(5).getDouble();
+                    c["block_size"] = st.getColumn(6).getDouble();
+                    c["vgpr_count"] = st.getColumn(7).getDouble();
+                    c["sgpr_count"] = st.getColumn(8).getDouble();
+                    c["lds_per_block"] = st.getColumn(9).getDouble();
+                    events.push_back(std::move(ev));
+                }
+                if (tables.contains("memory_copies")) {
+                    SQLite::Statement mc(db, "SELECT name, start, end, dst_agent_abs_index FROM memory_copies");
+                    while (mc.executeStep()) {
+                        TimelineEvent ev;
+                        ev.kind = TimelineEvent::Kind::memory;
+                        ev.name = mc.getColumn(0).getString();
+                        ev.start_ns = mc.getColumn(1).getDouble();
+                        ev.end_ns = mc.getColumn(2).getDouble();
+                        ev.device = fmt::format("agent {}", mc.getColumn(3).isNull() ? 0 : mc.getColumn(3).getInt64());
+                        events.push_back(std::move(ev));
+                    }
+                }
+            } else if (tables.contains("OPS")) {
+                batch.format_detail = "rocprof v1 results.db";
+                for (const char* table : {"OPS", "COPY"}) {
+                    if (!tables.contains(table)) continue;
+                    SQLite::Statement st(db, fmt::format("SELECT Name, BeginNs, EndNs, \"dev-id\", \"queue-id\" FROM {}", table));
+                    while (st.executeStep()) {
+                        TimelineEvent ev;
+                        ev.kind = std::string_view(table) == "OPS" ? TimelineEvent::Kind::kernel : TimelineEvent::Kind::memory;
+                        ev.name = st.getColumn(0).getString();
+                        ev.start_ns = st.getColumn(1).getDouble();
+                        ev.end_ns = st.getColumn(2).getDouble();
+                        ev.device = fmt::format("device {}", st.getColumn(3).getInt64());
+                        ev.queue = st.getColumn(4).getString();
+                        events.push_back(std::move(ev));
+                    }
+                }
+            } else if (tables.contains("KERN")) {
+                // One row per dispatch, the columns of results.csv; names keep their CSV quotes.
+                batch.format_detail = "rocprof v1 results.db (KERN dispatches)";
+                SQLite::Statement st(db, "SELECT KernelName, BeginNs, EndNs, \"gpu-id\", \"queue-id\", grd, wgr, "
+                                         "arch_vgpr, accum_vgpr, sgpr, lds FROM KERN");
+                while (st.executeStep()) {
+                    TimelineEvent ev;
+                    std::string name = st.getColumn(0).getString();
+                    if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+                    ev.name = std::move(name);
+                    ev.start_ns = st.getColumn(1).getDouble();
+                    ev.end_ns = st.getColumn(2).getDouble();
+                    ev.device = fmt::format("gpu-id {}", st.getColumn(3).getInt64());
+                    ev.queue = st.getColumn(4).getString();
+                    auto& c = config[ev.name];
+                    c["grid_threads"] = st.getColumn(5).getDouble();
+                    c["block_size"] = st.getColumn(6).getDouble();
+                    c["vgpr_count"] = st.getColumn(7).getDouble() + st.getColumn(8).getDouble();
+                    c["sgpr_count"] = st.getColumn(9).getDouble();
+                    c["lds_per_block"] = st.getColumn(10).getDouble();
+                    events.push_back(std::move(ev));
+                }
+            } else {
+                return fail(path, 0, "SQLite database is not a rocprof database (no kernels view, OPS or KERN table)");
+            }
+            if (events.empty()) batch.notes.push_back("no kernel dispatches in this database");
+            build_timeline_entities(batch, std::move(events), TimelineOptions{false, true});
+            for (Entity& e : batch.entities) {
+                if (e.kind != EntityKind::kernel) continue;
+                auto it = config.find(e.name);
+                if (it == config.end()) continue;
+                const auto& c = it->second;
+                e.set(plain("block_size", c.at("block_size"), "count", "workgroup_x*y*z"));
+                if (c.at("block_size") > 0)
+                    e.set(plain("grid_size", c.at("grid_threads") / c.at("block_size"), "count", "grid_x*y*z / workgroup"));
+                e.set(plain("vgpr_count", c.at("vgpr_count"), "count", "vgpr_count"));
+                e.set(plain("sgpr_count", c.at("sgpr_count"), "count", "sgpr_count"));
+                e.set(plain("shared_mem_per_block", c.at("lds_per_block"), "byte", "lds_size", "B"));
+            }
+            return batch;
+        } catch (const SQLite::Exception& ex) {
+            return fail(path, 0, fmt::format("cannot read the rocprof database: {}", ex.what()));
+        }
+    }
+};
+
+// rocprofv3 *_kernel_trace.csv: one row per dispatch with agent, queue, name, timestamps (ns),
+// register counts and sizes.
+class TraceCsvCollector final : public Collector {
+public:
+    std::string_view id() const override { return "rocprof-trace-csv"; }
+    std::string_view description() const override {
+        return "rocprofv3 *_kernel_trace.csv (one row per kernel dispatch)";
+    }
+
+    bool recognizes(std::string_view head) const override {
+        const std::string_view first = head.substr(0, head.find('\n'));
+        return first.find("\"Kernel_Name\"") != std::string_view::npos &&
+               first.find("\"Start_Timestamp\"") != std::string_view::npos;
+    }
+
+    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
+        CsvReader reader(content);
+        std::vector<std::string> header, row;
+        if (reader.next(header) != CsvReader::Status::record) return fail(path, 1, "no header row");
+        auto col = [&](std::string_view n) { return column_index(header, {n}); };
+        const int name = col("Kernel_Name"), start = col("Start_Timestamp"), end = col("End_Timestamp"),
+                  agent = col("Agent_Id"), queue = col("Queue_Id"), vgpr = col("VGPR_Count"),
+                  sgpr = col("SGPR_Count"), lds = col("LDS_Block_Size"), wx = col("Workgroup_Size_X"),
+                  wy = col("Workgroup_Size_Y"), wz = col("Workgroup_Size_Z"), gx = col("Grid_Size_X"),
+                  gy = col("Grid_Size_Y"), gz = col("Grid_Size_Z");
+        if (name < 0 || start < 0 || end < 0)
+            return fail(path, 1, "header lacks Kernel_Name, Start_Timestamp or End_Timestamp");
+        TimelineBuilder builder(TimelineOptions{false, true});
+        std::map<std::string, std::map<std::string, double>> config;
+        auto number = [&](int c) -> std::optional<double> {
+            if (c < 0 || static_cast<std::size_t>(c) >= row.size()) return std::nullopt;
+            return parse_report_number(row[static_cast<std::size_t>(c)]);
+        };
+        while (true) {
+            const auto status = reader.next(row);
+            if (status == CsvReader::Status::end) break;
+            if (status == CsvReader::Status::error) return fail(path, reader.record_line(), reader.error());
+            if (row.size() == 1 && trim(row[0]).empty()) continue;
+            if (row.size() != header.size())
+                return fail(path, reader.record_line(),
+                            fmt::format("expected {} fields as in the header, found {}", header.size(), row.size()));
+            const auto s = number(start), e = number(end);
+            if (!s || !e)
+                return fail(path, reader.record_line(), "expected integer Start_Timestamp and End_Timestamp (ns)");
+            TimelineEvent ev;
+            ev.name = row[static_cast<std::size_t>(name)];
+            ev.start_ns = *s;
+            ev.end_ns = *e;
+            ev.device = fmt::format("agent {}", agent >= 0 ? row[static_cast<std::size_t>(agent)] : "0");
+            if (queue >= 0) ev.queue = row[static_cast<std::size_t>(queue)];
+            auto& c = config[ev.name];
+            if (auto v = number(vgpr)) c["vgpr_count"] = *v;
+            if (auto v = number(sgpr)) c["sgpr_count"] = *v;
+            if (auto v = number(lds)) c["shared_mem_per_block"] = *v;
+            const auto x = number(wx), y = number(wy), z = number(wz);
+            if (x && y && z) c["block_size"] = *x * *y * *z;
+            const auto a = number(gx), b = number(gy), d = number(gz);
+            if (a && b && d && c.contains("block_size") && c["block_size"] > 0)
+                c["grid_size"] = *a * *b * *d / c["block_size"];
+            builder.add(std::move(ev));
+        }
+        RunBatch batch;
+        batch.format = std::string(id());
+        batch.format_detail = "rocprofv3 kernel trace";
+        if (builder.kernel_events() == 0) batch.notes.push_back("no kernel dispatches in this trace");
+        builder.finish(batch);
+        for (Entity& ent : batch.entities) {
+            if (ent.kind != EntityKind::kernel) continue;
+            for (const auto& [k, v] : config[ent.name])
+                ent.set(plain(k, v, k == "shared_mem_per_block" ? "byte" : "count", k));
+        }
+        return batch;
+    }
+};
+
+// rocprof v1 results.json: a Chrome trace whose processes are named "CPU HIP API", "COPY",
+// "GPU<n>" and "GPU Barriers<n>", with times as strings of microseconds.
+class JsonCollector final : public Collector {
+public:
+    std::string_view id() const override { return "rocprof-json"; }
+    std::string_view description() const override {
+        return "rocprof v1 results.json (Chrome trace with HIP API, COPY and GPU processes, string times)";
+    }
+
+    bool recognizes(std::string_view head) const override {
+        return head.find("\"traceEvents\"") != std::string_view::npos &&
+               (head.find("\"CPU HIP API\"") != std::string_view::npos ||
+                head.find("\"GPU Barriers") != std::string_view::npos);
+    }
+
+    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
+        std::map<std::string, std::string> process;  // pid -> name
+        struct Pending {
+            std::string pid;
+            TimelineEvent ev;
+            double begin_ns = -1, end_ns = -1;  // args.BeginNs/EndNs
+        };
+        std::vector<Pending> pending;
+        std::map<std::string, std::vector<double>> api;
+        auto note = read_trace(path, content, [&](const TraceEvent& t) {
+            if (t.ph == "M") {
+                if (t.name == "process_name") process[t.pid] = std::string(t.label);
+                return;
+            }
+            TimelineEvent ev;
+            ev.name = std::string(t.name);
+            ev.start_ns = t.ts * 1000;
+            ev.end_ns = (t.ts + t.dur) * 1000;
+            ev.queue = t.tid;
+            pending.push_back({t.pid, std::move(ev), t.begin_ns, t.end_ns});
+        });
+        if (!note) return std::unexpected(note.error());
+        // `ts` and `dur` are whole microseconds; args.BeginNs/EndNs hold the nanoseconds. They are
+        // used when every event has them (one clock for the whole timeline).
+        const bool in_ns = !pending.empty() && std::all_of(pending.begin(), pending.end(), [](const Pending& p) {
+            return p.begin_ns >= 0 && p.end_ns >= p.begin_ns;
+        });
+        if (in_ns)
+            for (Pending& p : pending) {
+                p.ev.start_ns = p.begin_ns;
+                p.ev.end_ns = p.end_ns;
+            }
+        TimelineBuilder builder(TimelineOptions{false, true});
+        std::size_t kernels = 0;
+        std::sort(pending.begin(), pending.end(),
+                  [](const Pending& a, const Pending& b) { return a.ev.start_ns < b.ev.start_ns; });
+        // The COPY lane is the copy engines, not a device: with one GPU its copies are that GPU's
+        // work (in its busy and idle time); with several they are on no device (memory entities
+        // and memory time only), never a device of their own for idle rules.
+        std::set<std::string> gpus;
+        for (const auto& [pid, name] : process)
+            if (name.starts_with("GPU") && !name.starts_with("GPU Barriers")) gpus.insert("GPU " + name.substr(3));
+        const std::string copy_device = gpus.size() == 1 ? *gpus.begin() : std::string();
+        for (Pending& p : pending) {
+            const std::string& proc = process[p.pid];
+            if (proc.starts_with("GPU Barriers")) continue;  // barrier packets, not kernels
+            if (proc.starts_with("GPU")) {
+                p.ev.kind = TimelineEvent::Kind::kernel;
+                p.ev.device = "GPU " + proc.substr(3);
+                ++kernels;
+            } else if (proc == "COPY") {
+                p.ev.kind = TimelineEvent::Kind::memory;
+                p.ev.device = copy_device;
+            } else {
+                api[p.ev.name].push_back(p.ev.end_ns - p.ev.start_ns);
+                continue;
+            }
+            builder.add(std::move(p.ev));
+        }
+        RunBatch batch;
+        batch.format = std::string(id());
+        batch.format_detail = in_ns ? "rocprof v1 Chrome trace (times from args.BeginNs/EndNs)" : "rocprof v1 Chrome trace";
+        if (!note->empty()) batch.notes.push_back(*note);
+        if (kernels == 0) batch.notes.push_back("no GPU kernel events in this trace");
+        builder.finish(batch);
+        for (auto& [name, durations] : api) {
+            Entity e;
+            e.kind = EntityKind::api_call;
+            e.name = name;
+            e.parent = static_cast<std::int64_t>(batch.run_entity());
+            set_duration_metrics(e, duration_stats(std::move(durations)), "count");
+            batch.entities.push_back(std::move(e));
+        }
+        return batch;
+    }
+};
+
+}  // namespace
+
+const Collector& rocprof_trace_csv_collector() {
+    static const TraceCsvCollector k_instance;
+    return k_instance;
+}
+
+const Collector& rocprof_json_collector() {
+    static const JsonCollector k_instance;
+    return k_instance;
+}
+
+const Collector& rocprof_stats_collector() {
+    static const StatsCollector k_instance;
+    return k_instance;
+}
+
+const Collector& rocprof_sqlite_collector() {
+    static const SqliteCollector k_instance;
+    return k_instance;
+}
+
+}  // namespace perfwatch

@@ -1,0 +1,424 @@
+#include "collectors/nsight_systems/nsys_sqlite.hpp"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <optional>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "collectors/nsight_systems/nsys_common.hpp"
+#include "collectors/readers/timeline.hpp"
+#include "collectors/readers/units.hpp"
+#include "collectors/readers/waiting_map.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+// These queries read an nsys export, a foreign schema; perfwatch's own database SQL lives in storage/.
+
+constexpr std::string_view k_sqlite_magic{"SQLite format 3\0", 16};
+
+// CUDA_MEMOPR_MEMORY_KIND values (ENUM_CUDA_MEM_KIND from 2022.4 on).
+std::string_view memory_kind_name(long long kind) {
+    static constexpr std::array<std::string_view, 8> k_names{"pageable", "pinned", "device", "array",
+                                                             "managed",  "device static", "managed static",
+                                                             "unknown"};
+    return kind >= 0 && kind < static_cast<long long>(k_names.size()) ? k_names[static_cast<std::size_t>(kind)]
+                                                                        : "unknown";
+}
+
+class Export {
+public:
+    explicit Export(const std::string& path) : m_path(path), m_db(path, SQLite::OPEN_READONLY) {
+        SQLite::Statement st(m_db, "SELECT name FROM sqlite_master WHERE type IN ('table','view')");
+        while (st.executeStep()) m_tables.insert(st.getColumn(0).getString());
+    }
+
+    bool has(const std::string& table) const { return m_tables.contains(table); }
+
+    std::set<std::string> columns(const std::string& table) {
+        std::set<std::string> out;
+        SQLite::Statement st(m_db, fmt::format("PRAGMA table_info(\"{}\")", table));
+        while (st.executeStep()) out.insert(st.getColumn(1).getString());
+        return out;
+    }
+
+    SQLite::Database& db() { return m_db; }
+    const std::string& path() const { return m_path; }
+
+private:
+    std::string m_path;
+    SQLite::Database m_db;
+    std::set<std::string> m_tables;
+};
+
+// The start of the runtime call that launched a kernel, by correlation ID, without joining the
+// two tables (an automatic index over every runtime row): CUPTI numbers calls in order and both
+// tables are written roughly in that order, so the runtime rows are read alongside the kernels,
+// keeping those read ahead in a bounded map. A kernel whose call was read long before (dropped)
+// or never comes gets no latency.
+class LaunchMatcher {
+public:
+    LaunchMatcher(SQLite::Database& db, bool enabled) {
+        if (enabled)
+            m_runtime.emplace(db, "SELECT correlationId, start FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+                                  "WHERE correlationId IS NOT NULL");
+    }
+
+    std::optional<double> launch_start(long long correlation) {
+        if (auto start = m_waiting.take(correlation)) return start;
+        // Read ahead until this call, or past it.
+        while (m_runtime && m_last_read <= correlation) {
+            if (!m_runtime->executeStep()) {
+                m_runtime.reset();
+                break;
+            }
+            const long long id = m_runtime->getColumn(0).getInt64();
+            const double start = m_runtime->getColumn(1).getDouble();
+            m_last_read = std::max(m_last_read, id);
+            if (id == correlation) return start;
+            m_waiting.put(id, start);
+        }
+        return std::nullopt;
+    }
+
+private:
+    std::optional<SQLite::Statement> m_runtime;
+    long long m_last_read = std::numeric_limits<long long>::min();
+    WaitingMap<double> m_waiting;  // runtime call starts read ahead
+};
+
+class NsysSqliteCollector final : public Collector {
+public:
+    std::string_view id() const override { return "nsys-sqlite"; }
+    std::string_view description() const override {
+        return "Nsight Systems SQLite export (nsys export --type sqlite), schemas 2021-2025";
+    }
+
+    CollectorInput input() const override { return CollectorInput::path; }
+    bool recognizes(std::string_view head) const override { return head.starts_with(k_sqlite_magic); }
+
+    Result<RunBatch> collect(const std::string& path, std::string_view) const override {
+        try {
+            Export ex(path);
+            if (!ex.has("StringIds") || (!ex.has("TARGET_INFO_GPU") && !ex.has("TARGET_INFO_SESSION_START_TIME") &&
+                                         !ex.has("CUPTI_ACTIVITY_KIND_KERNEL")))
+                return fail(path, 0,
+                            "SQLite database is not an Nsight Systems export (expected the StringIds table and "
+                            "TARGET_INFO_* or CUPTI_ACTIVITY_KIND_* tables)");
+            return read(ex);
+        } catch (const SQLite::Exception& e) {
+            return fail(path, 0, fmt::format("cannot read the SQLite export: {}", e.what()));
+        }
+    }
+
+private:
+    Result<RunBatch> read(Export& ex) const {
+        RunBatch batch;
+        batch.format = std::string(id());
+        for (const char* meta : {"META_DATA_EXPORT", "EXPORT_META_DATA"}) {
+            if (!ex.has(meta)) continue;
+            SQLite::Statement st(ex.db(), fmt::format("SELECT name, value FROM {}", meta));
+            while (st.executeStep()) {
+                const std::string name = st.getColumn(0).getString();
+                const std::string value = st.getColumn(1).isNull() ? "" : st.getColumn(1).getString();
+                if (name == "EXPORT_PRODUCT_VERSION") batch.tool_version = value;
+                if (name == "EXPORT_SCHEMA_VERSION") batch.format_detail = "export schema " + value;
+            }
+        }
+        if (batch.format_detail.empty()) batch.format_detail = "export without metadata table (2021 or older)";
+
+        const std::size_t run_index = batch.run_entity();
+        std::map<long long, std::string> device_names;
+        std::vector<Entity> device_info;
+        if (ex.has("TARGET_INFO_GPU")) {
+            const auto cols = ex.columns("TARGET_INFO_GPU");
+            SQLite::Statement st(ex.db(), "SELECT * FROM TARGET_INFO_GPU");
+            while (st.executeStep()) {
+                Entity dev;
+                dev.kind = EntityKind::device;
+                const long long id = st.getColumn("id").getInt64();
+                dev.name = fmt::format("device {}", id);
+                if (cols.contains("name") && !st.getColumn("name").isNull())
+                    dev.attributes["gpu"] = std::string(trim(st.getColumn("name").getString()));
+                if (cols.contains("computeMajor") && cols.contains("computeMinor"))
+                    dev.attributes["cc"] = fmt::format("{}.{}", st.getColumn("computeMajor").getInt(),
+                                                       st.getColumn("computeMinor").getInt());
+                if (cols.contains("smCount")) dev.set(plain("sm_count", st.getColumn("smCount").getDouble(), "count", "smCount"));
+                if (cols.contains("maxWarpsPerSm"))
+                    dev.set(plain("max_warps_per_sm", st.getColumn("maxWarpsPerSm").getDouble(), "count", "maxWarpsPerSm"));
+                device_names[id] = dev.name;
+                device_info.push_back(std::move(dev));
+            }
+        }
+
+        auto device_name = [&](long long id) -> const std::string& {
+            auto it = device_names.find(id);
+            if (it == device_names.end()) it = device_names.emplace(id, fmt::format("device {}", id)).first;
+            return it->second;
+        };
+        // Rows stream into the timeline (bounded memory, whatever the number of kernels).
+        TimelineBuilder timeline(TimelineOptions{false});
+        // Per kernel name (by string ID): launch configuration of its longest launch, launch latency.
+        struct KernelExtra {
+            std::string name;
+            double longest = -1;
+            double grid = 0, block = 0, registers = 0, static_smem = 0, dynamic_smem = 0;
+            std::string grid_text, block_text, short_name;
+            double latency_count = 0, latency_sum = 0, latency_max = 0;
+        };
+        std::unordered_map<long long, KernelExtra> extras;
+        double latency_count = 0, latency_sum = 0, latency_max = 0;
+        std::size_t kernel_rows = 0;
+        if (ex.has("CUPTI_ACTIVITY_KIND_KERNEL")) {
+            const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_KERNEL");
+            const bool demangled = cols.contains("demangledName");
+            const std::string name_col = demangled ? "demangledName" : "shortName";
+            const bool latency = ex.has("CUPTI_ACTIVITY_KIND_RUNTIME") && cols.contains("correlationId");
+            // Names are looked up once per kernel name, not joined to every row.
+            SQLite::Statement name_of(ex.db(), "SELECT value FROM StringIds WHERE id = ?");
+            auto string_id = [&](long long id) -> std::optional<std::string> {
+                name_of.reset();
+                name_of.bind(1, static_cast<int64_t>(id));
+                if (!name_of.executeStep() || name_of.getColumn(0).isNull()) return std::nullopt;
+                return name_of.getColumn(0).getString();
+            };
+            LaunchMatcher launches(ex.db(), latency);
+            SQLite::Statement st(ex.db(), fmt::format("SELECT start, end, deviceId, {}, shortName, gridX, gridY, gridZ, "
+                                                      "blockX, blockY, blockZ, registersPerThread, staticSharedMemory, "
+                                                      "dynamicSharedMemory, {} FROM CUPTI_ACTIVITY_KIND_KERNEL",
+                                                      name_col, latency ? "correlationId" : "NULL"));
+            while (st.executeStep()) {
+                ++kernel_rows;
+                const double start = st.getColumn(0).getDouble(), end = st.getColumn(1).getDouble();
+                const std::string& device = device_name(st.getColumn(2).getInt64());
+                auto [xit, fresh] = extras.try_emplace(st.getColumn(3).getInt64());
+                KernelExtra& x = xit->second;
+                if (fresh) {
+                    auto name = string_id(xit->first);
+                    if (!name)
+                        return fail(ex.path(), 0, fmt::format("kernel name {} is not in the StringIds table", xit->first));
+                    x.name = std::move(*name);
+                }
+                timeline.add(TimelineEvent::Kind::kernel, x.name, device, start, end);
+                const double duration = end - start;
+                if (duration > x.longest) {
+                    x.longest = duration;
+                    const double gx = st.getColumn(5).getDouble(), gy = st.getColumn(6).getDouble(),
+                                 gz = st.getColumn(7).getDouble();
+                    const double bx = st.getColumn(8).getDouble(), by = st.getColumn(9).getDouble(),
+                                 bz = st.getColumn(10).getDouble();
+                    x.grid = gx * gy * gz;
+                    x.block = bx * by * bz;
+                    x.grid_text = fmt::format("{}x{}x{}", gx, gy, gz);
+                    x.block_text = fmt::format("{}x{}x{}", bx, by, bz);
+                    x.registers = st.getColumn(11).getDouble();
+                    x.static_smem = st.getColumn(12).getDouble();
+                    x.dynamic_smem = st.getColumn(13).getDouble();
+                    if (!st.getColumn(4).isNull()) x.short_name = string_id(st.getColumn(4).getInt64()).value_or("");
+                }
+                if (st.getColumn(14).isNull()) continue;
+                if (const auto launched = launches.launch_start(st.getColumn(14).getInt64())) {
+                    const double lat = start - *launched;
+                    x.latency_count += 1;
+                    x.latency_sum += lat;
+                    x.latency_max = x.latency_count == 1 ? lat : std::max(x.latency_max, lat);
+                    latency_count += 1;
+                    latency_sum += lat;
+                    latency_max = latency_count == 1 ? lat : std::max(latency_max, lat);
+                }
+            }
+        }
+        std::unordered_map<std::string, const KernelExtra*> extra_of;
+        for (const auto& [name_id, x] : extras) extra_of[x.name] = &x;
+
+        // Memory copies and sets, per direction and host memory kind: the timeline counts and times
+        // them; bytes and what the name stands for are kept here.
+        struct MemGroup {
+            double count = 0, bytes = 0;
+            std::string direction, host_memory;
+        };
+        std::map<std::string, MemGroup> mem;
+        auto memory_event = [&](const std::string& name, const SQLite::Statement& st) {
+            timeline.add(TimelineEvent::Kind::memory, name, device_name(st.getColumn(2).getInt64()),
+                         st.getColumn(0).getDouble(), st.getColumn(1).getDouble());
+        };
+        if (ex.has("CUPTI_ACTIVITY_KIND_MEMCPY")) {
+            const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_MEMCPY");
+            const bool kinds = cols.contains("srcKind") && cols.contains("dstKind");
+            SQLite::Statement st(ex.db(), fmt::format("SELECT start, end, deviceId, streamId, bytes, copyKind, {} "
+                                                      "FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+                                                      kinds ? "srcKind, dstKind" : "NULL, NULL"));
+            while (st.executeStep()) {
+                const long long copy_kind = st.getColumn(5).getInt64();
+                std::string host;
+                // The host side of a copy: the source for HtoD, the destination for DtoH.
+                if (!st.getColumn(6).isNull()) {
+                    const long long src = st.getColumn(6).getInt64(), dst = st.getColumn(7).getInt64();
+                    if (copy_kind == 1 || copy_kind == 3 || copy_kind == 9) host = memory_kind_name(src);
+                    else if (copy_kind == 2 || copy_kind == 4) host = memory_kind_name(dst);
+                }
+                std::string name = fmt::format("[CUDA memcpy {}]", copy_kind_name(copy_kind));
+                if (!host.empty()) name += fmt::format(" ({})", host);
+                MemGroup& g = mem[name];
+                g.count += 1;
+                g.bytes += st.getColumn(4).getDouble();
+                g.direction = std::string(copy_kind_name(copy_kind));
+                g.host_memory = host;
+                memory_event(name, st);
+            }
+        }
+        if (ex.has("CUPTI_ACTIVITY_KIND_MEMSET")) {
+            SQLite::Statement st(ex.db(), "SELECT start, end, deviceId, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET");
+            while (st.executeStep()) {
+                MemGroup& g = mem["[CUDA memset]"];
+                g.count += 1;
+                g.bytes += st.getColumn(3).getDouble();
+                g.direction = "memset";
+                memory_event("[CUDA memset]", st);
+            }
+        }
+
+        if (kernel_rows == 0)
+            batch.notes.push_back(ex.has("CUPTI_ACTIVITY_KIND_KERNEL")
+                                      ? "the export's kernel table is empty: no CUDA kernels in this capture"
+                                      : "no CUDA kernel data in this capture (no CUPTI_ACTIVITY_KIND_KERNEL table)");
+        timeline.finish(batch);
+
+        // Attach GPU facts to the device entities the timeline made (or add devices it did not see).
+        for (Entity& info : device_info) {
+            auto it = std::find_if(batch.entities.begin(), batch.entities.end(), [&](const Entity& e) {
+                return e.kind == EntityKind::device && e.name == info.name;
+            });
+            if (it == batch.entities.end()) {
+                info.parent = static_cast<std::int64_t>(run_index);
+                batch.entities.push_back(std::move(info));
+                continue;
+            }
+            for (auto& [k, v] : info.attributes) it->attributes[k] = v;
+            for (Metric& m : info.metrics) it->set(std::move(m));
+        }
+
+        std::map<std::string, double> sm_counts;
+        for (const Entity& e : batch.entities)
+            if (e.kind == EntityKind::device)
+                if (auto sm = e.value("sm_count")) sm_counts[e.name] = *sm;
+        for (Entity& e : batch.entities) {
+            if (e.kind == EntityKind::kernel) {
+                // A kernel on one device carries that device's SM count, for grid-size rules.
+                if (auto d = e.attributes.find("device"); d != e.attributes.end())
+                    if (auto sm = sm_counts.find(d->second); sm != sm_counts.end())
+                        e.set(plain("sm_count", sm->second, "count", "smCount"));
+                auto it = extra_of.find(e.name);
+                if (it == extra_of.end()) continue;
+                const KernelExtra& x = *it->second;
+                e.set(plain("grid_size", x.grid, "count", "gridX*gridY*gridZ"));
+                e.set(plain("block_size", x.block, "count", "blockX*blockY*blockZ"));
+                e.set(plain("registers_per_thread", x.registers, "count", "registersPerThread"));
+                e.set(plain("shared_mem_static_per_block", x.static_smem, "byte", "staticSharedMemory", "B"));
+                e.set(plain("shared_mem_dynamic_per_block", x.dynamic_smem, "byte", "dynamicSharedMemory", "B"));
+                e.attributes["grid"] = x.grid_text;
+                e.attributes["block"] = x.block_text;
+                if (!x.short_name.empty()) e.attributes["short_name"] = x.short_name;
+                if (x.latency_count > 0) {
+                    e.set(plain("launch_latency_mean", x.latency_sum / x.latency_count, "ns"));
+                    e.set(plain("launch_latency_max", x.latency_max, "ns"));
+                }
+            } else if (e.kind == EntityKind::memcpy) {
+                auto it = mem.find(e.name);
+                if (it == mem.end()) continue;
+                e.set(plain("bytes", it->second.bytes, "byte", "bytes", "B"));
+                if (auto t = e.value("duration_total"); t && *t > 0)
+                    e.set(plain("bandwidth", it->second.bytes * 1e9 / *t, "byte/s"));
+                e.attributes["direction"] = it->second.direction;
+                if (!it->second.host_memory.empty()) e.attributes["host_memory"] = it->second.host_memory;
+            }
+        }
+
+        // CUDA runtime and driver API calls per name.
+        double sync_time = 0, sync_calls = 0, api_calls = 0;
+        if (ex.has("CUPTI_ACTIVITY_KIND_RUNTIME")) {
+            SQLite::Statement st(ex.db(),
+                                 "SELECT s.value, g.n, g.total, g.shortest, g.longest FROM "
+                                 "(SELECT nameId, count(*) AS n, sum(end - start) AS total, min(end - start) AS shortest, "
+                                 "max(end - start) AS longest FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY nameId) g "
+                                 "JOIN StringIds s ON s.id = g.nameId ORDER BY g.total DESC");
+            while (st.executeStep()) {
+                Entity e;
+                e.kind = EntityKind::api_call;
+                const std::string raw = st.getColumn(0).getString();
+                e.name = api_name(raw);
+                e.parent = static_cast<std::int64_t>(run_index);
+                const double count = st.getColumn(1).getDouble(), total = st.getColumn(2).getDouble();
+                set_aggregate_metrics(e, "count", count, total, st.getColumn(3).getDouble(),
+                                      st.getColumn(4).getDouble());
+                if (raw != e.name) e.attributes["tool_name"] = raw;
+                api_calls += count;
+                if (is_sync_call(raw)) {
+                    e.attributes["synchronizing"] = "true";
+                    sync_time += total;
+                    sync_calls += count;
+                }
+                batch.entities.push_back(std::move(e));
+            }
+        }
+
+        // NVTX ranges (push/pop 59, start/end 60) per text.
+        if (ex.has("NVTX_EVENTS")) {
+            const auto cols = ex.columns("NVTX_EVENTS");
+            const bool text_id = cols.contains("textId");
+            SQLite::Statement st(
+                ex.db(), fmt::format("SELECT {} AS label, count(*), sum(e.end - e.start), min(e.end - e.start), "
+                                     "max(e.end - e.start) FROM NVTX_EVENTS e {} WHERE e.eventType IN (59, 60) AND "
+                                     "e.end IS NOT NULL GROUP BY label",
+                                     text_id ? "coalesce(e.text, s.value)" : "e.text",
+                                     text_id ? "LEFT JOIN StringIds s ON s.id = e.textId" : ""));
+            while (st.executeStep()) {
+                if (st.getColumn(0).isNull()) continue;
+                Entity e;
+                e.kind = EntityKind::nvtx_range;
+                e.name = st.getColumn(0).getString();
+                e.parent = static_cast<std::int64_t>(run_index);
+                set_aggregate_metrics(e, "count", st.getColumn(1).getDouble(), st.getColumn(2).getDouble(),
+                                      st.getColumn(3).getDouble(), st.getColumn(4).getDouble());
+                batch.entities.push_back(std::move(e));
+            }
+        }
+
+        Entity& run = batch.entities[run_index];
+        if (api_calls > 0) {
+            run.set(plain("api_calls", api_calls, "count"));
+            run.set(plain("sync_api_calls", sync_calls, "count"));
+            run.set(plain("sync_api_time", sync_time, "ns"));
+        }
+        if (latency_count > 0) {
+            run.set(plain("launch_latency_mean", latency_sum / latency_count, "ns"));
+            run.set(plain("launch_latency_max", latency_max, "ns"));
+        }
+        double memcpy_bytes = 0, pageable = 0;
+        for (const auto& [name, g] : mem) {
+            memcpy_bytes += g.bytes;
+            if (g.host_memory == "pageable") pageable += g.count;
+        }
+        if (!mem.empty()) {
+            run.set(plain("memcpy_bytes", memcpy_bytes, "byte"));
+            run.set(plain("pageable_memcpy_count", pageable, "count"));
+        }
+        return batch;
+    }
+};
+
+}  // namespace
+
+const Collector& nsys_sqlite_collector() {
+    static const NsysSqliteCollector k_instance;
+    return k_instance;
+}
+
+}  // namespace perfwatch

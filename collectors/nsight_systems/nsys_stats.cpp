@@ -1,0 +1,843 @@
+#include "collectors/nsight_systems/nsys_stats.hpp"
+#include "collectors/readers/log_prefix.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <array>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "collectors/readers/csv.hpp"
+#include "collectors/nsight_systems/nsys_common.hpp"
+#include "collectors/readers/timeline.hpp"
+#include "collectors/readers/units.hpp"
+
+namespace perfwatch {
+
+namespace {
+
+enum class Report { kernels, cuda_api, os_runtime, nvtx, memory_time, memory_size, gpu_trace, other };
+
+constexpr std::array<std::pair<std::string_view, Report>, 18> k_report_names{{
+    {"cuda_gpu_kern_sum", Report::kernels},
+    {"gpukernsum", Report::kernels},
+    {"cuda_api_sum", Report::cuda_api},
+    {"cudaapisum", Report::cuda_api},
+    {"osrt_sum", Report::os_runtime},
+    {"osrtsum", Report::os_runtime},
+    {"nvtx_sum", Report::nvtx},
+    {"nvtxsum", Report::nvtx},
+    {"nvtxppsum", Report::nvtx},
+    {"nvtx_pushpop_sum", Report::nvtx},
+    {"nvtx_startend_sum", Report::nvtx},
+    {"cuda_gpu_mem_time_sum", Report::memory_time},
+    {"gpumemtimesum", Report::memory_time},
+    {"cuda_gpu_mem_size_sum", Report::memory_size},
+    {"gpumemsizesum", Report::memory_size},
+    {"cuda_gpu_trace", Report::gpu_trace},
+    {"gputrace", Report::gpu_trace},
+    {"cuda_kern_exec_sum", Report::other},
+}};
+
+// Section titles of 2020 and 2021, before reports had ids.
+constexpr std::array<std::pair<std::string_view, Report>, 7> k_legacy_titles{{
+    {"CUDA API Statistics:", Report::cuda_api},
+    {"CUDA Kernel Statistics:", Report::kernels},
+    {"CUDA Memory Operation Statistics (by time):", Report::memory_time},
+    {"CUDA Memory Operation Statistics (by size", Report::memory_size},
+    {"Operating System Runtime API Statistics:", Report::os_runtime},
+    {"NVTX Push-Pop Range Statistics:", Report::nvtx},
+    {"NVTX Start-End Range Statistics:", Report::nvtx},
+}};
+
+Report report_from_id(std::string_view id) {
+    for (const auto& [name, report] : k_report_names)
+        if (id == name) return report;
+    return Report::other;
+}
+
+std::string_view report_label(Report r) {
+    switch (r) {
+        case Report::kernels: return "kernel summary";
+        case Report::cuda_api: return "CUDA API summary";
+        case Report::os_runtime: return "OS runtime summary";
+        case Report::nvtx: return "NVTX range summary";
+        case Report::memory_time: return "memory operations by time";
+        case Report::memory_size: return "memory operations by size";
+        case Report::gpu_trace: return "GPU trace";
+        case Report::other: break;
+    }
+    return "other report";
+}
+
+struct Title {
+    std::string id;          // as printed: "cuda_gpu_kern_sum", "gpukernsum" or the legacy title
+    Report report = Report::other;
+    std::string size_unit;   // legacy memory-size titles name it: "(by size in KiB)"
+    std::string generation;  // "2020/2021", "2022" or "2023+"
+};
+
+// Recognises the line that announces a report: "[6/8] Executing 'cuda_gpu_kern_sum' stats report",
+// " ** CUDA GPU Kernel Summary (gpukernsum):", "CUDA Kernel Statistics:", or a CSV run's notice
+// "Processing [report1.sqlite] with [/opt/.../cuda_gpu_kern_sum.py]...".
+std::optional<Title> parse_title(std::string_view t) {
+    Title title;
+    if (const auto p = t.find("Executing '"); p != std::string_view::npos) {
+        const std::size_t start = p + 11;
+        const std::size_t end = t.find("' stats report", start);
+        if (end == std::string_view::npos) return std::nullopt;
+        title.id = std::string(t.substr(start, end - start));
+    } else if (t.starts_with("** ") && t.ends_with("):")) {
+        const std::size_t open = t.rfind('(');
+        if (open == std::string_view::npos) return std::nullopt;
+        title.id = std::string(t.substr(open + 1, t.size() - open - 3));
+    } else if ((t.starts_with("Processing [") || t.starts_with("Running [")) && t.find(".py") != std::string_view::npos) {
+        const std::size_t py = t.find(".py");
+        const std::size_t slash = t.find_last_of("/[", py);
+        if (slash == std::string_view::npos) return std::nullopt;
+        title.id = std::string(t.substr(slash + 1, py - slash - 1));
+    } else {
+        for (const auto& [text, report] : k_legacy_titles) {
+            if (!t.starts_with(text)) continue;
+            title.id = std::string(t);
+            title.report = report;
+            title.generation = "2020/2021";
+            if (report == Report::memory_size) {
+                const std::size_t in = t.find(" in ");
+                const std::size_t close = t.find(')', in == std::string_view::npos ? 0 : in);
+                if (in != std::string_view::npos && close != std::string_view::npos)
+                    title.size_unit = std::string(t.substr(in + 4, close - in - 4));
+            }
+            return title;
+        }
+        return std::nullopt;
+    }
+    title.report = report_from_id(title.id);
+    // 2023 renamed the reports: gpukernsum -> cuda_gpu_kern_sum.
+    title.generation = title.id.find('_') != std::string::npos ? "2023+" : "2022";
+    return title;
+}
+
+enum class Field {
+    time_pct, total, count, mean, median, min, max, std, name, style, grid, block,
+    start, duration, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, static_smem,
+    dynamic_smem, bytes, device, stream, ignored
+};
+
+constexpr auto k_fields = std::to_array<std::pair<std::string_view, Field>>({
+    {"Time", Field::time_pct},       {"Total Time", Field::total},  {"Total", Field::total},
+    {"Instances", Field::count},     {"Num Calls", Field::count},   {"Calls", Field::count},
+    {"Count", Field::count},         {"Operations", Field::count},  {"Avg", Field::mean},
+    {"Average", Field::mean},        {"Med", Field::median},        {"Median", Field::median},
+    {"Min", Field::min},             {"Minimum", Field::min},       {"Max", Field::max},
+    {"Maximum", Field::max},         {"StdDev", Field::std},        {"Name", Field::name},
+    {"Range", Field::name},          {"Operation", Field::name},    {"Style", Field::style},
+    {"GridXYZ", Field::grid},        {"BlockXYZ", Field::block},    {"Start", Field::start},
+    {"Duration", Field::duration},   {"GrdX", Field::grid_x},       {"GrdY", Field::grid_y},
+    {"GrdZ", Field::grid_z},         {"BlkX", Field::block_x},      {"BlkY", Field::block_y},
+    {"BlkZ", Field::block_z},        {"Reg/Trd", Field::registers}, {"StcSMem", Field::static_smem},
+    {"DymSMem", Field::dynamic_smem}, {"Bytes", Field::bytes},      {"Device", Field::device},
+    {"Strm", Field::stream},
+});
+
+struct Column {
+    std::string header;  // as printed: "Total Time (ns)"
+    Field field = Field::ignored;
+    std::string unit;    // from the header's "(ns)", or inherited
+};
+
+// "Total Time (ns)" -> field total, unit "ns". Unknown headers are kept and ignored.
+Column parse_column(std::string_view header) {
+    Column c;
+    c.header = std::string(header);
+    std::string_view base = header;
+    if (header.ends_with(")")) {
+        const std::size_t open = header.rfind('(');
+        if (open != std::string_view::npos) {
+            c.unit = std::string(header.substr(open + 1, header.size() - open - 2));
+            base = trim(header.substr(0, open));  // "Time(%)" and "Time (%)" alike
+        }
+    }
+    for (const auto& [name, field] : k_fields)
+        if (base == name) c.field = field;
+    return c;
+}
+
+struct Row {
+    std::vector<std::string> cells;
+    std::uint64_t line = 0;
+};
+
+struct Table {
+    Title title;
+    std::uint64_t line = 0;  // of the header
+    bool csv = false;
+    std::vector<Column> columns;
+    std::vector<Row> rows;
+
+    int index(Field f) const {
+        for (std::size_t i = 0; i < columns.size(); ++i)
+            if (columns[i].field == f) return static_cast<int>(i);
+        return -1;
+    }
+    bool has(Field f) const { return index(f) >= 0; }
+};
+
+// A header is a row of known column names that starts with the time share, a total or a start
+// time and ends with the name of what is measured.
+bool is_header(const std::vector<Column>& cols) {
+    if (cols.size() < 3) return false;
+    const Field first = cols.front().field;
+    if (first != Field::time_pct && first != Field::total && first != Field::start) return false;
+    return cols.back().field == Field::name;
+}
+
+bool is_dash_line(std::string_view line) {
+    const std::string_view t = trim(line);
+    return !t.empty() && t.find_first_not_of("- ") == std::string_view::npos && t.find("--") != std::string_view::npos;
+}
+
+// Column extents of a text table, from its dash line: [start, end) of each run of dashes.
+std::vector<std::pair<std::size_t, std::size_t>> dash_extents(std::string_view line) {
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    std::size_t i = 0;
+    while (i < line.size()) {
+        if (line[i] != '-') {
+            ++i;
+            continue;
+        }
+        const std::size_t start = i;
+        while (i < line.size() && line[i] == '-') ++i;
+        out.emplace_back(start, i);
+    }
+    return out;
+}
+
+// Splits a text row by the extents: a cell runs from its column's start to the next column's
+// start (numbers are right-aligned, names left-aligned); the last cell takes the rest of the line.
+std::vector<std::string> split_text_row(std::string_view line, const std::vector<std::pair<std::size_t, std::size_t>>& ext) {
+    std::vector<std::string> cells;
+    for (std::size_t i = 0; i < ext.size(); ++i) {
+        const std::size_t start = std::min(ext[i].first, line.size());
+        const std::size_t end = i + 1 < ext.size() ? std::min(ext[i + 1].first, line.size()) : line.size();
+        cells.emplace_back(trim(line.substr(start, end - start)));
+    }
+    return cells;
+}
+
+// The tables of one `nsys profile --stats` or `nsys stats` invocation.
+struct Session {
+    std::vector<Table> tables;
+    std::vector<std::string> skipped;  // SKIPPED lines: reports without data
+    std::set<Report> seen;
+    std::uint64_t first_line = 0;
+    std::string report_file;  // "vector_add_profile_v3.nsys-rep" when the log names it
+    std::string gpu;           // "NVIDIA GA100" from `--gpu-metrics-device` output
+    std::string tool_version;  // "2022.4.2" from the report scripts' nsight-systems-VERSION path
+};
+
+// "GPU 0: General Metrics for NVIDIA GA100 (any frequency)" -> "NVIDIA GA100".
+std::string gpu_of_metrics_line(std::string_view t) {
+    const auto at = t.find("General Metrics for ");
+    if (at == std::string_view::npos) return {};
+    std::string_view rest = t.substr(at + 20);
+    rest = rest.substr(0, rest.find(" ("));
+    return std::string(trim(rest));
+}
+
+// ".../nsight-systems-2022.4.2/host-linux-x64/..." -> "2022.4.2".
+std::string version_of_path(std::string_view t) {
+    const auto at = t.find("nsight-systems-");
+    if (at == std::string_view::npos) return {};
+    std::size_t end = at + 15;
+    while (end < t.size() && (std::isdigit(static_cast<unsigned char>(t[end])) || t[end] == '.')) ++end;
+    std::string v(t.substr(at + 15, end - at - 15));
+    while (!v.empty() && v.back() == '.') v.pop_back();
+    return v;
+}
+
+struct Parse {
+    std::vector<Session> sessions;
+    std::vector<std::string> problems;  // tables announced but not found
+};
+
+Result<Parse> parse_tables(const std::string& path, std::string_view content) {
+    std::vector<std::string_view> lines;
+    {
+        LineReader reader(content);
+        std::string_view l;
+        while (reader.next(l)) lines.push_back(strip_log_prefix(l));
+    }
+    Parse out;
+    out.sessions.emplace_back();
+    std::optional<Title> pending;
+    std::uint64_t pending_line = 0;
+    std::string report_file, pending_gpu, version;
+    auto start_session_for = [&](Report r, std::uint64_t line_no) {
+        Session* s = &out.sessions.back();
+        if (r != Report::other && s->seen.contains(r)) {
+            out.sessions.emplace_back();
+            s = &out.sessions.back();
+        }
+        if (s->first_line == 0) s->first_line = line_no;
+        if (s->report_file.empty()) s->report_file = report_file;
+        if (s->gpu.empty() && !pending_gpu.empty()) s->gpu = std::exchange(pending_gpu, {});
+        if (s->tool_version.empty()) s->tool_version = version;
+        s->seen.insert(r);
+        return s;
+    };
+
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        const std::uint64_t line_no = i + 1;
+        const std::string_view t = trim(lines[i]);
+        if (t.empty()) continue;
+        if (std::string gpu = gpu_of_metrics_line(t); !gpu.empty()) {
+            pending_gpu = std::move(gpu);
+            continue;
+        }
+        if (std::string v = version_of_path(t); !v.empty()) version = std::move(v);
+        if (auto title = parse_title(t)) {
+            // "Processing [...osrtsum.py]..." then " ** OS Runtime Summary (osrtsum):" announce one table.
+            if (pending && pending->report != Report::other && pending->report != title->report)
+                out.problems.push_back(fmt::format("line {}: '{}' announced but no table follows", pending_line,
+                                                   pending->id));
+            pending = std::move(title);
+            pending_line = line_no;
+            continue;
+        }
+        if (std::string_view f = t.ends_with('"') ? t.substr(0, t.size() - 1) : t;
+            f.ends_with(".nsys-rep") || f.ends_with(".qdrep")) {
+            // "[1/8] [=====100%] name.nsys-rep" or "Saved report file to ...": names the session's report
+            const std::size_t sp = f.find_last_of(" \"/");
+            report_file = std::string(f.substr(sp == std::string_view::npos ? 0 : sp + 1));
+            continue;
+        }
+        if (t.starts_with("SKIPPED:")) {
+            const Report r = pending ? pending->report : Report::other;
+            Session* s = start_session_for(r, line_no);
+            s->skipped.emplace_back(trim(t.substr(8)));
+            pending.reset();
+            continue;
+        }
+
+        // A header: CSV when the line splits into known columns at commas, text when a dash line follows.
+        Table table;
+        table.line = line_no;
+        std::vector<std::string> fields;
+        if (t.find(',') != std::string_view::npos) {
+            CsvReader reader(t);
+            if (reader.next(fields) == CsvReader::Status::record) {
+                for (const std::string& f : fields) table.columns.push_back(parse_column(trim(f)));
+                table.csv = is_header(table.columns);
+            }
+        }
+        std::vector<std::pair<std::size_t, std::size_t>> extents;
+        if (!table.csv) {
+            if (i + 1 >= lines.size() || !is_dash_line(lines[i + 1])) continue;
+            extents = dash_extents(lines[i + 1]);
+            table.columns.clear();
+            for (const std::string& h : split_text_row(lines[i], extents)) table.columns.push_back(parse_column(h));
+            if (!is_header(table.columns)) continue;
+            ++i;  // the dash line
+        }
+
+        // Rows run to the next blank line.
+        for (++i; i < lines.size(); ++i) {
+            const std::string_view row_line = lines[i];
+            if (trim(row_line).empty() || trim(row_line).starts_with("```")) break;
+            Row row;
+            row.line = i + 1;
+            if (table.csv) {
+                CsvReader reader(row_line, row.line);
+                if (reader.next(row.cells) == CsvReader::Status::error)
+                    return fail(path, row.line, fmt::format("malformed CSV row: {}", reader.error()));
+                for (std::string& c : row.cells) c = std::string(trim(c));
+            } else {
+                row.cells = split_text_row(row_line, extents);
+            }
+            // Every stats table starts its rows with a number: a line that does not is other
+            // program output after the table (a job log's next message).
+            if (row.cells.empty() || !parse_report_number(trim(row.cells.front()))) {
+                --i;
+                break;
+            }
+            if (row.cells.size() != table.columns.size())
+                return fail(path, row.line,
+                            fmt::format("expected {} columns as in the header on line {}, found {}",
+                                        table.columns.size(), table.line, row.cells.size()));
+            table.rows.push_back(std::move(row));
+        }
+
+        // What the table is: the title that announced it, or what its columns say.
+        if (pending) table.title = *pending;
+        if (table.title.report == Report::other && !pending) {
+            const int count_idx = table.index(Field::count);
+            const bool named_calls =
+                count_idx >= 0 && table.columns[static_cast<std::size_t>(count_idx)].header == "Num Calls";
+            if (table.has(Field::start) && table.has(Field::duration)) table.title.report = Report::gpu_trace;
+            else if (table.columns.back().header == "Range") table.title.report = Report::nvtx;
+            else if (table.columns.back().header == "Operation")
+                table.title.report = table.has(Field::time_pct) ? Report::memory_time : Report::memory_size;
+            else if (named_calls) {
+                std::size_t cuda = 0;
+                for (const Row& r : table.rows)
+                    if (r.cells.back().starts_with("cu")) ++cuda;
+                table.title.report = cuda == table.rows.size() ? Report::cuda_api : Report::os_runtime;
+            } else if (table.has(Field::count)) {
+                table.title.report = Report::kernels;
+            }
+            table.title.id = std::string(report_label(table.title.report));
+        }
+        pending.reset();
+        Session* s = start_session_for(table.title.report, table.line);
+        s->tables.push_back(std::move(table));
+    }
+    if (pending && pending->report != Report::other)
+        out.problems.push_back(fmt::format("line {}: '{}' announced but no table follows", pending_line, pending->id));
+    if (out.sessions.back().tables.empty() && out.sessions.back().skipped.empty() && out.sessions.size() > 1)
+        out.sessions.pop_back();
+    return out;
+}
+
+// Numbers of one row, converted to base units from the column's unit.
+class RowReader {
+public:
+    RowReader(const std::string& path, const Table& table, const Row& row) : m_path(path), m_table(table), m_row(row) {}
+
+    // The value of `f` in base units; nullopt when the column is absent or the cell holds no
+    // number ("", "-", "nan"). A cell that is neither is an error.
+    Result<std::optional<double>> value(Field f, std::string_view inherited_unit = {}) const {
+        const int idx = m_table.index(f);
+        if (idx < 0) return std::optional<double>();
+        const Column& col = m_table.columns[static_cast<std::size_t>(idx)];
+        const std::string& cell = m_row.cells[static_cast<std::size_t>(idx)];
+        if (cell.empty() || cell == "-" || cell == "nan" || cell == "-nan" || cell == "N/A")
+            return std::optional<double>();
+        const auto v = parse_report_number(cell);
+        if (!v)
+            return fail(m_path, m_row.line,
+                        fmt::format("expected a number in column \"{}\", found \"{}\"", col.header, cell));
+        const std::string_view unit = col.unit.empty() ? inherited_unit : std::string_view(col.unit);
+        return std::optional<double>(to_base_unit(*v, unit).value);
+    }
+
+    Result<double> required(Field f, std::string_view inherited_unit = {}) const {
+        auto v = value(f, inherited_unit);
+        if (!v) return std::unexpected(v.error());
+        if (!*v) {
+            const int idx = m_table.index(f);
+            return fail(m_path, m_row.line,
+                        fmt::format("expected a number in column \"{}\"",
+                                    idx < 0 ? "?" : m_table.columns[static_cast<std::size_t>(idx)].header));
+        }
+        return **v;
+    }
+
+    const std::string& text(Field f) const {
+        static const std::string k_empty;
+        const int idx = m_table.index(f);
+        return idx < 0 ? k_empty : m_row.cells[static_cast<std::size_t>(idx)];
+    }
+
+private:
+    const std::string& m_path;
+    const Table& m_table;
+    const Row& m_row;
+};
+
+// Per-name statistics from one or more summary rows (2022.4+ splits a kernel's rows by grid and block).
+struct Summary {
+    double count = 0, total = 0, min = 0, max = 0, sum_sq = 0;  // sum_sq: sum of n * (std^2 + mean^2)
+    std::optional<double> median, std;
+    bool has_std = true;
+    std::size_t rows = 0;
+    std::set<std::string> configs;  // "grid 256x1x1 block 128x1x1"
+    std::string style;
+    int order = 0;
+};
+
+Result<std::map<std::string, Summary>> summarize(const std::string& path, const Table& table) {
+    const bool memory = table.title.report == Report::memory_time || table.title.report == Report::memory_size;
+    std::map<std::string, Summary> out;
+    int order = 0;
+    // 2020 prints "Average" with no unit: the time columns share the total's unit.
+    const int total_idx = table.index(Field::total);
+    std::string unit = total_idx < 0 ? "" : table.columns[static_cast<std::size_t>(total_idx)].unit;
+    if (table.title.report == Report::memory_size && !table.title.size_unit.empty()) unit = table.title.size_unit;
+    for (const Row& row : table.rows) {
+        const RowReader r(path, table, row);
+        auto count = r.required(Field::count);
+        if (!count) return std::unexpected(count.error());
+        auto total = r.required(Field::total, unit);
+        if (!total) return std::unexpected(total.error());
+        auto mn = r.value(Field::min, unit), mx = r.value(Field::max, unit), med = r.value(Field::median, unit),
+             sd = r.value(Field::std, unit), mean = r.value(Field::mean, unit);
+        for (const auto* v : {&mn, &mx, &med, &sd, &mean})
+            if (!*v) return std::unexpected(v->error());
+        std::string name = r.text(Field::name);
+        if (name.empty()) return fail(path, row.line, "expected a name in the last column");
+        if (memory) name = memory_operation_name(name);
+        Summary& s = out[name];
+        const std::optional<double> mean_value = *mean;
+        const double m = mean_value ? *mean_value : (*count > 0 ? *total / *count : 0);
+        if (s.rows == 0) {
+            s.order = order++;
+            s.min = mn->value_or(0);
+            s.max = mx->value_or(0);
+        } else {
+            if (*mn) s.min = std::min(s.min, **mn);
+            if (*mx) s.max = std::max(s.max, **mx);
+        }
+        s.count += *count;
+        s.total += *total;
+        if (*sd) s.sum_sq += *count * (**sd * **sd + m * m);
+        else s.has_std = false;
+        s.median = s.rows == 0 ? *med : std::nullopt;
+        s.std = *sd;
+        ++s.rows;
+        if (!r.text(Field::grid).empty() || !r.text(Field::block).empty())
+            s.configs.insert(fmt::format("grid {} block {}", r.text(Field::grid), r.text(Field::block)));
+        if (s.style.empty()) s.style = r.text(Field::style);
+    }
+    for (auto& [name, s] : out) {
+        if (s.rows > 1) {
+            // Pooled spread of the merged rows (population form).
+            const double mean = s.count > 0 ? s.total / s.count : 0;
+            s.std = s.has_std && s.count > 0 ? std::optional<double>(std::sqrt(std::max(0.0, s.sum_sq / s.count - mean * mean)))
+                                             : std::nullopt;
+        }
+    }
+    return out;
+}
+
+// "  256    1    1" -> "256x1x1"
+std::string xyz(std::string_view text) {
+    std::string out;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        while (i < text.size() && text[i] == ' ') ++i;
+        const std::size_t start = i;
+        while (i < text.size() && text[i] != ' ') ++i;
+        if (i > start) out += (out.empty() ? "" : "x") + std::string(text.substr(start, i - start));
+    }
+    return out;
+}
+
+void set_summary_metrics(Entity& e, const Summary& s, std::string_view count_name, const Table& table) {
+    auto tool = [&](Field f) {
+        const int idx = table.index(f);
+        return idx < 0 ? std::string() : table.columns[static_cast<std::size_t>(idx)].header;
+    };
+    e.set(plain(std::string(count_name), s.count, "count", tool(Field::count)));
+    e.set(plain("duration_total", s.total, "ns", tool(Field::total)));
+    if (s.count > 0) {
+        e.set(plain("duration_mean", s.total / s.count, "ns", tool(Field::mean)));
+        if (count_name == "launches") e.set(plain("duration", s.total / s.count, "ns", tool(Field::mean)));
+    }
+    if (table.has(Field::min)) e.set(plain("duration_min", s.min, "ns", tool(Field::min)));
+    if (table.has(Field::max)) e.set(plain("duration_max", s.max, "ns", tool(Field::max)));
+    if (s.median) e.set(plain("duration_median", *s.median, "ns", tool(Field::median)));
+    if (s.std) e.set(plain("duration_std", *s.std, "ns", tool(Field::std)));
+}
+
+std::vector<std::pair<std::string, Summary>> in_report_order(std::map<std::string, Summary> m) {
+    std::vector<std::pair<std::string, Summary>> out(std::make_move_iterator(m.begin()), std::make_move_iterator(m.end()));
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
+    return out;
+}
+
+// Feeds the GPU trace's kernels and memory operations to a timeline.
+Result<void> feed_gpu_trace(const std::string& path, const Table& table, TimelineBuilder& timeline) {
+    const int start_idx = table.index(Field::start);
+    if (start_idx < 0)
+        return fail(path, table.line, "the GPU trace table has no Start column");
+    const std::string time_unit = table.columns[static_cast<std::size_t>(start_idx)].unit;
+    for (const Row& row : table.rows) {
+        const RowReader r(path, table, row);
+        auto start = r.required(Field::start, time_unit);
+        if (!start) return std::unexpected(start.error());
+        auto dur = r.required(Field::duration, time_unit);
+        if (!dur) return std::unexpected(dur.error());
+        TimelineEvent ev;
+        ev.kind = memory_operation_direction(r.text(Field::name)).empty() ? TimelineEvent::Kind::kernel
+                                                                           : TimelineEvent::Kind::memory;
+        ev.name = memory_operation_name(r.text(Field::name));
+        ev.device = r.text(Field::device);
+        ev.queue = r.text(Field::stream);
+        ev.start_ns = *start;
+        ev.end_ns = *start + *dur;
+        if (ev.kind == TimelineEvent::Kind::kernel && !r.text(Field::grid_x).empty()) {
+            ev.attributes["grid"] = fmt::format("{}x{}x{}", r.text(Field::grid_x), r.text(Field::grid_y), r.text(Field::grid_z));
+            ev.attributes["block"] =
+                fmt::format("{}x{}x{}", r.text(Field::block_x), r.text(Field::block_y), r.text(Field::block_z));
+        }
+        timeline.add(std::move(ev));
+    }
+    return {};
+}
+
+class NsysStatsCollector final : public Collector {
+public:
+    std::string_view id() const override { return "nsys-stats"; }
+    std::string_view description() const override {
+        return "nsys stats output, text or --format csv, 2020-2025 report names, alone or inside a log";
+    }
+
+    bool recognizes(std::string_view head) const override {
+        LineReader lines(head);
+        std::string_view line, previous;
+        bool titled = false;
+        while (lines.next(line)) {
+            line = strip_log_prefix(line);
+            const std::string_view t = trim(line);
+            if (auto title = parse_title(t); title && title->report != Report::other) titled = true;
+            if (t.starts_with("SKIPPED:") && t.find("does not contain") != std::string_view::npos) return true;
+            if (is_dash_line(line) && !previous.empty()) {
+                std::vector<Column> cols;
+                for (const std::string& h : split_text_row(previous, dash_extents(line))) cols.push_back(parse_column(h));
+                if (is_header(cols)) return true;
+            }
+            if ((titled || t.starts_with("\"Time (%)\"") || t.starts_with("Time (%),") || t.starts_with("Time(%),")) &&
+                t.find(',') != std::string_view::npos) {
+                std::vector<std::string> fields;
+                CsvReader reader(t);
+                if (reader.next(fields) == CsvReader::Status::record) {
+                    std::vector<Column> cols;
+                    for (const std::string& f : fields) cols.push_back(parse_column(trim(f)));
+                    if (is_header(cols)) return true;
+                }
+            }
+            previous = line;
+        }
+        return false;
+    }
+
+    // One batch: the last session, with a note when the file holds more (collect_runs gives each).
+    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
+        auto parsed = parse_tables(path, content);
+        if (!parsed) return std::unexpected(parsed.error());
+        const Session& session = parsed->sessions.back();
+        if (session.tables.empty() && session.skipped.empty()) return no_table(path);
+        auto batch = session_batch(path, *parsed, session);
+        if (batch && parsed->sessions.size() > 1)
+            batch->notes.insert(batch->notes.begin(),
+                                fmt::format("the file holds {} nsys stats sessions; read the last one{}, from line {}",
+                                            parsed->sessions.size(),
+                                            session.report_file.empty() ? "" : " (" + session.report_file + ")",
+                                            session.first_line));
+        return batch;
+    }
+
+    // One run per session (a log of several `nsys stats` invocations), each labelled session=N.
+    Result<std::vector<RunBatch>> collect_runs(const std::string& path, std::string_view content) const override {
+        auto parsed = parse_tables(path, content);
+        if (!parsed) return std::unexpected(parsed.error());
+        if (parsed->sessions.size() == 1) {
+            const Session& only = parsed->sessions.front();
+            if (only.tables.empty() && only.skipped.empty()) return no_table(path);
+            auto batch = session_batch(path, *parsed, only);
+            if (!batch) return std::unexpected(batch.error());
+            return std::vector<RunBatch>{std::move(*batch)};
+        }
+        std::vector<RunBatch> out;
+        for (std::size_t i = 0; i < parsed->sessions.size(); ++i) {
+            const Session& session = parsed->sessions[i];
+            auto batch = session_batch(path, *parsed, session);
+            if (!batch) return std::unexpected(batch.error());
+            batch->labels["session"] = std::to_string(i + 1);
+            batch->notes.insert(batch->notes.begin(),
+                                fmt::format("session {} of {} in this file{}, from line {}", i + 1, parsed->sessions.size(),
+                                            session.report_file.empty() ? "" : " (" + session.report_file + ")",
+                                            session.first_line));
+            out.push_back(std::move(*batch));
+        }
+        return out;
+    }
+
+private:
+    static std::unexpected<Error> no_table(const std::string& path) {
+        return fail(path, 0, "no nsys stats table found (expected a header such as \"Time (%)  Total Time (ns)  "
+                             "Instances ...\" followed by a dash line, or its CSV form)");
+    }
+
+    Result<RunBatch> session_batch(const std::string& path, const Parse& parsed, const Session& session) const {
+        RunBatch batch;
+        batch.format = std::string(id());
+        batch.tool_version = session.tool_version;
+        std::set<std::string> generations;
+        bool csv = false;
+        for (const Table& t : session.tables) {
+            if (!t.title.generation.empty()) generations.insert(t.title.generation);
+            csv = csv || t.csv;
+        }
+        batch.format_detail = fmt::format("{}{}", csv ? "CSV" : "text",
+                                          generations.empty() ? "" : fmt::format(", {} report names", *generations.begin()));
+        for (const std::string& s : session.skipped) batch.notes.push_back("SKIPPED: " + s);
+        for (const std::string& p : parsed.problems) batch.notes.push_back(p);
+
+        const std::size_t run_index = batch.run_entity();
+        const bool has_trace = std::any_of(session.tables.begin(), session.tables.end(),
+                                           [](const Table& t) { return t.title.report == Report::gpu_trace; });
+        std::map<std::string, double> memory_bytes;
+        std::vector<std::size_t> memory_entities;
+        double gpu_time = 0, launches = 0, kernels = 0, api_calls = 0, sync_calls = 0, sync_time = 0;
+        bool have_kernels = false, have_api = false;
+        TimelineBuilder timeline;
+
+        for (const Table& table : session.tables) {
+            const Report report = table.title.report;
+            if (report == Report::other) {
+                batch.notes.push_back(fmt::format("table '{}' (line {}) is not read", table.title.id, table.line));
+                continue;
+            }
+            if (report == Report::gpu_trace) {
+                if (auto ok = feed_gpu_trace(path, table, timeline); !ok) return std::unexpected(ok.error());
+                continue;
+            }
+            if (has_trace && (report == Report::kernels || report == Report::memory_time)) continue;
+            auto rows = summarize(path, table);
+            if (!rows) return std::unexpected(rows.error());
+            for (auto& [name, s] : in_report_order(std::move(*rows))) {
+                if (report == Report::memory_size) {
+                    memory_bytes[name] += s.total;
+                    continue;
+                }
+                Entity e;
+                e.name = name;
+                e.parent = static_cast<std::int64_t>(run_index);
+                switch (report) {
+                    case Report::kernels:
+                        e.kind = EntityKind::kernel;
+                        set_summary_metrics(e, s, "launches", table);
+                        if (s.configs.size() == 1) {
+                            const std::string& c = *s.configs.begin();
+                            const std::size_t b = c.find(" block ");
+                            e.attributes["grid"] = xyz(c.substr(5, b - 5));
+                            e.attributes["block"] = xyz(c.substr(b + 7));
+                        } else if (s.configs.size() > 1) {
+                            e.attributes["launch_configs"] = std::to_string(s.configs.size());
+                        }
+                        if (name.find("\xE2\x80\xA6") != std::string::npos) e.attributes["truncated_name"] = "true";
+                        gpu_time += s.total;
+                        launches += s.count;
+                        ++kernels;
+                        have_kernels = true;
+                        break;
+                    case Report::cuda_api:
+                    case Report::os_runtime: {
+                        e.kind = EntityKind::api_call;
+                        e.name = report == Report::cuda_api ? api_name(name) : name;
+                        if (e.name != name) e.attributes["tool_name"] = name;
+                        set_summary_metrics(e, s, "count", table);
+                        if (report == Report::os_runtime) {
+                            e.attributes["domain"] = "os_runtime";
+                            break;
+                        }
+                        have_api = true;
+                        api_calls += s.count;
+                        if (is_sync_call(name)) {
+                            e.attributes["synchronizing"] = "true";
+                            sync_calls += s.count;
+                            sync_time += s.total;
+                        }
+                        break;
+                    }
+                    case Report::nvtx:
+                        e.kind = EntityKind::nvtx_range;
+                        set_summary_metrics(e, s, "count", table);
+                        if (!s.style.empty()) e.attributes["style"] = s.style;
+                        break;
+                    case Report::memory_time:
+                        e.kind = EntityKind::memcpy;
+                        set_summary_metrics(e, s, "count", table);
+                        if (const std::string dir = memory_operation_direction(name); !dir.empty())
+                            e.attributes["direction"] = dir;
+                        memory_entities.push_back(batch.entities.size());
+                        break;
+                    default: break;
+                }
+                batch.entities.push_back(std::move(e));
+            }
+        }
+        if (has_trace) {
+            timeline.finish(batch);
+            for (std::size_t i = 0; i < batch.entities.size(); ++i) {
+                Entity& e = batch.entities[i];
+                if (e.kind != EntityKind::memcpy) continue;
+                if (const std::string dir = memory_operation_direction(e.name); !dir.empty())
+                    e.attributes["direction"] = dir;
+                memory_entities.push_back(i);
+            }
+        }
+
+        // Sizes join the memory operations by name; an operation only sized still becomes an entity.
+        double memcpy_bytes = 0;
+        for (const auto& [name, bytes] : memory_bytes) {
+            memcpy_bytes += bytes;
+            auto it = std::find_if(memory_entities.begin(), memory_entities.end(),
+                                   [&](std::size_t i) { return batch.entities[i].name == name; });
+            Entity* e = nullptr;
+            if (it == memory_entities.end()) {
+                Entity fresh;
+                fresh.kind = EntityKind::memcpy;
+                fresh.name = name;
+                fresh.parent = static_cast<std::int64_t>(run_index);
+                if (const std::string dir = memory_operation_direction(name); !dir.empty())
+                    fresh.attributes["direction"] = dir;
+                batch.entities.push_back(std::move(fresh));
+                e = &batch.entities.back();
+            } else {
+                e = &batch.entities[*it];
+            }
+            e->set(plain("bytes", bytes, "byte"));
+            if (auto t = e->value("duration_total"); t && *t > 0) e->set(plain("bandwidth", bytes * 1e9 / *t, "byte/s"));
+        }
+
+        Entity& run = batch.entities[run_index];
+        if (have_kernels) {
+            run.set(plain("gpu_time", gpu_time, "ns"));
+            run.set(plain("launches", launches, "count"));
+            run.set(plain("kernels", kernels, "count"));
+        } else if (!has_trace) {
+            batch.notes.push_back("no kernel summary in this output: no kernel timings");
+        }
+        if (have_api) {
+            run.set(plain("api_calls", api_calls, "count"));
+            run.set(plain("sync_api_calls", sync_calls, "count"));
+            run.set(plain("sync_api_time", sync_time, "ns"));
+        }
+        if (!memory_bytes.empty()) run.set(plain("memcpy_bytes", memcpy_bytes, "byte"));
+        if (!session.gpu.empty()) {
+            bool named = false;
+            for (Entity& e : batch.entities)
+                if (e.kind == EntityKind::device) {
+                    e.attributes["gpu"] = session.gpu;
+                    named = true;
+                }
+            if (!named) {
+                Entity device;
+                device.kind = EntityKind::device;
+                device.name = "GPU 0";
+                device.parent = static_cast<std::int64_t>(run_index);
+                device.attributes["gpu"] = session.gpu;
+                batch.entities.push_back(std::move(device));
+            }
+        }
+        return batch;
+    }
+};
+
+}  // namespace
+
+const Collector& nsys_stats_collector() {
+    static const NsysStatsCollector k_instance;
+    return k_instance;
+}
+
+}  // namespace perfwatch

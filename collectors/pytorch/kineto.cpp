@@ -1,0 +1,602 @@
+#include "collectors/pytorch/kineto.hpp"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "collectors/readers/byte_source.hpp"
+#include "collectors/readers/json_number.hpp"
+#include "collectors/readers/json_stream.hpp"
+#include "collectors/readers/span_set.hpp"
+#include "collectors/readers/timeline.hpp"
+#include "collectors/readers/units.hpp"
+#include "collectors/readers/waiting_map.hpp"
+#include "core/text.hpp"
+
+static_assert(perfwatch::k_json_padding >= simdjson::SIMDJSON_PADDING, "event views must be parseable in place");
+
+namespace perfwatch {
+
+namespace {
+
+constexpr double k_us = 1000.0;  // trace times are microseconds
+
+// HTA's launch statistics thresholds (FORMATS.md).
+constexpr double k_launch_delay_outlier_ns = 100'000;
+constexpr double k_runtime_outlier_ns = 50'000;
+constexpr double k_short_cpu_ns = 50'000;
+
+enum class Cat { kernel, memcpy, memset, runtime, cpu_op, annotation, sync, other };
+
+Cat category(std::string_view cat) {
+    if (cat == "kernel" || cat == "Kernel") return Cat::kernel;
+    if (cat == "gpu_memcpy" || cat == "Memcpy") return Cat::memcpy;
+    if (cat == "gpu_memset" || cat == "Memset") return Cat::memset;
+    if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") return Cat::runtime;
+    if (cat == "cpu_op" || cat == "Operator") return Cat::cpu_op;
+    if (cat == "user_annotation") return Cat::annotation;
+    if (cat == "cuda_sync") return Cat::sync;
+    return Cat::other;
+}
+
+// HTA's kernel type: communication kernels by name.
+bool is_comm_kernel(std::string_view name) {
+    return name.starts_with("nccl") || name.starts_with("rccl") || name.starts_with("hccl") ||
+           name.find("ncclKernel") != std::string_view::npos || name.find("ncclDevKernel") != std::string_view::npos;
+}
+
+struct Stats {
+    double count = 0, total = 0, min = 0, max = 0;
+    void add(double d) {
+        if (count == 0) min = max = d;
+        count += 1;
+        total += d;
+        min = std::min(min, d);
+        max = std::max(max, d);
+    }
+};
+
+struct KernelExtra {
+    double longest = -1;
+    double grid = -1, block = -1, registers = -1, shared = -1, blocks_per_sm = -1, warps_per_sm = -1;
+    double occupancy_weighted = 0, occupancy_weight = 0;
+    // From the newer "occupancy" object: resident blocks and the per-resource block limits.
+    double active_blocks = -1;
+    std::map<std::string, double> block_limits;
+    std::string limiter;
+    std::string device;
+};
+
+class KinetoReader {
+public:
+    explicit KinetoReader(const std::string& path) : m_path(path) {}
+
+    Result<RunBatch> run(ByteSource& source) {
+        JsonEventStream stream(m_path, source);
+        m_stream = &stream;
+        auto want = [](std::string_view key) {
+            return key == "deviceProperties" || key == "distributedInfo" || key == "schemaVersion" ||
+                   key == "cuda_driver_version" || key == "cuda_runtime_version" || key == "cupti_version";
+        };
+        auto member = [&](std::string_view key, std::string_view json) { return take_member(key, json); };
+        auto event = [&](std::string_view json, const JsonEventStream::Hints& hints) { return take_event(json, hints); };
+        if (auto r = stream.run(want, member, event); !r) return std::unexpected(r.error());
+        return finish();
+    }
+
+private:
+    Result<void> take_member(std::string_view key, std::string_view json) {
+        simdjson::dom::element root;
+        if (m_parser.parse(json.data(), json.size(), false).get(root))
+            return fail(m_path, 0, fmt::format("top-level member \"{}\" is not valid JSON", key));
+        if (key == "schemaVersion") {
+            if (root.is_int64()) m_schema = fmt::format("schema {}", int64_t(root));
+            return {};
+        }
+        // The software a trace ran on (recent PyTorch writes these beside schemaVersion): labels
+        // that never make another series, named when they change.
+        if (key == "cuda_driver_version" || key == "cuda_runtime_version" || key == "cupti_version") {
+            if (root.is_int64())
+                m_labels[std::string(key.substr(0, key.size() - 8))] = std::to_string(int64_t(root));
+            else if (root.is_string())
+                m_labels[std::string(key.substr(0, key.size() - 8))] = std::string(std::string_view(root));
+            return {};
+        }
+        if (key == "distributedInfo") {
+            simdjson::dom::object o;
+            if (root.get_object().get(o)) return {};
+            for (auto field : o) {
+                std::string v;
+                if (field.value.is_string()) v = std::string(std::string_view(field.value));
+                else if (field.value.is_int64()) v = std::to_string(int64_t(field.value));
+                else continue;
+                if (field.key == "rank" || field.key == "world_size" || field.key == "backend")
+                    m_labels[std::string(field.key)] = v;
+            }
+            return {};
+        }
+        if (key == "deviceProperties") {
+            simdjson::dom::array arr;
+            if (root.get_array().get(arr)) return {};
+            for (simdjson::dom::element d : arr) {
+                Entity dev;
+                dev.kind = EntityKind::device;
+                int64_t id = 0;
+                if (d["id"].get_int64().get(id)) continue;
+                dev.name = fmt::format("device {}", id);
+                std::string_view name;
+                if (!d["name"].get_string().get(name)) dev.attributes["gpu"] = std::string(name);
+                int64_t major = 0, minor = 0, sms = 0, threads = 0, warp = 32;
+                if (!d["computeMajor"].get_int64().get(major) && !d["computeMinor"].get_int64().get(minor))
+                    dev.attributes["cc"] = fmt::format("{}.{}", major, minor);
+                if (!d["numSms"].get_int64().get(sms)) dev.set(plain("sm_count", static_cast<double>(sms), "count", "numSms"));
+                // AMD GPUs list a warpSize (wavefront) of 64.
+                if (d["warpSize"].get_int64().get(warp) || warp <= 0) warp = 32;
+                if (!d["maxThreadsPerMultiprocessor"].get_int64().get(threads))
+                    dev.set(plain("max_warps_per_sm", static_cast<double>(threads / warp), "count",
+                                  fmt::format("maxThreadsPerMultiprocessor / {}", warp)));
+                m_devices.push_back(std::move(dev));
+            }
+        }
+        return {};
+    }
+
+    static bool field(simdjson::dom::object o, std::string_view key, double& out) {
+        simdjson::dom::element v;
+        if (o[key].get(v)) return false;
+        return json_number(v, out);
+    }
+
+    static double product(simdjson::dom::object args, std::string_view key) {
+        simdjson::dom::array arr;
+        if (args[key].get_array().get(arr)) return -1;
+        double p = 1;
+        for (simdjson::dom::element x : arr) {
+            double v = 0;
+            if (!json_number(x, v)) return -1;
+            p *= v;
+        }
+        return p;
+    }
+
+    Result<void> take_event(std::string_view json, const JsonEventStream::Hints& hints) {
+        ++m_events;
+        // Events that only count (or not at all) are not parsed once the time base is known;
+        // the common ones are read from the scanner's hints, parsing only their args.
+        if (!hints.ph.empty() && hints.ph != "X") return {};
+        if (m_base && hints.ph == "X" && !hints.cat.empty()) {
+            const Cat c = category(hints.cat);
+            if (c == Cat::other) return {};
+            if (c == Cat::cpu_op) {
+                ++m_cpu_ops;
+                return {};
+            }
+            double ts = 0, dur = 0;
+            // A name or args that is not UTF-8 takes the full parse below, which repairs it.
+            if (!hints.name.empty() && plain_number(hints.ts, ts) && plain_number(hints.dur, dur) &&
+                is_valid_utf8(hints.name) && simdjson::validate_utf8(hints.args.data(), hints.args.size())) {
+                if (c == Cat::runtime) return take_runtime(hints.name, ts, dur, args_correlation(hints.args));
+                simdjson::dom::object args;
+                bool has_args = false;
+                if (!hints.args.empty()) {
+                    simdjson::dom::element root;
+                    if (m_parser.parse(hints.args.data(), hints.args.size(), false).get(root) ||
+                        root.get_object().get(args))
+                        return fail(m_path, 0, fmt::format("trace event {} has invalid args", m_events));
+                    has_args = true;
+                }
+                return take_complete(c, hints.name, ts, dur, args, has_args);
+            }
+        }
+        simdjson::dom::element root;
+        auto error = m_parser.parse(json.data(), json.size(), false).get(root);
+        std::string repaired;
+        if (error == simdjson::UTF8_ERROR) {
+            // Bytes that are not UTF-8 become U+FFFD, as in every name perfwatch stores; the
+            // original name's SHA-256 is kept when the scanner saw it.
+            if (!hints.name.empty() && !is_valid_utf8(hints.name))
+                m_name_sha256.try_emplace(to_valid_utf8(hints.name), sha256_hex(hints.name));
+            repaired = to_valid_utf8(json);
+            ++m_repaired_events;
+            error = m_parser.parse(repaired.data(), repaired.size(), false).get(root);
+        }
+        if (error) return fail(m_path, 0, fmt::format("trace event {} is not valid JSON", m_events));
+        simdjson::dom::object o;
+        if (root.get_object().get(o)) return fail(m_path, 0, fmt::format("trace event {} is not an object", m_events));
+        std::string_view ph, cat, name;
+        if (o["ph"].get_string().get(ph) || ph != "X") return {};
+        if (o["cat"].get_string().get(cat)) cat = {};
+        if (o["name"].get_string().get(name)) name = {};
+        double ts = 0, dur = 0;
+        if (!field(o, "ts", ts))
+            return fail(m_path, 0, fmt::format("trace event {} (\"{}\") has no numeric \"ts\"", m_events, name));
+        if (!field(o, "dur", dur)) return {};
+        simdjson::dom::object args;
+        const bool has_args = !o["args"].get_object().get(args);
+        return take_complete(category(cat), name, ts, dur, args, has_args);
+    }
+
+    // A JSON number written plainly (not a string); false for anything else.
+    static bool plain_number(std::string_view text, double& out) {
+        if (text.empty()) return false;
+        const auto r = std::from_chars(text.data(), text.data() + text.size(), out);
+        return r.ec == std::errc() && r.ptr == text.data() + text.size();
+    }
+
+    // args.correlation of a runtime call, found in the args text; -1 when absent.
+    static double args_correlation(std::string_view args) {
+        constexpr std::string_view k_key = "\"correlation\"";
+        const std::size_t at = args.find(k_key);
+        if (at == std::string_view::npos) return -1;
+        std::size_t i = at + k_key.size();
+        while (i < args.size() && (args[i] == ' ' || args[i] == ':' || args[i] == '\n' || args[i] == '\t')) ++i;
+        std::size_t end = i;
+        while (end < args.size() && (std::isdigit(static_cast<unsigned char>(args[end])) != 0 || args[end] == '.')) ++end;
+        double value = -1;
+        return plain_number(args.substr(i, end - i), value) ? value : -1;
+    }
+
+    // Times relative to the first event keep nanosecond precision in a double (absolute epoch
+    // microseconds times 1000 would not).
+    std::pair<double, double> span_of(double ts, double dur) {
+        if (!m_base) m_base = ts;
+        return {(ts - *m_base) * k_us, dur * k_us};
+    }
+
+    // Times a clock can give (microseconds): past these a trace is corrupt, and their differences
+    // would overflow or keep no digit. Such an event fails the report, naming where it is.
+    Result<void> check_times(std::string_view name, double ts, double dur) const {
+        static constexpr double k_max_abs_ts_us = 1e17;  // about 3,000 years from the epoch
+        static constexpr double k_max_dur_us = 1e15;     // about 30 years
+        const char* what = !(std::abs(ts) <= k_max_abs_ts_us) ? "\"ts\" is not a plausible time"
+                           : !(dur >= 0)                     ? "\"dur\" is negative or not a number"
+                           : !(dur <= k_max_dur_us)          ? "\"dur\" is not a plausible duration"
+                                                             : nullptr;
+        if (what == nullptr) return {};
+        return fail_at_offset(m_path, m_stream != nullptr ? m_stream->offset() : 0,
+                              fmt::format("trace event {} (\"{}\"): {} in microseconds (ts {}, dur {})", m_events,
+                                          to_valid_utf8(name.substr(0, 200), true), what, ts, dur));
+    }
+
+    Result<void> take_runtime(std::string_view name, double ts, double dur, double correlation) {
+        if (auto ok = check_times(name, ts, dur); !ok) return ok;
+        const auto [start, length] = span_of(ts, dur);
+        Stats& s = entry(m_api, name);
+        s.add(length);
+        if (length > k_runtime_outlier_ns) ++m_runtime_outliers;
+        if (correlation >= 0) match_runtime(correlation, start, length);
+        return {};
+    }
+
+    // A complete event ("ph": "X") of category `c`.
+    Result<void> take_complete(Cat c, std::string_view name, double ts, double dur, simdjson::dom::object args,
+                               bool has_args) {
+        if (c == Cat::runtime) {
+            double correlation = -1;
+            if (has_args) field(args, "correlation", correlation);
+            return take_runtime(name, ts, dur, correlation);
+        }
+        if (auto ok = check_times(name, ts, dur); !ok) return ok;
+        const auto [start, length] = span_of(ts, dur);
+        double correlation = -1;
+        if (has_args) field(args, "correlation", correlation);
+
+        switch (c) {
+            case Cat::kernel:
+            case Cat::memcpy:
+            case Cat::memset: {
+                double device = 0;
+                if (has_args) field(args, "device", device);
+                const std::string& device_name = device_label(device);
+                const bool kernel = c == Cat::kernel;
+                if (kernel) {
+                    kernel_extra(name, device_name, args, has_args, length);
+                    (is_comm_kernel(name) ? m_comm_spans : m_compute_spans).add(start, start + length);
+                    (is_comm_kernel(name) ? m_comm_time : m_compute_time) += length;
+                    if (correlation >= 0) match_kernel(correlation, start, length);
+                } else {
+                    m_memory_time += length;
+                    double bytes = 0;
+                    if (has_args && field(args, "bytes", bytes)) entry(m_bytes, name) += bytes;
+                }
+                m_timeline.add(kernel ? TimelineEvent::Kind::kernel : TimelineEvent::Kind::memory, name, device_name,
+                               start, start + length);
+                break;
+            }
+            case Cat::runtime:  // handled above
+            case Cat::annotation:
+                if (name.starts_with("ProfilerStep#")) m_steps.add(length);
+                break;
+            case Cat::sync:
+                m_sync.add(length);
+                entry(m_sync_kinds, name).add(length);
+                break;
+            case Cat::cpu_op:
+                ++m_cpu_ops;
+                break;
+            case Cat::other:
+                break;
+        }
+        return {};
+    }
+
+    // The map's value for `key`, added when missing, without a string per lookup.
+    template <typename Map>
+    static typename Map::mapped_type& entry(Map& map, std::string_view key) {
+        auto it = map.find(key);
+        if (it == map.end()) it = map.emplace(std::string(key), typename Map::mapped_type{}).first;
+        return it->second;
+    }
+
+    // "device N", formatted once per device.
+    const std::string& device_label(double device) {
+        auto it = m_device_labels.find(device);
+        if (it == m_device_labels.end()) it = m_device_labels.emplace(device, fmt::format("device {:.0f}", device)).first;
+        return it->second;
+    }
+
+    void kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args, bool has_args,
+                      double length) {
+        KernelExtra& x = entry(m_kernels, name);
+        x.device = device;
+        if (!has_args) return;
+        double occ = 0;
+        if (field(args, "est. achieved occupancy %", occ)) {
+            x.occupancy_weighted += occ * length;
+            x.occupancy_weight += length;
+        }
+        if (length <= x.longest) return;
+        x.longest = length;
+        x.grid = product(args, "grid");
+        x.block = product(args, "block");
+        if (!field(args, "registers per thread", x.registers)) x.registers = -1;
+        if (!field(args, "shared memory", x.shared)) x.shared = -1;
+        if (!field(args, "blocks per SM", x.blocks_per_sm)) x.blocks_per_sm = -1;
+        if (!field(args, "warps per SM", x.warps_per_sm)) x.warps_per_sm = -1;
+        occupancy_object(args, x);
+    }
+
+    // args.occupancy (Kineto 2024+): {"activeBlocksPerMultiprocessor", "limitingFactors",
+    // "blockLimitRegs", ...}; a limit of INT_MAX means the resource does not limit.
+    static void occupancy_object(simdjson::dom::object args, KernelExtra& x) {
+        x.active_blocks = -1;
+        x.block_limits.clear();
+        x.limiter.clear();
+        simdjson::dom::object occ;
+        if (args["occupancy"].get_object().get(occ)) return;
+        if (!field(occ, "activeBlocksPerMultiprocessor", x.active_blocks)) x.active_blocks = -1;
+        static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> k_limits{{
+            {"blockLimitRegs", "block_limit_registers"},
+            {"blockLimitSharedMem", "block_limit_shared_mem"},
+            {"blockLimitWarps", "block_limit_warps"},
+            {"blockLimitBlocks", "block_limit_sm"},
+            {"blockLimitBarriers", "block_limit_barriers"},
+        }};
+        for (const auto& [key, metric] : k_limits) {
+            double v = 0;
+            if (field(occ, key, v) && v < 2147483647.0) x.block_limits[std::string(metric)] = v;
+        }
+        std::string_view factors;
+        if (occ["limitingFactors"].get_string().get(factors)) return;
+        static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> k_names{{
+            {"REGISTERS", "registers"},
+            {"SHARED", "shared memory"},
+            {"WARPS", "warps"},
+            {"BLOCKS", "block count"},
+            {"BARRIERS", "barriers"},
+        }};
+        for (const auto& [token, label] : k_names)
+            if (factors.find(token) != std::string_view::npos)
+                x.limiter += (x.limiter.empty() ? "" : " and ") + std::string(label);
+    }
+
+    // HTA: launch delay = kernel start - (runtime call start + its duration); a short kernel is
+    // one whose launch call took <= 50 us and whose GPU time is below that call's time.
+    // A correlation ID as an integer; none for values no trace writes (fractions, huge numbers).
+    static std::optional<std::int64_t> correlation_id(double correlation) {
+        if (!(correlation >= 0 && correlation < 9.0e15) || correlation != std::floor(correlation)) return std::nullopt;
+        return static_cast<std::int64_t>(correlation);
+    }
+    void match_kernel(double correlation, double start, double length) {
+        const auto id = correlation_id(correlation);
+        if (!id) return;
+        if (auto cpu = m_pending_runtime.take(*id)) record_launch(*cpu, {start, length});
+        else m_pending_kernels.put(*id, {start, length});
+    }
+    void match_runtime(double correlation, double start, double length) {
+        const auto id = correlation_id(correlation);
+        if (!id) return;
+        if (auto gpu = m_pending_kernels.take(*id)) record_launch({start, length}, *gpu);
+        else m_pending_runtime.put(*id, {start, length});
+    }
+    void record_launch(std::pair<double, double> cpu, std::pair<double, double> gpu) {
+        const double delay = gpu.first - (cpu.first + cpu.second);
+        m_delays.add(delay);
+        if (delay > k_launch_delay_outlier_ns) ++m_delay_outliers;
+        if (cpu.second <= k_short_cpu_ns && gpu.second < cpu.second) ++m_short_kernels;
+    }
+
+    Result<RunBatch> finish() {
+        RunBatch batch;
+        batch.format = "kineto";
+        batch.format_detail = m_schema.empty() ? "legacy or unversioned trace" : "trace " + m_schema;
+        batch.labels = m_labels;
+        const std::size_t run_index = batch.run_entity();
+        if (m_timeline.kernel_events() == 0) batch.notes.push_back("no GPU kernels in this trace (CPU-only)");
+        m_timeline.finish(batch);
+        if (m_repaired_events > 0) {
+            batch.notes.push_back(fmt::format("{} trace event{} held bytes that are not valid UTF-8, replaced by "
+                                              "U+FFFD",
+                                              m_repaired_events, m_repaired_events == 1 ? "" : "s"));
+            for (Entity& e : batch.entities)
+                if (auto it = m_name_sha256.find(e.name); it != m_name_sha256.end())
+                    e.attributes["name_sha256"] = it->second;
+        }
+
+        std::map<std::string, double> sm_of;
+        std::set<std::string> models;
+        for (const Entity& info : m_devices)
+            if (auto g = info.attributes.find("gpu"); g != info.attributes.end()) models.insert(g->second);
+        for (Entity& info : m_devices) {
+            auto it = std::find_if(batch.entities.begin(), batch.entities.end(), [&](const Entity& e) {
+                return e.kind == EntityKind::device && e.name == info.name;
+            });
+            if (auto sm = info.value("sm_count")) sm_of[info.name] = *sm;
+            if (it == batch.entities.end()) continue;  // a GPU the trace did not use
+            for (auto& [k, v] : info.attributes) it->attributes[k] = v;
+            for (const Metric& m : info.metrics) it->set(m);
+        }
+        // Kernels on a device id that deviceProperties does not list (ROCm traces number GPUs
+        // differently): when every listed GPU is one model, that is the model they ran on.
+        if (models.size() == 1 && !m_devices.empty()) {
+            const Entity& info = m_devices.front();
+            for (Entity& e : batch.entities) {
+                if (e.kind != EntityKind::device || e.attributes.contains("gpu")) continue;
+                for (const auto& [k, v] : info.attributes) e.attributes.emplace(k, v);
+                for (const Metric& m : info.metrics) e.set(m);
+                if (auto sm = info.value("sm_count")) sm_of[e.name] = *sm;
+                batch.notes.push_back(fmt::format("{} is not in deviceProperties, which lists one GPU model ({}): taken "
+                                                  "as that model",
+                                                  e.name, *models.begin()));
+            }
+        }
+        for (Entity& e : batch.entities) {
+            if (e.kind == EntityKind::kernel) {
+                auto it = m_kernels.find(e.name);
+                if (it == m_kernels.end()) continue;
+                const KernelExtra& x = it->second;
+                e.attributes["kernel_type"] = is_comm_kernel(e.name) ? "COMM" : "COMPUTATION";
+                if (x.grid >= 0) e.set(plain("grid_size", x.grid, "count", "grid"));
+                if (x.block >= 0) e.set(plain("block_size", x.block, "count", "block"));
+                if (x.registers >= 0) e.set(plain("registers_per_thread", x.registers, "count", "registers per thread"));
+                if (x.shared >= 0) e.set(plain("shared_mem_per_block", x.shared, "byte", "shared memory", "B"));
+                if (x.blocks_per_sm >= 0) e.set(plain("blocks_per_sm", x.blocks_per_sm, "count", "blocks per SM"));
+                if (x.warps_per_sm >= 0) e.set(plain("warps_per_sm", x.warps_per_sm, "count", "warps per SM"));
+                if (x.active_blocks >= 0)
+                    e.set(plain("active_blocks_per_sm", x.active_blocks, "count", "activeBlocksPerMultiprocessor"));
+                for (const auto& [metric, v] : x.block_limits) e.set(plain(metric, v, "count"));
+                if (!x.limiter.empty()) e.attributes["occupancy_limiter"] = x.limiter;
+                if (x.occupancy_weight > 0)
+                    e.set(plain("occupancy_estimated", x.occupancy_weighted / x.occupancy_weight, "percent",
+                                "est. achieved occupancy %", "%"));
+                if (auto d = e.attributes.find("device"); d != e.attributes.end())
+                    if (auto sm = sm_of.find(d->second); sm != sm_of.end()) e.set(plain("sm_count", sm->second, "count", "numSms"));
+            } else if (e.kind == EntityKind::memcpy) {
+                auto it = m_bytes.find(e.name);
+                if (it == m_bytes.end()) continue;
+                e.set(plain("bytes", it->second, "byte", "bytes", "B"));
+                if (auto t = e.value("duration_total"); t && *t > 0)
+                    e.set(plain("bandwidth", it->second * 1e9 / *t, "byte/s"));
+            }
+        }
+        for (auto& [name, s] : m_api) {
+            Entity e;
+            e.kind = EntityKind::api_call;
+            e.name = name;
+            e.parent = static_cast<std::int64_t>(run_index);
+            set_aggregate_metrics(e, "count", s.count, s.total, s.min, s.max);
+            if (name.find("Synchronize") != std::string::npos) e.attributes["synchronizing"] = "true";
+            batch.entities.push_back(std::move(e));
+        }
+        // CUPTI synchronization records ("Event Sync", "Stream Wait Event"), one entity per kind.
+        for (auto& [name, s] : m_sync_kinds) {
+            Entity e;
+            e.kind = EntityKind::api_call;
+            e.name = name;
+            e.parent = static_cast<std::int64_t>(run_index);
+            e.attributes["category"] = "cuda_sync";
+            set_aggregate_metrics(e, "count", s.count, s.total, s.min, s.max);
+            batch.entities.push_back(std::move(e));
+        }
+
+        Entity& run = batch.entities[run_index];
+        run.set(plain("gpu_time_comm", m_comm_time, "ns"));
+        run.set(plain("gpu_time_compute", m_compute_time, "ns"));
+        run.set(plain("gpu_time_memory", m_memory_time, "ns"));
+        const Overlap comm = overlap(m_comm_spans, m_compute_spans);
+        if (comm.a_length > 0) run.set(plain("comm_compute_overlap_pct", 100.0 * comm.both / comm.a_length, "percent"));
+        if (m_delays.count > 0) {
+            run.set(plain("launch_delay_mean", m_delays.total / m_delays.count, "ns"));
+            run.set(plain("launch_delay_max", m_delays.max, "ns"));
+            run.set(plain("launch_delay_outliers", m_delay_outliers, "count"));
+            run.set(plain("short_kernels", m_short_kernels, "count"));
+        }
+        run.set(plain("runtime_outliers", m_runtime_outliers, "count"));
+        if (m_steps.count > 0) {
+            run.set(plain("iterations", m_steps.count, "count"));
+            run.set(plain("iteration_time_mean", m_steps.total / m_steps.count, "ns"));
+            run.set(plain("launches_per_iteration",
+                          static_cast<double>(m_timeline.kernel_events()) / m_steps.count, "count"));
+        }
+        double bytes = 0;
+        for (const auto& [n, b] : m_bytes) bytes += b;
+        if (bytes > 0) run.set(plain("memcpy_bytes", bytes, "byte"));
+        if (m_sync.count > 0) run.set(plain("sync_time", m_sync.total, "ns"));
+        run.set(plain("cpu_ops", m_cpu_ops, "count"));
+        return batch;
+    }
+
+    const std::string& m_path;
+    simdjson::dom::parser m_parser;
+    TimelineBuilder m_timeline{TimelineOptions{false, false}};
+    std::size_t m_events = 0;
+    std::optional<double> m_base;
+    const JsonEventStream* m_stream = nullptr;
+    std::size_t m_repaired_events = 0;
+    std::map<std::string, std::string> m_name_sha256;  // repaired name -> SHA-256 of the original bytes
+    std::string m_schema;
+    std::map<std::string, std::string> m_labels;
+    std::vector<Entity> m_devices;
+    // Transparent hashing: lookups by string_view, no string per event.
+    struct NameHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::unordered_map<std::string, KernelExtra, NameHash, std::equal_to<>> m_kernels;
+    std::map<std::string, double, std::less<>> m_bytes;
+    std::map<std::string, Stats, std::less<>> m_api;
+    std::map<std::string, Stats, std::less<>> m_sync_kinds;
+    std::map<double, std::string> m_device_labels;
+    WaitingMap<std::pair<double, double>> m_pending_runtime, m_pending_kernels;  // (start, length)
+    Stats m_delays, m_steps, m_sync;
+    double m_delay_outliers = 0, m_short_kernels = 0, m_runtime_outliers = 0, m_cpu_ops = 0;
+    double m_comm_time = 0, m_compute_time = 0, m_memory_time = 0;
+    SpanSet m_comm_spans, m_compute_spans;
+};
+
+class KinetoCollector final : public StreamCollector {
+public:
+    std::string_view id() const override { return "kineto"; }
+    std::string_view description() const override {
+        return "PyTorch profiler / Kineto trace (.json, .json.gz): new and legacy schemas, NVIDIA, AMD, CPU-only";
+    }
+
+    bool recognizes(std::string_view head) const override {
+        if (head.find("\"traceEvents\"") == std::string_view::npos) return false;
+        for (std::string_view marker : {"\"schemaVersion\"", "\"deviceProperties\"", "\"distributedInfo\"",
+                                        "\"cpu_op\"", "\"cuda_runtime\"", "\"Operator\"", "\"python_function\""})
+            if (head.find(marker) != std::string_view::npos) return true;
+        return false;
+    }
+
+    Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
+        return KinetoReader(path).run(source);
+    }
+};
+
+}  // namespace
+
+const Collector& kineto_collector() {
+    static const KinetoCollector k_instance;
+    return k_instance;
+}
+
+}  // namespace perfwatch

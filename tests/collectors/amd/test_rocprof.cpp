@@ -1,0 +1,329 @@
+#include <gtest/gtest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "collectors/amd/rocprof.hpp"
+#include "tests/collectors/ncu_helpers.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+// The test's own reading of a stats CSV: calls and total ns from each row's trailing numbers.
+std::pair<double, double> stats_totals(const std::string& path) {
+    static const std::regex k_row(R"(,(\d+),(\d+),(\d+),([0-9.eE+-]+)\s*$)");
+    std::istringstream in(read_file(path));
+    std::string line;
+    std::getline(in, line);  // header
+    double calls = 0, total = 0;
+    std::smatch m;
+    while (std::getline(in, line))
+        if (std::regex_search(line, m, k_row)) {
+            calls += std::stod(m[1]);
+            total += std::stod(m[2]);
+        }
+    return {calls, total};
+}
+
+std::pair<double, double> sql_totals(const std::string& path, const std::string& sql) {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    SQLite::Statement st(db, sql);
+    st.executeStep();
+    return {st.getColumn(0).getDouble(), st.getColumn(1).getDouble()};
+}
+
+void expect_run_totals(const RunBatch& b, std::pair<double, double> expected) {
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launches").value_or(-1), expected.first);
+    EXPECT_NEAR(b.entities[0].value("gpu_time").value_or(-1), expected.second, expected.second * 0.001);
+}
+
+}  // namespace
+
+TEST(RocprofStats, CorpusKernelStats) {
+    for (const char* file : {"rocprof/HGLiu1998_batched_gemm__results.stats.csv", "rocprof/saltfish__results.stats.csv",
+                             "rocprof/dalg24_kokkos__results.stats.csv"}) {
+        PERFWATCH_CORPUS_FILE(path, file);
+        const RunBatch b = collect_ok(path);
+        EXPECT_EQ(b.format, "rocprof-stats");
+        expect_run_totals(b, stats_totals(path));
+    }
+}
+
+TEST(RocprofStats, UnquotedNamesWithCommasAndBarrierPackets) {
+    PERFWATCH_CORPUS_FILE(kokkos, "rocprof/dalg24_kokkos__results.stats.csv");
+    const RunBatch k = collect_ok(kokkos);
+    bool found = false;
+    for (const Entity* e : of_kind(k, EntityKind::kernel))
+        if (e->name.find("scatter_view_loop(Kokkos::View<int**>, Kokkos::View<int*>)") != std::string::npos) {
+            found = true;
+            EXPECT_DOUBLE_EQ(metric(e, "duration_total"), 533600);
+        }
+    EXPECT_TRUE(found);
+    PERFWATCH_CORPUS_FILE(salt, "rocprof/saltfish__results.stats.csv");
+    const RunBatch s = collect_ok(salt);
+    const Entity* barrier = kernel_named(s, "<barrier packet>");
+    ASSERT_NE(barrier, nullptr);
+    EXPECT_EQ(barrier->attributes.at("pseudo_kernel"), "true");
+    EXPECT_DOUBLE_EQ(metric(barrier, "launches"), 85112);
+}
+
+TEST(RocprofStats, HipAndCopyStatsAreNotKernels) {
+    PERFWATCH_CORPUS_FILE(hip, "rocprof/HGLiu1998_batched_gemm__results.hip_stats.csv");
+    const RunBatch h = collect_ok(hip);
+    EXPECT_TRUE(of_kind(h, EntityKind::kernel).empty());
+    EXPECT_EQ(of_kind(h, EntityKind::api_call).size(), 6u);  // six rows, hipMemcpy to __hipPushCallConfiguration
+    PERFWATCH_CORPUS_FILE(copy, "rocprof/HGLiu1998_batched_gemm__results.copy_stats.csv");
+    const RunBatch c = collect_ok(copy);
+    EXPECT_EQ(of_kind(c, EntityKind::memcpy).size(), 2u);
+}
+
+TEST(RocprofSqlite, V1ResultsDbAndRocpd) {
+    PERFWATCH_CORPUS_FILE(v1, "rocprof/HGLiu1998_batched_gemm__results.db");
+    const RunBatch a = collect_ok(v1);
+    EXPECT_EQ(a.format, "rocprof-sqlite");
+    expect_run_totals(a, sql_totals(v1, "SELECT count(*), sum(EndNs - BeginNs) FROM OPS"));
+    PERFWATCH_CORPUS_FILE(v3, "rocprof/HGLiu1998_batched_gemm__ck_bmm_37ca13315e70_28_results.db");
+    const RunBatch b = collect_ok(v3);
+    EXPECT_EQ(b.format_detail, "rocprofv3 rocpd database");
+    expect_run_totals(b, sql_totals(v3, "SELECT count(*), sum(end - start) FROM kernels"));
+}
+
+// rocprof v1 --stats writes KERN alone; --hip-trace on old ROCm writes OPS without KERN.
+TEST(RocprofSqlite, V1KernOnlyAndOpsOnlyDatabases) {
+    for (const char* file : {"rocprof/gunrock__gunrock__results.db", "rocprof/hpcgarage__spatter__results.db",
+                             "rocprof/amd__HPCTrainingExamples__results.db"}) {
+        PERFWATCH_CORPUS_FILE(path, file);
+        const RunBatch b = collect_ok(path);
+        EXPECT_EQ(b.format_detail, "rocprof v1 results.db (KERN dispatches)") << file;
+        expect_run_totals(b, sql_totals(path, "SELECT count(*), sum(EndNs - BeginNs) FROM KERN"));
+    }
+    PERFWATCH_CORPUS_FILE(kokkos, "rocprof/dalg24__kokkos__results.db");
+    const RunBatch k = collect_ok(kokkos);
+    expect_run_totals(k, sql_totals(kokkos, "SELECT count(*), sum(EndNs - BeginNs) FROM OPS"));
+}
+
+TEST(RocprofJson, StringTimesAndProcessRoles) {
+    PERFWATCH_CORPUS_FILE(path, "rocprof/HGLiu1998_batched_gemm__results.json");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "rocprof-json");
+    // Walk: complete events on processes named GPU<n> (not GPU Barriers), times in us.
+    const auto doc = nlohmann::json::parse(read_file(path));
+    std::map<std::string, std::string> names;
+    for (const auto& e : doc["traceEvents"])
+        if (e.value("ph", "") == "M" && e.value("name", "") == "process_name")
+            names[e["pid"].dump()] = e["args"]["name"].get<std::string>();
+    double kernels = 0, total = 0;
+    for (const auto& e : doc["traceEvents"]) {
+        if (e.value("ph", "") != "X") continue;
+        const std::string proc = names[e["pid"].dump()];
+        if (!proc.starts_with("GPU") || proc.starts_with("GPU Barriers")) continue;
+        kernels += 1;
+        // Nanoseconds from args (ts and dur are whole microseconds).
+        total += std::stod(e["args"]["EndNs"].get<std::string>()) - std::stod(e["args"]["BeginNs"].get<std::string>());
+    }
+    expect_run_totals(b, {kernels, total});
+    EXPECT_NEAR(b.entities[0].value("gpu_time").value_or(-1), total, 1.0);  // to the nanosecond
+    EXPECT_NE(b.format_detail.find("BeginNs"), std::string::npos) << b.format_detail;
+    EXPECT_FALSE(of_kind(b, EntityKind::api_call).empty());
+}
+
+namespace {
+
+// Complete events of a rocprof results.json by process role: "gpu" (GPU<n>, not barriers), "copy".
+std::map<std::string, std::vector<std::pair<double, double>>> results_json_intervals(const std::string& path) {
+    const auto doc = nlohmann::json::parse(read_file(path));
+    // rocprof writes pids as numbers in metadata and as strings in events.
+    const auto pid = [](const nlohmann::json& e) { return e["pid"].is_string() ? e["pid"].get<std::string>() : e["pid"].dump(); };
+    std::map<std::string, std::string> names;
+    for (const auto& e : doc["traceEvents"])
+        if (e.value("ph", "") == "M" && e.value("name", "") == "process_name")
+            names[pid(e)] = e["args"]["name"].get<std::string>();
+    std::map<std::string, std::vector<std::pair<double, double>>> out;
+    for (const auto& e : doc["traceEvents"]) {
+        if (e.value("ph", "") != "X") continue;
+        const std::string proc = names[pid(e)];
+        const std::string role = proc == "COPY" ? "copy" : proc.starts_with("GPU Barriers") ? "" : proc.starts_with("GPU") ? proc : "";
+        if (role.empty()) continue;
+        // The nanosecond times rocprof keeps in args.
+        out[role].emplace_back(std::stod(e["args"]["BeginNs"].get<std::string>()),
+                               std::stod(e["args"]["EndNs"].get<std::string>()));
+    }
+    return out;
+}
+
+double union_length(std::vector<std::pair<double, double>> v) {
+    std::sort(v.begin(), v.end());
+    double total = 0, lo = 0, hi = -1;
+    for (const auto& [a, b] : v) {
+        if (a > hi) {
+            if (hi > lo) total += hi - lo;
+            lo = a;
+            hi = b;
+        } else {
+            hi = std::max(hi, b);
+        }
+    }
+    if (hi > lo) total += hi - lo;
+    return total;
+}
+
+}  // namespace
+
+// The COPY lane is copy engines, not a device: with one GPU its copies are that GPU's busy time
+// (the union of both, computed here from the file); with three GPUs it is no device at all, and
+// the run's busy time is the union of the GPUs' intervals.
+TEST(RocprofJson, TheCopyLaneIsNoDevice) {
+    PERFWATCH_CORPUS_FILE(one, "rocprof/dalg24__kokkos__results.json");
+    const auto lanes = results_json_intervals(one);
+    ASSERT_EQ(lanes.size(), 2u);  // GPU0 and copy
+    ASSERT_TRUE(lanes.contains("copy"));
+    const RunBatch b = collect_ok(one);
+    const auto devices = of_kind(b, EntityKind::device);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0]->name, "GPU 0");
+    std::vector<std::pair<double, double>> all = lanes.at("copy");
+    all.insert(all.end(), lanes.at("GPU0").begin(), lanes.at("GPU0").end());
+    EXPECT_NEAR(metric(devices[0], "busy_time"), union_length(all), 1.0);
+    EXPECT_LE(metric(&b.entities[0], "busy_time"), metric(&b.entities[0], "span"));
+
+    PERFWATCH_CORPUS_FILE(three, "rocprof/HGLiu1998_batched_gemm__results.json");
+    const RunBatch c = collect_ok(three);
+    for (const Entity* d : of_kind(c, EntityKind::device)) EXPECT_TRUE(d->name.starts_with("GPU ")) << d->name;
+    EXPECT_FALSE(of_kind(c, EntityKind::memcpy).empty());
+    // The run is busy while any GPU is: the union of the GPUs' intervals, never more than its span.
+    std::vector<std::pair<double, double>> gpus;
+    for (const auto& [lane, v] : results_json_intervals(three))
+        if (lane != "copy") gpus.insert(gpus.end(), v.begin(), v.end());
+    EXPECT_NEAR(metric(&c.entities[0], "busy_time"), union_length(gpus), 1.0);
+    EXPECT_LE(metric(&c.entities[0], "busy_time"), metric(&c.entities[0], "span"));
+}
+
+TEST(RocprofStats, MissingColumnsNameTheLine) {
+    auto r = collect_content("s.csv", "\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\",\"Percentage\"\n\"k\",1,abc,3,100.0\n");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().line, 2u);
+    EXPECT_NE(r.error().message.find("TotalDurationNs"), std::string::npos) << r.error().message;
+}
+
+}  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+TEST(RocprofTraceCsv, DispatchRowsAggregatePerKernel) {
+    const RunBatch b = collect_ok(fixture("rocprof/run_kernel_trace.csv"));
+    EXPECT_EQ(b.format, "rocprof-trace-csv");
+    const Entity* gemm = kernel_named(b, "gemm_bf16_128x128(hip_bfloat16 const*, hip_bfloat16 const*, float*, int, int, int)");
+    ASSERT_NE(gemm, nullptr);
+    EXPECT_DOUBLE_EQ(metric(gemm, "launches"), 2);
+    EXPECT_DOUBLE_EQ(metric(gemm, "duration_total"), 850000 + 860000);
+    EXPECT_DOUBLE_EQ(metric(gemm, "vgpr_count"), 128);
+    EXPECT_DOUBLE_EQ(metric(gemm, "grid_size"), 1024);  // 262144 work-items / 256 per workgroup
+    EXPECT_DOUBLE_EQ(b.entities[0].value("short_launches").value_or(-1), 2);  // layernorm: 9 us, 8.5 us
+}
+
+}  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+namespace {
+
+// The test's own reading of a rocprof v1 raw trace: per name, the count and summed EndNs - BeginNs
+// of "BeginNs:EndNs a:b rest" lines; `key` turns `rest` into the name ("" skips the line).
+std::map<std::string, std::pair<double, double>> raw_trace_sums(const std::string& path,
+                                                                std::string (*key)(const std::string&)) {
+    static const std::regex k_line(R"(^(\d+):(\d+) \d+:\d+ (.*)$)");
+    std::map<std::string, std::pair<double, double>> out;
+    std::istringstream in(read_file(path));
+    for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (!std::regex_match(line, m, k_line)) continue;
+        const std::string name = key(m[3]);
+        if (name.empty()) continue;
+        out[name].first += 1;
+        out[name].second += std::stod(m[2]) - std::stod(m[1]);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST(RocprofTextTrace, OpsTraceKernelsAndCopies) {
+    const std::string path = fixture("rocprof/v1_raw/hcc_ops_trace.txt");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "rocprof-text-trace");
+    const auto kernels = raw_trace_sums(path, [](const std::string& rest) -> std::string {
+        const std::string name = rest.substr(0, rest.rfind(':'));
+        if (name.find("Copy") != std::string::npos || name.find("Marker") != std::string::npos) return "";
+        return name;
+    });
+    ASSERT_EQ(kernels.size(), 2u);
+    double launches = 0, total = 0;
+    for (const auto& [name, sums] : kernels) {
+        const Entity* e = nullptr;
+        for (const Entity& x : b.entities)
+            if (x.kind == EntityKind::kernel && x.name == name) e = &x;
+        ASSERT_NE(e, nullptr) << name;
+        EXPECT_DOUBLE_EQ(e->value("launches").value_or(-1), sums.first);
+        EXPECT_DOUBLE_EQ(e->value("duration_total").value_or(-1), sums.second);
+        launches += sums.first;
+        total += sums.second;
+    }
+    expect_run_totals(b, {launches, total});
+    EXPECT_EQ(std::count_if(b.entities.begin(), b.entities.end(), [](const Entity& e) { return e.kind == EntityKind::memcpy; }), 2);
+    EXPECT_NE(std::find(b.notes.begin(), b.notes.end(), "1 barrier packets are not counted as kernels"), b.notes.end());
+}
+
+TEST(RocprofTextTrace, ApiTracesTextAndCsv) {
+    for (const char* file : {"rocprof/v1_raw/hip_api_trace.txt", "rocprof/v1_raw/4100_hip_api_trace.csv"}) {
+        SCOPED_TRACE(file);
+        const std::string path = fixture(file);
+        const RunBatch b = collect_ok(path);
+        std::map<std::string, std::pair<double, double>> calls;
+        if (std::string(file).ends_with(".txt")) {
+            calls = raw_trace_sums(path, [](const std::string& rest) { return rest.substr(0, rest.find('(')); });
+        } else {
+            // "Domain","Function",pid,tid,corr,start,end
+            static const std::regex k_row(R"re(^"[A-Z_]+","([^"]+)",\d+,\d+,\d+,(\d+),(\d+)$)re");
+            std::istringstream in(read_file(path));
+            for (std::string line; std::getline(in, line);) {
+                std::smatch m;
+                if (!std::regex_match(line, m, k_row)) continue;
+                calls[m[1]].first += 1;
+                calls[m[1]].second += std::stod(m[3]) - std::stod(m[2]);
+            }
+        }
+        ASSERT_FALSE(calls.empty());
+        double count = 0;
+        for (const auto& [name, sums] : calls) {
+            const Entity* e = nullptr;
+            for (const Entity& x : b.entities)
+                if (x.kind == EntityKind::api_call && x.name == name) e = &x;
+            ASSERT_NE(e, nullptr) << name;
+            EXPECT_DOUBLE_EQ(e->value("count").value_or(-1), sums.first) << name;
+            EXPECT_DOUBLE_EQ(e->value("duration_total").value_or(-1), sums.second) << name;
+            count += sums.first;
+        }
+        EXPECT_DOUBLE_EQ(b.entities[0].value("api_calls").value_or(-1), count);
+        EXPECT_GT(b.entities[0].value("sync_api_calls").value_or(0), 0);  // hipMemcpy, hipDeviceSynchronize
+    }
+}
+
+TEST(RocprofTextTrace, MarkerRangesAreRanges) {
+    const RunBatch b = collect_ok(fixture("rocprof/v1_raw/4100_marker_api_trace.csv"));
+    const Entity* compute = nullptr;
+    for (const Entity& e : b.entities)
+        if (e.kind == EntityKind::nvtx_range && e.name == "compute") compute = &e;
+    ASSERT_NE(compute, nullptr);
+    // The file's two "compute" rows: 2047900 - 2009000 and 2060000 - 2048000.
+    EXPECT_DOUBLE_EQ(compute->value("count").value_or(-1), 2);
+    EXPECT_DOUBLE_EQ(compute->value("duration_total").value_or(-1), (2047900 - 2009000) + (2060000 - 2048000));
+}
+
+}  // namespace perfwatch::test

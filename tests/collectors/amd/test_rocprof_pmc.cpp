@@ -1,0 +1,175 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+#include "collectors/amd/rocprof_pmc.hpp"
+#include "collectors/readers/units.hpp"
+#include "tests/collectors/ncu_helpers.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+// The Python reading of `path` (tests/collectors/pmc_truth.py), per kernel.
+nlohmann::json truth(const std::string& path) {
+    const auto r = run_program({"python3", std::string(PERFWATCH_SOURCE_DIR) + "/tests/collectors/pmc_truth.py", path});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+}
+
+const Entity* kernel(const RunBatch& b, const std::string& name) {
+    for (const Entity& e : b.entities)
+        if (e.kind == EntityKind::kernel && e.name == name) return &e;
+    return nullptr;
+}
+
+// Every kernel of `path` as perfwatch reads it against the independent reading.
+void expect_matches_truth(const std::string& path) {
+    SCOPED_TRACE(path);
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "rocprof-pmc");
+    const nlohmann::json want = truth(path);
+    ASSERT_FALSE(want.empty());
+    double dispatches = 0;
+    for (const auto& [name, w] : want.items()) {
+        SCOPED_TRACE(name);
+        const Entity* k = kernel(b, name);
+        ASSERT_NE(k, nullptr);
+        EXPECT_DOUBLE_EQ(k->value("launches").value_or(-1), w["dispatches"].get<double>());
+        dispatches += w["dispatches"].get<double>();
+        if (const double ns = w["duration_ns"].get<double>(); ns > 0) {
+            EXPECT_NEAR(k->value("duration_total").value_or(-1), ns, 1e-6 * ns);
+        }
+        for (const auto& [key, metric] : std::map<std::string, std::string>{
+                 {"l2_hit_rate", "l2_hit_rate"}, {"occupancy_achieved", "occupancy_achieved"},
+                 {"sm_throughput", "sm_throughput"}, {"memory_throughput", "memory_throughput"}}) {
+            if (!w.contains(key)) continue;
+            EXPECT_NEAR(k->value(metric).value_or(-1), w[key].get<double>(), 1e-9 * std::max(1.0, w[key].get<double>())) << metric;
+        }
+        if (w.contains("lds_conflict_pct")) {
+            const double c = k->value("shared_bank_conflicts").value_or(-1), a = k->value("shared_wavefronts").value_or(-1);
+            EXPECT_NEAR(100 * c / a, w["lds_conflict_pct"].get<double>(), 1e-9);
+        }
+    }
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launches").value_or(-1), dispatches);
+}
+
+}  // namespace
+
+// rocprof v1 per-dispatch CSVs (with and without timestamps, counters, an Omniperf pass) and
+// rocprof-compute workload files of three layouts read as an independent Python reading says.
+TEST(RocprofPmc, CorpusDispatchFilesMatchAnIndependentReading) {
+    for (const char* file : {"rocprof/IlyaNyrkov__xSpMM__counters.csv", "rocprof/amd__HPCTrainingExamples__data_movement.csv",
+                             "rocprof/gunrock__gunrock__results.csv", "rocprof/hpcgarage__spatter__results.csv",
+                             "rocprof/amd__HPCTrainingExamples__results.csv", "rocprof/Aalanli__AMDGPUExperiments__SQ_LEVEL_WAVES.csv",
+                             "rocprof_compute/Aalanli__AMDGPUExperiments__rocgemm_mi200/pmc_perf.csv",
+                             "rocprof_compute/Aalanli__AMDGPUExperiments__rocgemm_mi200/SQ_LEVEL_WAVES.csv",
+                             "rocprof_compute/Aalanli__AMDGPUExperiments__rocgemm_mi200/pmc_dispatch_info.csv",
+                             "rocprof_compute/ROCm__omniperf__no_roof_MI300X_A1/pmc_perf.csv",
+                             "rocprof_compute/ROCm__omniperf__no_roof_MI300X_A1/timestamps.csv",
+                             "rocprof_compute/ROCm__omniperf__no_roof_MI100/pmc_perf.csv",
+                             "rocprof_compute/amd__HPCTrainingExamples__collapse_MI300A_A1/pmc_perf.csv",
+                             "rocprof_compute/amd__HPCTrainingExamples__collapse_MI300A_A1/SQ_LEVEL_WAVES.csv"}) {
+        PERFWATCH_CORPUS_FILE(path, file);
+        expect_matches_truth(path);
+    }
+}
+
+TEST(RocprofPmc, SysinfoGivesTheGpuAndAchievedOccupancy) {
+    PERFWATCH_CORPUS_FILE(path, "rocprof_compute/amd__HPCTrainingExamples__collapse_MI300A_A1/pmc_perf.csv");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(label_value(b.labels, "gpu"), "AMD MI300A_A1 (gfx942)");
+    EXPECT_EQ(label_value(b.labels, "gpu_arch"), "gfx942");
+    const nlohmann::json want = truth(path);
+    // Every kernel of this OpenMP offload run has an achieved occupancy from SQ_LEVEL_WAVES.
+    for (const auto& [name, w] : want.items()) EXPECT_TRUE(w.contains("occupancy_achieved")) << name;
+}
+
+TEST(RocprofPmc, RoundedTimestampsSayDurationsAreLost) {
+    PERFWATCH_CORPUS_FILE(path, "rocprof_compute/ROCm__omniperf__vcopy_MI300X_A1_hand_edited/pmc_perf.csv");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.entities[0].value("launches").value_or(-1), 3);
+    EXPECT_TRUE(std::any_of(b.notes.begin(), b.notes.end(), [](const std::string& n) { return n.find("durations are lost") != std::string::npos; }));
+}
+
+TEST(RocprofPmc, KernelTopReadsCountsAndTimes) {
+    PERFWATCH_CORPUS_FILE(path, "rocprof_compute/amd__HPCTrainingExamples__collapse_MI300A_A1/pmc_kernel_top.csv");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "rocprof-kernel-top");
+    // The file's own rows: Kernel_Name,Count,Sum(ns),...; summed here with the CSV reader of
+    // the test's Python twin would be circular, so read the two columns directly.
+    std::istringstream in(read_file(path));
+    std::string line;
+    std::getline(in, line);
+    double count = 0, sum = 0;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        // Names are quoted when they hold commas; Count and Sum(ns) follow the name.
+        const auto name_end = line[0] == '"' ? line.find('"', 1) + 1 : line.find(',');
+        std::istringstream rest(line.substr(name_end + 1));
+        std::string c, s;
+        std::getline(rest, c, ',');
+        std::getline(rest, s, ',');
+        count += std::stod(c);
+        sum += std::stod(s);
+    }
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launches").value_or(-1), count);
+    EXPECT_NEAR(b.entities[0].value("gpu_time").value_or(-1), sum, 1e-6 * sum);
+}
+
+// AMD limits as the LLVM AMDGPU backend states them: llvm-calc-occupancy's documented example
+// (gfx90a, 512 work-items, 50 VGPRs, 30 SGPRs: 8 waves per SIMD) and each limiter.
+TEST(RocprofPmc, TheoreticalOccupancyFromTheArchitecturesLimits) {
+    const auto full = amd_theoretical_occupancy("gfx90a", 50, 0, 30, 0, 512, 64);
+    ASSERT_TRUE(full);
+    EXPECT_EQ(full->waves_per_simd, 8);
+    EXPECT_EQ(full->limiter, "");
+    const auto vgpr = amd_theoretical_occupancy("gfx90a", 128, 0, 48, 0, 256, 64);
+    EXPECT_EQ(vgpr->waves_per_simd, 4);  // 512 / 128
+    EXPECT_EQ(vgpr->limiter, "VGPRs");
+    const auto unified = amd_theoretical_occupancy("gfx942", 64, 64, 32, 0, 256, 64);
+    EXPECT_EQ(unified->waves_per_simd, 4);  // arch + accum share the 512
+    const auto lds = amd_theoretical_occupancy("gfx90a", 32, 0, 32, 16384, 256, 64);
+    EXPECT_EQ(lds->waves_per_simd, 4);  // 4 workgroups of 4 waves per CU
+    EXPECT_EQ(lds->limiter, "LDS");
+    const auto sgpr = amd_theoretical_occupancy("gfx908", 24, 0, 102, 0, 256, 64);
+    EXPECT_EQ(sgpr->waves_per_simd, 7);
+    EXPECT_EQ(sgpr->limiter, "SGPRs");
+    EXPECT_FALSE(amd_theoretical_occupancy("gfx1100", 32, 0, 32, 0, 256, 32));
+}
+
+// rocprofv3 --pmc in its early layout: a row per dispatch and counter, the GPU from agent_info.csv.
+TEST(RocprofPmc, RocprofV3CounterCollectionWithItsAgentInfo) {
+    PERFWATCH_CORPUS_FILE(path, "rocprof/HussamAlBasha__mi300a-benchmarks-fork__hipMalloc1_counter_collection.csv");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "rocprof-counter-collection");
+    EXPECT_EQ(label_value(b.labels, "gpu_arch"), "gfx942");
+    const nlohmann::json want = truth(path);
+    double dispatches = 0;
+    for (const auto& [name, w] : want.items()) {
+        SCOPED_TRACE(name);
+        const Entity* k = kernel(b, name);
+        ASSERT_NE(k, nullptr);
+        EXPECT_DOUBLE_EQ(k->value("launches").value_or(-1), w["dispatches"].get<double>());
+        EXPECT_FALSE(k->value("duration").has_value());  // never timed: no duration rather than 0
+        dispatches += w["dispatches"].get<double>();
+        for (const auto& [counter, sum] : w["counters"].items())
+            EXPECT_DOUBLE_EQ(k->value(slug(counter)).value_or(-1), sum.get<double>()) << counter;
+    }
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launches").value_or(-1), dispatches);
+    EXPECT_FALSE(b.entities[0].value("gpu_time").has_value());
+}
+
+TEST(RocprofPmc, RaggedRowsNameTheirLine) {
+    TempDir dir;
+    const std::string path = dir.file("pmc_perf.csv");
+    write_file(path, "Dispatch_ID,Kernel_Name,GPU_ID,Grid_Size\n0,k,1,64\n1,k\n");
+    auto b = collect_file(path);
+    ASSERT_FALSE(b);
+    EXPECT_EQ(b.error().line, 3u);
+}
+
+}  // namespace perfwatch::test

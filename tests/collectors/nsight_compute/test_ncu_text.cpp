@@ -1,0 +1,174 @@
+#include <gtest/gtest.h>
+
+#include "collectors/nsight_compute/ncu_text.hpp"
+#include "tests/collectors/ncu_helpers.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+// Values below were read by hand from the files named in each test.
+
+TEST(NcuText, CorpusL4Basic2025) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_L4-cc89_ncu2025_fp16_wmma_512_basic.txt");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "ncu-text");
+    ASSERT_EQ(of_kind(b, EntityKind::launch).size(), 1u);
+    const Entity* k = kernel_named(b, "wmma_db(const __half *, const __half *, float *, int, int, int)");
+    ASSERT_NE(k, nullptr);
+    EXPECT_DOUBLE_EQ(metric(k, "duration_total"), 184510);  // 184.51 us
+    EXPECT_DOUBLE_EQ(metric(k, "sm_frequency"), 794.61e6);  // Mhz
+    EXPECT_DOUBLE_EQ(metric(k, "dram_frequency"), 6.24e9);  // Ghz
+    EXPECT_DOUBLE_EQ(metric(k, "registers_per_thread"), 56);
+    EXPECT_DOUBLE_EQ(metric(k, "occupancy_theoretical"), 66.67);
+    EXPECT_DOUBLE_EQ(metric(k, "occupancy_achieved"), 59.45);
+    EXPECT_DOUBLE_EQ(metric(k, "waves_per_sm"), 2.21);
+    EXPECT_DOUBLE_EQ(metric(k, "shared_mem_config_size"), 102400);       // 102.40 Kbyte
+    EXPECT_DOUBLE_EQ(metric(k, "shared_mem_static_per_block"), 16380);  // 16.38 Kbyte/block
+    EXPECT_EQ(k->attributes.at("grid"), "8x16x4");
+    EXPECT_EQ(k->attributes.at("block"), "256x1x1");
+    EXPECT_EQ(k->attributes.at("cc"), "8.9");
+    EXPECT_EQ(k->attributes.at("occupancy_limiter"), "registers");
+
+    const Entity* launch = of_kind(b, EntityKind::launch)[0];
+    ASSERT_EQ(launch->tool_findings.size(), 3u);
+    EXPECT_EQ(launch->tool_findings[0].type, "INF");
+    EXPECT_EQ(launch->tool_findings[1].type, "OPT");
+    EXPECT_DOUBLE_EQ(launch->tool_findings[1].speedup_pct.value_or(0), 33.33);
+    EXPECT_EQ(launch->tool_findings[1].speedup_type, "global");
+    EXPECT_NE(launch->tool_findings[1].text.find("partial wave of 48 thread blocks"), std::string::npos)
+        << "wrapped rule text is joined: " << launch->tool_findings[1].text;
+    EXPECT_EQ(launch->tool_findings[2].speedup_type, "local");
+}
+
+TEST(NcuText, CorpusL4TwoLaunchesOfOneKernel) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_L4-cc89_ncu2025_fp16_wmma_8192_full.txt");
+    const RunBatch b = collect_ok(path);
+    const auto launches = of_kind(b, EntityKind::launch);
+    ASSERT_EQ(launches.size(), 2u);
+    ASSERT_EQ(of_kind(b, EntityKind::kernel).size(), 1u);
+    const Entity* k = of_kind(b, EntityKind::kernel)[0];
+    EXPECT_DOUBLE_EQ(metric(k, "launches"), 2);
+    EXPECT_DOUBLE_EQ(metric(k, "duration_total"), 63580 + 1.65e9);  // 63.58 us + 1.65 s
+    EXPECT_DOUBLE_EQ(metric(k, "duration_min"), 63580);
+    EXPECT_DOUBLE_EQ(metric(k, "duration_max"), 1.65e9);
+    // Launch configuration of a mixed kernel is that of its dominant launch.
+    EXPECT_DOUBLE_EQ(metric(k, "grid_size"), 131072);
+    EXPECT_DOUBLE_EQ(metric(launches[0], "waves_per_sm"), 0.55);
+    EXPECT_DOUBLE_EQ(metric(launches[1], "waves_per_sm"), 564.97);
+    EXPECT_DOUBLE_EQ(metric(launches[1], "instructions_executed"), 36937138176);
+    EXPECT_EQ(launches[0]->attributes.at("id"), "0");
+    EXPECT_EQ(launches[1]->attributes.at("id"), "1");
+    EXPECT_EQ(launches[0]->tool_findings.size(), 13u);
+    EXPECT_EQ(launches[1]->tool_findings.size(), 10u);
+}
+
+TEST(NcuText, Corpus2021ThousandsSeparatorsAndWrnLines) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_RTX3070-cc86_ncu2021_reductions_8M_default.txt");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(of_kind(b, EntityKind::launch).size(), 3u);
+    const Entity* atomic = kernel_named(b, "atomic_red(const float *, float *)");
+    ASSERT_NE(atomic, nullptr);
+    EXPECT_DOUBLE_EQ(metric(atomic, "duration_total"), 30.51e6);  // 30.51 msecond
+    EXPECT_DOUBLE_EQ(metric(atomic, "elapsed_cycles"), 23795850);
+    EXPECT_DOUBLE_EQ(metric(atomic, "grid_size"), 32768);
+    EXPECT_DOUBLE_EQ(metric(atomic, "threads"), 8388608);
+    EXPECT_DOUBLE_EQ(metric(atomic, "memory_throughput"), 2.07);  // "Memory [%]"
+    EXPECT_DOUBLE_EQ(metric(atomic, "sm_throughput"), 0.88);      // "Compute (SM) [%]"
+    EXPECT_DOUBLE_EQ(metric(atomic, "sm_frequency"), 779.96e6);   // cycle/usecond
+    EXPECT_DOUBLE_EQ(metric(atomic, "dram_frequency"), 5.99e9);   // cycle/nsecond
+    EXPECT_DOUBLE_EQ(metric(atomic, "occupancy_achieved"), 80.71);
+    EXPECT_EQ(atomic->attributes.at("function_cache_configuration"), "cudaFuncCachePreferNone");
+    const Entity* reduce_a = kernel_named(b, "reduce_a(float *, float *)");
+    EXPECT_DOUBLE_EQ(metric(reduce_a, "duration_total"), 114850);
+    ASSERT_TRUE(b.captured_at.has_value());
+    EXPECT_EQ(*b.captured_at, "2022-06-03T11:31:08");
+    const auto launches = of_kind(b, EntityKind::launch);
+    EXPECT_EQ(launches[2]->attributes.at("id"), "2");
+    ASSERT_EQ(launches[0]->tool_findings.size(), 2u);
+    EXPECT_EQ(launches[0]->tool_findings[0].type, "WRN");
+    EXPECT_EQ(launches[0]->tool_findings[0].section, "GPU Speed Of Light Throughput");
+    EXPECT_FALSE(launches[0]->tool_findings[0].speedup_pct.has_value());
+}
+
+TEST(NcuText, Corpus2019NanValuesAndNoHeaderRow) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_P40-cc61_ncu2019_vector_add_default.txt");
+    const RunBatch b = collect_ok(path);
+    ASSERT_EQ(of_kind(b, EntityKind::launch).size(), 1u);
+    const Entity* k = kernel_named(b, "vadd(float const *,float const *,float*,int)");
+    ASSERT_NE(k, nullptr);
+    EXPECT_DOUBLE_EQ(metric(k, "duration_total"), 7.85e9);  // 7.85 second
+    EXPECT_DOUBLE_EQ(metric(k, "dram_frequency"), 7.10e9);  // "Memory Frequency" Ghz
+    EXPECT_DOUBLE_EQ(metric(k, "dram_throughput"), 0.03);   // "SOL FB"
+    EXPECT_DOUBLE_EQ(metric(k, "l2_hit_rate"), 91.67);
+    EXPECT_DOUBLE_EQ(metric(k, "dram_bandwidth"), 90.56e6);  // Mbyte/second
+    EXPECT_FALSE(k->value("elapsed_cycles").has_value()) << "(!) nan is missing, not a number";
+    EXPECT_FALSE(k->value("sm_throughput").has_value());
+    EXPECT_EQ(of_kind(b, EntityKind::launch)[0]->attributes.at("id"), "1");  // ==PROF== ... - 1:
+    EXPECT_EQ(b.captured_at.value_or(""), "2022-06-02T19:22:05");
+}
+
+TEST(NcuText, CorpusPrintSummaryPerGpu) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/summary_A100-cc80_ncu2022_raytrace_cuda_per-gpu.log");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "ncu-summary");
+    const auto kernels = of_kind(b, EntityKind::kernel);
+    ASSERT_EQ(kernels.size(), 1u);
+    const Entity* k = kernels[0];
+    EXPECT_EQ(k->name, "PathTracer(int, Pixel *, int)");
+    EXPECT_DOUBLE_EQ(metric(k, "launches"), 1);  // "1 invocations"
+    EXPECT_DOUBLE_EQ(metric(k, "duration_total"), 11.865617e9);
+    EXPECT_DOUBLE_EQ(metric(k, "registers_per_thread"), 73);
+    EXPECT_DOUBLE_EQ(metric(k, "occupancy_theoretical"), 37.5);
+    EXPECT_DOUBLE_EQ(metric(k, "occupancy_achieved"), 34.834445);
+    EXPECT_DOUBLE_EQ(metric(k, "l2_hit_rate"), 97.267316);
+    EXPECT_DOUBLE_EQ(metric(k, "block_size"), 256);
+    EXPECT_DOUBLE_EQ(metric(k, "grid_size"), 8192);
+    // 393.216 Kbyte of excessive sectors = 12288 sectors of 32 bytes.
+    EXPECT_DOUBLE_EQ(metric(k, "global_sectors_excessive"), 12288);
+    EXPECT_DOUBLE_EQ(metric(k, "global_sectors_ideal"), 196608);
+    EXPECT_EQ(k->attributes.at("occupancy_limiter"), "registers");
+    EXPECT_TRUE(of_kind(b, EntityKind::launch).empty());
+}
+
+TEST(NcuText, MetricsOutput) {
+    const RunBatch b = collect_ok(fixture("ncu/metrics_output.txt"));
+    EXPECT_EQ(b.format_detail, "--metrics output");
+    const Entity* k = kernel_named(b, "histogram_atomic(const unsigned char *, unsigned int *, int)");
+    ASSERT_NE(k, nullptr);
+    EXPECT_DOUBLE_EQ(metric(k, "launches"), 2);
+    EXPECT_DOUBLE_EQ(metric(k, "duration_total"), 412350 + 390000);
+    EXPECT_DOUBLE_EQ(metric(k, "registers_per_thread"), 18);
+    EXPECT_DOUBLE_EQ(metric(k, "dram__bytes_read_sum"), 16.78e6);
+}
+
+TEST(NcuText, PrintSummaryPerKernel) {
+    const RunBatch b = collect_ok(fixture("ncu/summary_per_kernel.txt"));
+    EXPECT_EQ(b.format_detail, "--print-summary per-kernel");
+    const Entity* nbody = kernel_named(b, "integrate_bodies(float4 *, float4 *, float, int)");
+    ASSERT_NE(nbody, nullptr);
+    EXPECT_DOUBLE_EQ(metric(nbody, "launches"), 10);
+    EXPECT_DOUBLE_EQ(metric(nbody, "duration_mean"), 889920);
+    EXPECT_DOUBLE_EQ(metric(nbody, "duration_total"), 8899200);
+    EXPECT_DOUBLE_EQ(metric(nbody, "memory_throughput"), 2.15);
+    EXPECT_DOUBLE_EQ(metric(nbody, "sm_count"), 80);
+    const Entity* reset = kernel_named(b, "reset_forces(float4 *, int)");
+    EXPECT_DOUBLE_EQ(metric(reset, "launches"), 1);
+}
+
+TEST(NcuText, TruncatedReportIsAnError) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_L4-cc89_ncu2025_fp16_wmma_512_basic.txt");
+    const std::string text = read_file(path);
+    const std::size_t cut = text.find("Registers Per Thread");  // inside the Launch Statistics table
+    auto r = collect_content("cut.txt", text.substr(0, cut));
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().file, "cut.txt");
+    EXPECT_GT(r.error().line, 30u);
+    EXPECT_NE(r.error().message.find("Launch Statistics"), std::string::npos) << r.error().message;
+
+    const std::size_t after_kernel = text.find("    Section: GPU Speed Of Light Throughput");
+    auto r2 = collect_content("cut2.txt", text.substr(0, after_kernel));
+    ASSERT_FALSE(r2.has_value());
+    EXPECT_NE(r2.error().message.find("no metric table"), std::string::npos) << r2.error().message;
+}
+
+}  // namespace perfwatch::test

@@ -1,0 +1,195 @@
+#include <gtest/gtest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include "collectors/nsight_systems/nsys_sqlite.hpp"
+#include "tests/collectors/ncu_helpers.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+// The test's own reading of an export: kernel rows and summed durations straight from SQL.
+struct KernelTotals {
+    double launches = 0, total_ns = 0;
+};
+
+KernelTotals query_totals(const std::string& path) {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    SQLite::Statement st(db, "SELECT count(*), coalesce(sum(end - start), 0) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+    st.executeStep();
+    return {st.getColumn(0).getDouble(), st.getColumn(1).getDouble()};
+}
+
+void expect_totals_match(const std::string& path) {
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "nsys-sqlite");
+    const KernelTotals t = query_totals(path);
+    const Entity& run = b.entities[0];
+    EXPECT_NEAR(run.value("launches").value_or(-1), t.launches, t.launches * 0.001);
+    EXPECT_NEAR(run.value("gpu_time").value_or(-1), t.total_ns, t.total_ns * 0.001);
+    double sum = 0;
+    for (const Entity* k : of_kind(b, EntityKind::kernel)) sum += metric(k, "duration_total");
+    EXPECT_NEAR(sum, t.total_ns, t.total_ns * 0.001);
+}
+
+}  // namespace
+
+TEST(NsysSqlite, Corpus2023Schema291) {
+    PERFWATCH_CORPUS_FILE(path, "nsys/lsaeteurn-vectoraddition_report1_2023.sqlite");
+    expect_totals_match(path);
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.tool_version, "2022.2.1.31");
+    EXPECT_EQ(b.format_detail, "export schema 2.9.1");
+    const auto devices = of_kind(b, EntityKind::device);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0]->attributes.at("gpu"), "NVIDIA A100-SXM4-40GB");
+    EXPECT_DOUBLE_EQ(metric(devices[0], "sm_count"), 108);
+    const Entity* add = kernel_named(b, "add(int, float *, float *)");
+    ASSERT_NE(add, nullptr);
+    EXPECT_EQ(add->attributes.at("short_name"), "add");
+    EXPECT_DOUBLE_EQ(metric(add, "grid_size"), 1);
+    EXPECT_DOUBLE_EQ(metric(add, "registers_per_thread"), 16);
+    // 4608 unified-memory copies: 3072 HtoD of 536870912 bytes, 1536 DtoH of 268435456 bytes.
+    double copies = 0, bytes = 0;
+    for (const Entity* m : of_kind(b, EntityKind::memcpy)) {
+        copies += metric(m, "count");
+        bytes += metric(m, "bytes");
+    }
+    EXPECT_DOUBLE_EQ(copies, 4608);
+    EXPECT_DOUBLE_EQ(bytes, 536870912.0 + 268435456.0);
+    // cudaDeviceSynchronize is named as a synchronizing call.
+    bool sync = false;
+    for (const Entity* a : of_kind(b, EntityKind::api_call))
+        if (a->name == "cudaDeviceSynchronize") sync = a->attributes.contains("synchronizing");
+    EXPECT_TRUE(sync);
+    EXPECT_GT(b.entities[0].value("launch_latency_mean").value_or(-1), 0);
+}
+
+TEST(NsysSqlite, Corpus2025Schema324) {
+    PERFWATCH_CORPUS_FILE(path, "nsys/p4arth-cuda-perf-sandbox_report1_nsys2025.5.sqlite");
+    expect_totals_match(path);
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.tool_version, "2025.5.2.266");
+    // Two pageable HtoD copies and one DtoH copy into pageable memory.
+    double pageable = 0;
+    for (const Entity* m : of_kind(b, EntityKind::memcpy))
+        if (m->attributes.contains("host_memory") && m->attributes.at("host_memory") == "pageable")
+            pageable += metric(m, "count");
+    EXPECT_DOUBLE_EQ(pageable, 3);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("pageable_memcpy_count").value_or(-1), 3);
+}
+
+TEST(NsysSqlite, Corpus2021CaptureWithoutGpuDataIsAnEmptyRunWithANote) {
+    PERFWATCH_CORPUS_FILE(path, "nsys/cardiac-simulation_report1_2021.sqlite");
+    const RunBatch b = collect_ok(path);
+    EXPECT_TRUE(of_kind(b, EntityKind::kernel).empty());
+    ASSERT_FALSE(b.notes.empty());
+    EXPECT_NE(b.notes[0].find("no CUDA kernel data"), std::string::npos);
+    ASSERT_EQ(of_kind(b, EntityKind::device).size(), 1u);
+    EXPECT_EQ(of_kind(b, EntityKind::device)[0]->attributes.at("cc"), "8.6");
+}
+
+TEST(NsysSqlite, ASqliteFileThatIsNotAnExportIsRejected) {
+    TempDir dir;
+    const std::string path = dir.file("other.sqlite");
+    {
+        SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE notes(id INTEGER, text TEXT); INSERT INTO notes VALUES(1, 'hello')");
+    }
+    auto r = collect_file(path);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().file, path);
+    EXPECT_NE(r.error().message.find("not an Nsight Systems export"), std::string::npos) << r.error().message;
+}
+
+// An export written here: 3,000 kernels of 4 names on 2 devices, recorded in completion order
+// (neighbouring launches swapped), and their cudaLaunchKernel rows in call order among 1,000
+// other runtime calls that launch nothing. Launch latency (read side by side, not joined) must
+// equal SQL's join; busy time per device must equal the union computed here.
+TEST(NsysSqlite, LaunchLatencyAndBusyTimeMatchSqlOnAGeneratedExport) {
+    TempDir dir;
+    const std::string path = dir.file("generated.sqlite");
+    std::map<std::string, std::vector<std::pair<double, double>>> spans;
+    {
+        SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+                "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,"
+                " correlationId INTEGER, demangledName INTEGER, shortName INTEGER, gridX INTEGER, gridY INTEGER,"
+                " gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER, registersPerThread INTEGER,"
+                " staticSharedMemory INTEGER, dynamicSharedMemory INTEGER);"
+                "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, correlationId INTEGER, nameId INTEGER);"
+                "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'cudaMemcpyAsync_v3020'),"
+                " (10, 'k0(float*)'), (11, 'k1(float*)'), (12, 'k2(float*)'), (13, 'k3(float*)'), (20, 'k');");
+        db.exec("BEGIN");
+        SQLite::Statement k(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, ?, 7, ?, ?, 20, 1, 1, 1, 128, 1, 1, 32, 0, 0)");
+        SQLite::Statement r(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?)");
+        long long correlation = 100;
+        std::vector<std::array<long long, 5>> kernels;
+        for (int i = 0; i < 3000; ++i) {
+            const long long call = 1000LL * i, start = call + 5000 + (i * 37) % 4000, end = start + 500 + (i * 101) % 3000;
+            if (i % 3 == 0) {  // a call that launches nothing
+                r.bind(1, static_cast<int64_t>(call - 300));
+                r.bind(2, static_cast<int64_t>(call - 200));
+                r.bind(3, static_cast<int64_t>(correlation++));
+                r.bind(4, 2);
+                r.exec();
+                r.reset();
+            }
+            r.bind(1, static_cast<int64_t>(call));
+            r.bind(2, static_cast<int64_t>(call + 100));
+            r.bind(3, static_cast<int64_t>(correlation));
+            r.bind(4, 1);
+            r.exec();
+            r.reset();
+            kernels.push_back({start, end, i % 2, correlation++, 10 + i % 4});
+        }
+        for (std::size_t i = 0; i + 1 < kernels.size(); i += 2) std::swap(kernels[i], kernels[i + 1]);
+        for (const auto& x : kernels) {
+            for (int c = 0; c < 5; ++c) k.bind(c + 1, static_cast<int64_t>(x[static_cast<std::size_t>(c)]));
+            k.exec();
+            k.reset();
+            spans[fmt::format("device {}", x[2])].emplace_back(static_cast<double>(x[0]), static_cast<double>(x[1]));
+        }
+        db.exec("COMMIT");
+    }
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    const double latency = db.execAndGet("SELECT avg(k.start - r.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN "
+                                         "CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId")
+                               .getDouble();
+    const double latency_max = db.execAndGet("SELECT max(k.start - r.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN "
+                                             "CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId")
+                                   .getDouble();
+    const RunBatch b = collect_ok(path);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launch_latency_mean").value_or(-1), latency);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launch_latency_max").value_or(-1), latency_max);
+    EXPECT_EQ(b.entities[0].value("launches").value_or(-1), 3000);
+    EXPECT_EQ(of_kind(b, EntityKind::kernel).size(), 4u);
+    for (auto& [device, list] : spans) {
+        std::sort(list.begin(), list.end());
+        double busy = 0, cur_start = list[0].first, cur_end = list[0].second;
+        for (const auto& [s, e] : list) {
+            if (s <= cur_end) {
+                cur_end = std::max(cur_end, e);
+            } else {
+                busy += cur_end - cur_start;
+                cur_start = s;
+                cur_end = e;
+            }
+        }
+        busy += cur_end - cur_start;
+        const auto dev = std::find_if(b.entities.begin(), b.entities.end(), [&](const Entity& e) {
+            return e.kind == EntityKind::device && e.name == device;
+        });
+        ASSERT_NE(dev, b.entities.end()) << device;
+        EXPECT_DOUBLE_EQ(dev->value("busy_time").value_or(-1), busy) << device;
+    }
+}
+
+}  // namespace perfwatch::test

@@ -1,0 +1,225 @@
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "collectors/collector.hpp"
+#include "collectors/pytorch/kineto.hpp"
+#include "tests/collectors/ncu_helpers.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+// The test's own walk of a trace: decompress with zlib, parse with nlohmann::json, count the
+// complete kernel events and sum their durations (microseconds -> ns).
+struct Walk {
+    double kernels = 0, kernel_ns = 0;
+    std::set<std::string> names;
+};
+
+std::string gunzip_file(const std::string& path) { return test::read_maybe_gzip(path); }
+
+Walk walk(const std::string& path) {
+    const auto doc = nlohmann::json::parse(gunzip_file(path));
+    Walk w;
+    for (const auto& e : doc.at("traceEvents")) {
+        if (e.value("ph", "") != "X") continue;
+        const std::string cat = e.value("cat", "");
+        if (cat != "kernel" && cat != "Kernel") continue;
+        w.kernels += 1;
+        w.kernel_ns += (e["dur"].is_string() ? std::stod(e["dur"].get<std::string>()) : e["dur"].get<double>()) * 1000;
+        w.names.insert(e.value("name", ""));
+    }
+    return w;
+}
+
+void expect_matches_walk(const std::string& path) {
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "kineto");
+    const Walk w = walk(path);
+    const Entity& run = b.entities[0];
+    EXPECT_DOUBLE_EQ(run.value("launches").value_or(-1), w.kernels) << path;
+    EXPECT_NEAR(run.value("gpu_time").value_or(-1), w.kernel_ns, std::max(1.0, w.kernel_ns * 0.001)) << path;
+    EXPECT_EQ(of_kind(b, EntityKind::kernel).size(), w.names.size()) << path;
+}
+
+}  // namespace
+
+TEST(Kineto, EveryCorpusTraceMatchesAnIndependentWalk) {
+    const auto dir = corpus_dir();
+    if (!dir) GTEST_SKIP() << "corpus not found (../shared/corpus or $PERFWATCH_CORPUS)";
+    std::size_t files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(*dir / "kineto")) {
+        expect_matches_walk(entry.path().string());
+        ++files;
+    }
+    EXPECT_GE(files, 13u);
+}
+
+TEST(Kineto, NvidiaTraceCarriesOccupancyLaunchConfigurationAndRank) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/hta__critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.labels.at("rank"), "0");
+    const auto devices = of_kind(b, EntityKind::device);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0]->attributes.at("gpu"), "NVIDIA A100-PG509-200");
+    EXPECT_DOUBLE_EQ(metric(devices[0], "sm_count"), 108);
+    bool with_occupancy = false;
+    for (const Entity* k : of_kind(b, EntityKind::kernel)) {
+        EXPECT_EQ(k->attributes.at("kernel_type"), "COMPUTATION");
+        if (k->value("occupancy_estimated")) with_occupancy = true;
+        EXPECT_TRUE(k->value("grid_size").has_value()) << k->name;
+    }
+    EXPECT_TRUE(with_occupancy);
+    const Entity& run = b.entities[0];
+    EXPECT_TRUE(run.value("launch_delay_mean").has_value());
+    EXPECT_GT(run.value("memcpy_bytes").value_or(0), 0);
+    EXPECT_GT(run.value("sync_time").value_or(0), 0);
+}
+
+// The MI300 trace lists its one GPU under id 0 while its kernels carry device 2: the run still
+// names the GPU and its compute units (the H100 twin of the same model gets them too), and
+// warps per compute unit count 64-wide wavefronts. Expected values are read from the file.
+TEST(Kineto, AGpuTheTraceListsOnlyOnceNamesTheDeviceItsKernelsRanOn) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/TraceLens__traces__mi300__gaunernst_bert-small-uncased__1016001.json.gz");
+    const auto trace = nlohmann::json::parse(read_maybe_gzip(path));
+    ASSERT_EQ(trace["deviceProperties"].size(), 1u);
+    const auto& listed = trace["deviceProperties"][0];
+    std::set<std::int64_t> kernel_devices;
+    for (const auto& e : trace["traceEvents"])
+        if (e.value("cat", "") == "kernel") kernel_devices.insert(e["args"]["device"].get<std::int64_t>());
+    ASSERT_EQ(kernel_devices.size(), 1u);
+    ASSERT_NE(*kernel_devices.begin(), listed["id"].get<std::int64_t>());  // the case at hand
+
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.labels.at("gpu"), listed["name"].get<std::string>());
+    const auto devices = of_kind(b, EntityKind::device);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0]->name, fmt::format("device {}", *kernel_devices.begin()));
+    EXPECT_DOUBLE_EQ(metric(devices[0], "sm_count"), listed["numSms"].get<double>());
+    EXPECT_DOUBLE_EQ(metric(devices[0], "max_warps_per_sm"),
+                     listed["maxThreadsPerMultiprocessor"].get<double>() / listed["warpSize"].get<double>());
+    for (const Entity* k : of_kind(b, EntityKind::kernel))
+        EXPECT_DOUBLE_EQ(metric(k, "sm_count"), listed["numSms"].get<double>()) << k->name;
+}
+
+TEST(Kineto, NcclKernelsAreCommunication) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/hta__nccl_parser_config__nccl_data.json.gz");
+    const RunBatch b = collect_ok(path);
+    const Entity& run = b.entities[0];
+    EXPECT_GT(run.value("gpu_time_comm").value_or(0), 0);
+    EXPECT_TRUE(run.value("comm_compute_overlap_pct").has_value());
+    EXPECT_EQ(b.labels.at("world_size"), "2");
+    bool comm = false;
+    for (const Entity* k : of_kind(b, EntityKind::kernel))
+        if (k->name.starts_with("ncclKernel") || k->name.starts_with("ncclDevKernel"))
+            comm = comm || k->attributes.at("kernel_type") == "COMM";
+    EXPECT_TRUE(comm);
+}
+
+TEST(Kineto, CpuOnlyTraceIsAnEmptyRunWithANote) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/hta__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
+    const RunBatch b = collect_ok(path);
+    EXPECT_TRUE(of_kind(b, EntityKind::kernel).empty());
+    ASSERT_FALSE(b.notes.empty());
+    EXPECT_NE(b.notes[0].find("CPU-only"), std::string::npos);
+}
+
+TEST(Kineto, LegacyTraceIterationsAndLaunchesPerIteration) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/kineto__tb_plugin_samples_resnet50_profiler_api_num_workers_0__worker0.pt.trace.json.gz");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.entities[0].value("launches").value_or(-1), 9564);
+}
+
+TEST(Kineto, TruncatedInputsAreErrorsNamingTheFile) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/kineto__docs_traces_after_fix_trace.json");
+    const std::string text = read_file(path);
+    const std::size_t cut = text.find("\"traceEvents\"") + 400;
+    auto r = collect_content("cut.json", text.substr(0, cut));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().file, "cut.json");
+    EXPECT_NE(r.error().message.find("cut short"), std::string::npos) << r.error().message;
+
+    PERFWATCH_CORPUS_FILE(gz, "kineto/hta__trace_compare__base__base.json.gz");
+    const std::string bytes = read_file(gz);
+    auto t = collect_content("cut.json.gz", bytes.substr(0, bytes.size() / 2));
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().file, "cut.json.gz");
+    EXPECT_NE(t.error().message.find("gzip"), std::string::npos) << t.error().message;
+}
+
+// The software versions recent PyTorch writes beside schemaVersion become environment labels.
+TEST(Kineto, SoftwareVersionsBecomeEnvironmentLabels) {
+    TempDir dir;
+    const std::string path = dir.file("versions.json");
+    test::write_file(path, R"({"schemaVersion": 1, "cupti_version": 18, "cuda_runtime_version": 12010,
+        "cuda_driver_version": 12020, "deviceProperties": [],
+        "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1000.0, "dur": 5.0,
+                         "args": {"device": 0, "stream": 7}}]})");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.labels.at("cuda_driver"), "12020");
+    EXPECT_EQ(b.labels.at("cuda_runtime"), "12010");
+    EXPECT_EQ(b.labels.at("cupti"), "18");
+}
+
+// A gzip bomb: a small file inflating to hundreds of MB of a valid-looking trace. Refused with a
+// clear error once the ratio passes 1000:1, without inflating it all.
+TEST(Kineto, GzipBombIsRefusedWithAClearError) {
+    TempDir dir;
+    const std::string path = dir.file("bomb.json.gz");
+    {
+        gzFile gz = gzopen(path.c_str(), "wb9");
+        ASSERT_NE(gz, nullptr);
+        const std::string head = R"({"schemaVersion": 1, "deviceProperties": [], "traceEvents": [)";
+        gzwrite(gz, head.data(), static_cast<unsigned>(head.size()));
+        const std::string spaces(1 << 20, ' ');
+        for (int i = 0; i < 300; ++i) gzwrite(gz, spaces.data(), static_cast<unsigned>(spaces.size()));
+        gzwrite(gz, "]}", 2);
+        gzclose(gz);
+    }
+    EXPECT_LT(std::filesystem::file_size(path), 1u << 20);
+    const auto batch = collect_file(path);
+    ASSERT_FALSE(batch.has_value());
+    EXPECT_NE(batch.error().message.find("gzip bomb"), std::string::npos) << batch.error().to_string();
+    EXPECT_EQ(batch.error().file, path);
+}
+
+// Common events are read from the scanner's hints without a DOM parse. The same traces with
+// every "ts" and "dur" written as a string (which only the DOM path reads) must give the same
+// run, entity by entity and metric by metric.
+TEST(Kineto, EventsReadFromHintsEqualTheFullParse) {
+    const auto dir = corpus_dir();
+    if (!dir) GTEST_SKIP() << "corpus not found (../shared/corpus or $PERFWATCH_CORPUS)";
+    for (const auto& entry : std::filesystem::directory_iterator(*dir / "kineto")) {
+        const std::string path = entry.path().string();
+        auto doc = nlohmann::json::parse(gunzip_file(path));
+        auto& events = doc.is_array() ? doc : doc["traceEvents"];
+        for (auto& e : events)
+            for (const char* key : {"ts", "dur"})
+                if (e.contains(key) && e[key].is_number()) e[key] = e[key].dump();
+        const RunBatch fast = collect_ok(path);
+        auto slow = collect_content("strings.json", doc.dump());
+        ASSERT_TRUE(slow) << slow.error().to_string();
+        ASSERT_EQ(fast.entities.size(), slow->entities.size()) << path;
+        for (std::size_t i = 0; i < fast.entities.size(); ++i) {
+            const Entity& a = fast.entities[i];
+            const Entity& b = slow->entities[i];
+            EXPECT_EQ(a.name, b.name) << path;
+            ASSERT_EQ(a.metrics.size(), b.metrics.size()) << path << " " << a.name;
+            for (std::size_t m = 0; m < a.metrics.size(); ++m) {
+                EXPECT_EQ(a.metrics[m].name, b.metrics[m].name) << path << " " << a.name;
+                EXPECT_NEAR(a.metrics[m].value, b.metrics[m].value, 1e-9 * std::max(1.0, std::abs(b.metrics[m].value)))
+                    << path << " " << a.name << " " << a.metrics[m].name;
+            }
+        }
+    }
+}
+
+}  // namespace perfwatch::test

@@ -1,0 +1,210 @@
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "collectors/readers/byte_source.hpp"
+#include "collectors/collector.hpp"
+#include "collectors/readers/json_stream.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+// Hands out at most `chunk` bytes per read, so every buffer boundary is exercised.
+class ChunkedSource final : public ByteSource {
+public:
+    ChunkedSource(std::string_view data, std::size_t chunk) : m_data(data), m_chunk(chunk) {}
+    Result<std::size_t> read(char* buffer, std::size_t n) override {
+        const std::size_t k = std::min({n, m_chunk, m_data.size() - m_pos});
+        std::memcpy(buffer, m_data.data() + m_pos, k);
+        m_pos += k;
+        return k;
+    }
+
+private:
+    std::string_view m_data;
+    std::size_t m_chunk, m_pos = 0;
+};
+
+// Escapes, nested objects and arrays, a key named like a hint inside args, numbers and
+// literals, and members before and after the event array.
+const std::string k_doc = R"({"schemaVersion": 1, "skipped": {"a": [1, {"b": "}]\"\\"}]},
+ "traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "k<\"a\\b\">", "ts": 1.5, "dur": 2, "args": {"ph": "nested", "grid": [1, 2, 3]}},
+  {"name": "\\", "ph":"i","cat":"cpu_op","ts":3},
+  {"ph": "X", "cat": "ker\u006eel", "name": "escaped cat", "ts": 4, "dur": true},
+  {"args": {"cat": "inner"}, "ph": "f", "cat": "ac2g", "id": 7, "ts": 5, "bp": null},
+  {"ph": 5, "cat": ["x"], "ts": -1e3}
+ ],
+ "displayTimeUnit": "ns"}
+)";
+
+struct Seen {
+    std::vector<std::string> events, ph, cat, name, ts, dur, args;
+    std::vector<std::pair<std::string, std::string>> members;
+};
+
+Result<Seen> scan(ByteSource& source) {
+    Seen seen;
+    const std::string path = "doc.json";
+    JsonEventStream stream(path, source);
+    auto r = stream.run([](std::string_view key) { return key == "schemaVersion" || key == "displayTimeUnit"; },
+                        [&](std::string_view key, std::string_view json) -> Result<void> {
+                            seen.members.emplace_back(key, json);
+                            return {};
+                        },
+                        [&](std::string_view json, const JsonEventStream::Hints& hints) -> Result<void> {
+                            seen.events.emplace_back(json);
+                            seen.ph.emplace_back(hints.ph);
+                            seen.cat.emplace_back(hints.cat);
+                            seen.name.emplace_back(hints.name);
+                            seen.ts.emplace_back(hints.ts);
+                            seen.dur.emplace_back(hints.dur);
+                            seen.args.emplace_back(hints.args);
+                            return {};
+                        });
+    if (!r) return std::unexpected(r.error());
+    return seen;
+}
+
+}  // namespace
+
+TEST(JsonEventStream, EveryChunkSizeYieldsTheSameEventsAndHints) {
+    const auto doc = nlohmann::json::parse(k_doc);
+    const auto& events = doc.at("traceEvents");
+    for (std::size_t chunk : {1u, 2u, 3u, 5u, 7u, 13u, 64u, 4096u}) {
+        ChunkedSource source(k_doc, chunk);
+        auto seen = scan(source);
+        ASSERT_TRUE(seen) << "chunk " << chunk << ": " << seen.error().to_string();
+        ASSERT_EQ(seen->events.size(), events.size()) << "chunk " << chunk;
+        for (std::size_t i = 0; i < events.size(); ++i) {
+            EXPECT_EQ(nlohmann::json::parse(seen->events[i]), events[i]) << "chunk " << chunk << " event " << i;
+            // A hint is the top-level plain string value, never a nested key's, never one with escapes.
+            const auto& e = events[i];
+            const bool plain_ph = e.at("ph").is_string(), plain_cat = e.at("cat").is_string() && i != 2;
+            EXPECT_EQ(seen->ph[i], plain_ph ? e.at("ph").get<std::string>() : "") << "event " << i;
+            EXPECT_EQ(seen->cat[i], plain_cat ? e.at("cat").get<std::string>() : "") << "event " << i;
+            // "name" only without escapes (events 0 and 1 hold some); numbers as written; args as an object.
+            EXPECT_EQ(seen->name[i], i >= 2 && e.contains("name") ? e.at("name").get<std::string>() : "") << "event " << i;
+            for (const auto& [key, got] : {std::pair{"ts", seen->ts[i]}, std::pair{"dur", seen->dur[i]}}) {
+                if (e.contains(key) && e.at(key).is_number())
+                    EXPECT_EQ(std::stod(got), e.at(key).get<double>()) << key << " of event " << i;
+                else if (e.contains(key) && e.at(key).is_boolean())
+                    EXPECT_EQ(got, "true") << key << " of event " << i;  // a scalar, left for the reader to refuse
+                else
+                    EXPECT_EQ(got, "") << key << " of event " << i;
+            }
+            if (e.contains("args"))
+                EXPECT_EQ(nlohmann::json::parse(seen->args[i]), e.at("args")) << "event " << i;
+            else
+                EXPECT_EQ(seen->args[i], "") << "event " << i;
+        }
+        ASSERT_EQ(seen->members.size(), 2u);
+        EXPECT_EQ(seen->members[0], (std::pair<std::string, std::string>{"schemaVersion", "1"}));
+        EXPECT_EQ(seen->members[1], (std::pair<std::string, std::string>{"displayTimeUnit", "\"ns\""}));
+    }
+}
+
+TEST(JsonEventStream, EveryCutIsAnErrorWithItsOffset) {
+    const std::size_t end = k_doc.rfind('}');
+    for (std::size_t cut = 1; cut < end; ++cut) {
+        ChunkedSource source(std::string_view(k_doc).substr(0, cut), 7);
+        auto seen = scan(source);
+        ASSERT_FALSE(seen) << "cut at " << cut << " was accepted";
+        EXPECT_EQ(seen.error().file, "doc.json");
+        EXPECT_TRUE(seen.error().has_offset) << seen.error().to_string();
+        EXPECT_LE(seen.error().offset, cut) << seen.error().to_string();
+    }
+}
+
+TEST(FileSource, AFileTruncatedWhileReadIsAnErrorNamingTheOffset) {
+    TempDir dir;
+    const std::string path = dir.file("report.json");
+    write_file(path, std::string(3 << 20, 'x'));
+    auto file = FileSource::open(path);
+    ASSERT_TRUE(file) << file.error().to_string();
+    std::vector<char> buf(1 << 20);
+    ASSERT_EQ((*file)->read(buf.data(), buf.size()).value_or(0), buf.size());
+    std::filesystem::resize_file(path, 1 << 20);  // another process truncates it
+    auto r = (*file)->read(buf.data(), buf.size());
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().file, path);
+    EXPECT_EQ(r.error().offset, 1u << 20);
+    EXPECT_NE(r.error().message.find("shrank from 3145728 to 1048576 bytes"), std::string::npos) << r.error().message;
+}
+
+TEST(FileSource, AFileGrowingWhileReadIsAnError) {
+    TempDir dir;
+    const std::string path = dir.file("report.json");
+    write_file(path, "abc");
+    auto file = FileSource::open(path);
+    ASSERT_TRUE(file);
+    {
+        std::ofstream out(path, std::ios::app);
+        out << "def";
+    }
+    auto sha = (*file)->finish_sha256();
+    ASSERT_FALSE(sha);
+    EXPECT_NE(sha.error().message.find("grew from 3 to 6 bytes"), std::string::npos) << sha.error().message;
+}
+
+TEST(FileSource, AFileDeletedWhileReadIsReadToItsEnd) {
+    TempDir dir;
+    const std::string path = dir.file("report.json");
+    std::string content;
+    for (int i = 0; i < 300000; ++i) content += std::to_string(i) + "\n";
+    write_file(path, content);
+    auto file = FileSource::open(path);
+    ASSERT_TRUE(file);
+    std::vector<char> buf(4096);
+    ASSERT_TRUE((*file)->read(buf.data(), buf.size()));
+    std::filesystem::remove(path);
+    auto sha = (*file)->finish_sha256();
+    ASSERT_TRUE(sha) << sha.error().to_string();
+    EXPECT_EQ(*sha, sha256_hex(content));
+}
+
+TEST(FileSource, NonRegularFilesAreRefused) {
+    TempDir dir;
+    auto d = FileSource::open(dir.path().string());
+    ASSERT_FALSE(d);
+    EXPECT_NE(d.error().message.find("is a directory"), std::string::npos);
+    auto fifo = FileSource::open("/dev/null");
+    ASSERT_FALSE(fifo);
+    EXPECT_NE(fifo.error().message.find("not a regular file"), std::string::npos);
+}
+
+// The daemon's path: a gzip trace streamed from disk gives the same run as the same trace in
+// memory, and the run's SHA-256 is that of the compressed file's bytes.
+TEST(CollectFile, GzipTraceStreamedFromDiskEqualsTheInMemoryRead) {
+    TempDir dir;
+    const std::string plain = write_kineto_trace(dir, "t.json", 12.5, 300);
+    const std::string text = read_file(plain);
+    const std::string gz_path = dir.file("t.json.gz");
+    {
+        gzFile gz = gzopen(gz_path.c_str(), "wb6");
+        ASSERT_NE(gz, nullptr);
+        gzwrite(gz, text.data(), static_cast<unsigned>(text.size()));
+        gzclose(gz);
+    }
+    auto from_disk = collect_file(gz_path);
+    ASSERT_TRUE(from_disk) << from_disk.error().to_string();
+    auto in_memory = collect_content(plain, text);
+    ASSERT_TRUE(in_memory);
+    EXPECT_EQ(from_disk->sha256, sha256_hex(read_file(gz_path)));
+    EXPECT_EQ(from_disk->source, gz_path);
+    ASSERT_EQ(from_disk->entities.size(), in_memory->entities.size());
+    for (std::size_t i = 0; i < in_memory->entities.size(); ++i) {
+        EXPECT_EQ(from_disk->entities[i].name, in_memory->entities[i].name);
+        EXPECT_EQ(from_disk->entities[i].metrics.size(), in_memory->entities[i].metrics.size());
+    }
+    EXPECT_DOUBLE_EQ(from_disk->entities[0].value("launches").value_or(-1), 300);
+}
+
+}  // namespace perfwatch::test
