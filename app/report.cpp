@@ -71,7 +71,7 @@ Result<std::optional<Trend>> trend_for(const Db& db, const StoredRun& run, const
 
     t.baseline = t.band_low = t.band_high = cmp.baseline;
     std::optional<std::int64_t> first_bad = cmp.first_bad_run;
-    auto regressions = db.series_regressions(series_key(run.batch.labels, spec));
+    auto regressions = db.regressions().of_series(series_key(run.batch.labels, spec));
     if (!regressions) return std::unexpected(regressions.error());
     for (const RegressionState& r : *regressions) {
         if (r.rule != f.rule || r.entity_kind != f.entity_kind || r.entity_name != f.entity_name) continue;

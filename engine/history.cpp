@@ -78,7 +78,7 @@ struct BaselineWindow {
 // Also records, in `out`, the first bad run of each open regression and its commit.
 Result<BaselineWindow> baseline_window(const Db& db, const std::string& series, std::int64_t current, Baseline& out) {
     BaselineWindow w;
-    auto regressions = db.series_regressions(series);
+    auto regressions = db.regressions().of_series(series);
     if (!regressions) return std::unexpected(regressions.error());
     for (const RegressionState& r : *regressions) {
         if (r.opened_run >= current) continue;  // opened by this run or a later one
@@ -215,7 +215,7 @@ Result<std::vector<std::shared_ptr<const StoredRun>>> RunCache::get_many(const D
 Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const BaselineSpec& spec, RunCache* cache) {
     Baseline out;
     const Labels& labels = current.batch.labels;
-    auto pins = db.baseline_pins();
+    auto pins = db.pins().list();
     if (!pins) return std::unexpected(pins.error());
     for (const BaselinePin& pin : *pins) {
         if (pin.run_id >= current.id) continue;

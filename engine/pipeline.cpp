@@ -23,7 +23,7 @@ Result<void> follow_regressions(Db& db, const CompiledRule& rule, const RunHisto
                                 const Evaluation& evaluation, std::vector<RegressionEvent>& events) {
     const RegressionCheck& check = rule.regressions.front();
     const std::string series = series_key(run.batch.labels, rule.spec.baseline);
-    auto open = db.open_regressions(series);
+    auto open = db.regressions().open(series);
     if (!open) return std::unexpected(open.error());
     std::map<std::pair<EntityKind, std::string>, RegressionState*> by_entity;
     for (RegressionState& r : *open)
@@ -85,7 +85,7 @@ Result<void> follow_regressions(Db& db, const CompiledRule& rule, const RunHisto
     if (changed.empty()) return {};
     std::vector<bool> opened(changed.size());
     for (std::size_t i = 0; i < changed.size(); ++i) opened[i] = changed[i].id == 0;
-    if (auto saved = db.save_regressions(changed); !saved) return std::unexpected(saved.error());
+    if (auto saved = db.regressions().save(changed); !saved) return std::unexpected(saved.error());
     for (std::size_t i = 0; i < changed.size(); ++i) {
         if (opened[i]) events.push_back({RegressionEvent::Kind::opened, changed[i]});
         else if (changed[i].resolved_run == run.id) events.push_back({RegressionEvent::Kind::resolved, changed[i]});

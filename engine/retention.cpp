@@ -7,7 +7,7 @@
 namespace perfwatch {
 
 Result<std::set<std::int64_t>> runs_open_regressions_need(const Db& db, const RuleSet& rules) {
-    auto open = db.regressions(true);
+    auto open = db.regressions().list(true);
     if (!open) return std::unexpected(open.error());
     std::set<std::int64_t> keep;
     for (const RegressionState& r : *open) {

@@ -58,24 +58,14 @@ static std::string write_access_hint(const std::string& path) {
     return {};
 }
 
-std::string_view to_string(RegressionStatus s) {
-    switch (s) {
-        case RegressionStatus::open: return "open";
-        case RegressionStatus::resolved: return "resolved";
-        case RegressionStatus::accepted: return "accepted";
-    }
-    return "open";
-}
-
-std::optional<RegressionStatus> regression_status_from_string(std::string_view s) {
-    if (s == "open") return RegressionStatus::open;
-    if (s == "resolved") return RegressionStatus::resolved;
-    if (s == "accepted") return RegressionStatus::accepted;
-    return std::nullopt;
-}
-
 Db::Db(std::unique_ptr<sql::Connection> db, std::string path)
-    : m_db(std::move(db)), m_path(std::move(path)), m_outbox(*m_db, m_path) {}
+    : m_db(std::move(db)),
+      m_path(std::move(path)),
+      m_outbox(*m_db, m_path),
+      m_regressions(*m_db, m_path),
+      m_pins(*m_db, m_path),
+      m_silences(*m_db, m_path),
+      m_file_marks(*m_db, m_path) {}
 Db::Db(Db&&) noexcept = default;
 Db& Db::operator=(Db&&) noexcept = default;
 Db::~Db() = default;
@@ -553,175 +543,6 @@ Result<std::vector<SeriesPoint>> Db::metric_series(EntityKind kind, const std::s
     });
 }
 
-Result<bool> Db::pin_baseline(std::int64_t run_id, const std::string& comment) {
-    return guarded(m_path, [&]() -> Result<bool> {
-        Statement exists(*m_db, "SELECT 1 FROM runs WHERE id = ?");
-        exists.bind(1, run_id);
-        if (!exists.step()) return false;
-        Statement st(*m_db, "INSERT INTO baseline_pins(run_id, pinned_at, comment) VALUES(?,?,?) ON CONFLICT(run_id) DO UPDATE SET "
-                                    "pinned_at = excluded.pinned_at, comment = excluded.comment");
-        st.bind(1, run_id);
-        st.bind(2, now_utc());
-        st.bind(3, comment);
-        st.exec();
-        return true;
-    });
-}
-
-Result<bool> Db::unpin_baseline(std::int64_t run_id) {
-    return guarded(m_path, [&]() -> Result<bool> {
-        Statement st(*m_db, "DELETE FROM baseline_pins WHERE run_id = ?");
-        st.bind(1, run_id);
-        return st.exec() > 0;
-    });
-}
-
-Result<std::vector<BaselinePin>> Db::baseline_pins() const {
-    return guarded(m_path, [&]() -> Result<std::vector<BaselinePin>> {
-        Statement st(*m_db, "SELECT run_id, pinned_at, comment FROM baseline_pins ORDER BY pinned_at DESC, run_id DESC");
-        std::vector<BaselinePin> out;
-        while (st.step())
-            out.push_back({st.column(0).as_int64(), st.column(1).as_string(), st.column(2).as_string()});
-        return out;
-    });
-}
-
-namespace {
-
-constexpr const char* k_regression_columns =
-    "id, rule, entity_kind, entity_name, series, metric, higher_is_worse, baseline, band_limit, opened_run, "
-    "first_bad_run, last_run, inside_runs, resolved_run, resolution, status, last_bad_run, current, change_pct, "
-    "comment, (SELECT ingested_at FROM runs WHERE runs.id = opened_run)";
-
-RegressionState regression_from(Statement& st) {
-    RegressionState r;
-    r.id = st.column(0).as_int64();
-    r.rule = st.column(1).as_string();
-    r.entity_kind = entity_kind_from_string(st.column(2).as_string()).value_or(EntityKind::kernel);
-    r.entity_name = st.column(3).as_string();
-    r.series = st.column(4).as_string();
-    r.metric = st.column(5).as_string();
-    r.higher_is_worse = st.column(6).as_int() != 0;
-    r.baseline = st.column(7).as_double();
-    r.band_limit = st.column(8).as_double();
-    r.opened_run = st.column(9).as_int64();
-    r.first_bad_run = st.column(10).as_optional_int64();
-    r.last_run = st.column(11).as_int64();
-    r.inside_runs = st.column(12).as_int64();
-    r.resolved_run = st.column(13).as_optional_int64();
-    r.resolution = st.column(14).as_string();
-    r.status = regression_status_from_string(st.column(15).as_string()).value_or(RegressionStatus::open);
-    r.last_bad_run = st.column(16).as_optional_int64().value_or(r.opened_run);
-    r.current = st.column(17).as_optional_double();
-    r.change_pct = st.column(18).as_optional_double();
-    r.comment = st.column(19).as_string();
-    if (!st.column(20).is_null()) r.since = st.column(20).as_string();
-    return r;
-}
-
-}  // namespace
-
-Result<std::vector<RegressionState>> Db::open_regressions(const std::string& series) const {
-    return guarded(m_path, [&]() -> Result<std::vector<RegressionState>> {
-        Statement st(*m_db, fmt::format("SELECT {} FROM regressions WHERE series = ? AND resolved_run IS NULL "
-                                                "ORDER BY id",
-                                                k_regression_columns));
-        st.bind(1, series);
-        std::vector<RegressionState> out;
-        while (st.step()) out.push_back(regression_from(st));
-        return out;
-    });
-}
-
-Result<std::vector<RegressionState>> Db::regressions(bool open_only) const {
-    return guarded(m_path, [&]() -> Result<std::vector<RegressionState>> {
-        Statement st(*m_db, fmt::format("SELECT {} FROM regressions {} ORDER BY id DESC", k_regression_columns,
-                                                open_only ? "WHERE resolved_run IS NULL" : ""));
-        std::vector<RegressionState> out;
-        while (st.step()) out.push_back(regression_from(st));
-        return out;
-    });
-}
-
-Result<std::vector<RegressionState>> Db::series_regressions(const std::string& series) const {
-    return guarded(m_path, [&]() -> Result<std::vector<RegressionState>> {
-        Statement st(*m_db,
-                             fmt::format("SELECT {} FROM regressions WHERE series = ? ORDER BY id", k_regression_columns));
-        st.bind(1, series);
-        std::vector<RegressionState> out;
-        while (st.step()) out.push_back(regression_from(st));
-        return out;
-    });
-}
-
-Result<std::optional<RegressionState>> Db::accept_regression(std::int64_t id, const std::string& comment) {
-    return guarded(m_path, [&]() -> Result<std::optional<RegressionState>> {
-        Transaction tx(*m_db);
-        Statement upd(*m_db,
-                              "UPDATE regressions SET status = 'accepted', resolved_run = last_run, "
-                              "resolution = 'accepted', comment = ? WHERE id = ? AND status = 'open'");
-        upd.bind(1, comment);
-        upd.bind(2, id);
-        if (upd.exec() == 0) return std::optional<RegressionState>{};
-        Statement st(*m_db, fmt::format("SELECT {} FROM regressions WHERE id = ?", k_regression_columns));
-        st.bind(1, id);
-        std::optional<RegressionState> out;
-        if (st.step()) out = regression_from(st);
-        tx.commit();
-        return out;
-    });
-}
-
-Result<void> Db::save_regressions(std::vector<RegressionState>& states) {
-    return guarded(m_path, [&]() -> Result<void> {
-        Transaction tx(*m_db);
-        Statement ins(*m_db,
-                              "INSERT INTO regressions(rule, entity_kind, entity_name, series, metric, higher_is_worse, "
-                              "baseline, band_limit, opened_run, first_bad_run, last_run, inside_runs, resolved_run, "
-                              "resolution, status, last_bad_run, current, change_pct) "
-                              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
-        // An accepted regression stays accepted: a run processed after the acceptance does not reopen it.
-        Statement upd(*m_db,
-                              "UPDATE regressions SET last_run = ?, inside_runs = ?, resolved_run = ?, resolution = ?, "
-                              "status = ?, last_bad_run = ? WHERE id = ? AND status = 'open'");
-        for (RegressionState& r : states) {
-            if (r.id != 0) {
-                upd.bind(1, r.last_run);
-                upd.bind(2, r.inside_runs);
-                upd.bind(3, r.resolved_run);
-                upd.bind(4, r.resolution);
-                upd.bind(5, std::string(to_string(r.status)));
-                upd.bind(6, r.last_bad_run);
-                upd.bind(7, r.id);
-                upd.exec();
-                upd.reset();
-                continue;
-            }
-            ins.bind(1, r.rule);
-            ins.bind(2, std::string(to_string(r.entity_kind)));
-            ins.bind(3, r.entity_name);
-            ins.bind(4, r.series);
-            ins.bind(5, r.metric);
-            ins.bind(6, r.higher_is_worse ? 1 : 0);
-            ins.bind(7, r.baseline);
-            ins.bind(8, r.band_limit);
-            ins.bind(9, r.opened_run);
-            ins.bind(10, r.first_bad_run);
-            ins.bind(11, r.last_run);
-            ins.bind(12, r.inside_runs);
-            ins.bind(13, r.resolved_run);
-            ins.bind(14, r.resolution);
-            ins.bind(15, std::string(to_string(r.status)));
-            ins.bind(16, r.last_bad_run);
-            ins.bind(17, r.current);
-            ins.bind(18, r.change_pct);
-            r.id = ins.insert_returning_id();
-        }
-        tx.commit();
-        return {};
-    });
-}
-
 Result<void> Db::mark_processed(std::int64_t run_id) {
     return guarded(m_path, [&]() -> Result<void> {
         Statement st(*m_db, "UPDATE runs SET processed_at = ? WHERE id = ?");
@@ -759,41 +580,6 @@ Result<Db::RunClaim> Db::claim_run(std::int64_t run_id, const std::string& owner
     });
 }
 
-Result<std::optional<FileMark>> Db::file_mark(const std::string& path) const {
-    return guarded(m_path, [&]() -> Result<std::optional<FileMark>> {
-        Statement st(*m_db, "SELECT size, mtime_ns, sha256, run_id, error FROM watched_files WHERE path = ?");
-        st.bind(1, path);
-        if (!st.step()) return std::optional<FileMark>{};
-        FileMark m;
-        m.path = path;
-        m.size = st.column(0).as_int64();
-        m.mtime_ns = st.column(1).as_int64();
-        m.sha256 = st.column(2).as_string();
-        if (!st.column(3).is_null()) m.run_id = st.column(3).as_int64();
-        m.error = st.column(4).as_string();
-        return std::optional<FileMark>{std::move(m)};
-    });
-}
-
-Result<void> Db::save_file_mark(const FileMark& mark) {
-    return guarded(m_path, [&]() -> Result<void> {
-        Statement st(*m_db,
-                             "INSERT INTO watched_files(path, size, mtime_ns, sha256, run_id, error, seen_at) "
-                             "VALUES(?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET size = excluded.size, "
-                             "mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, run_id = excluded.run_id, "
-                             "error = excluded.error, seen_at = excluded.seen_at");
-        st.bind(1, mark.path);
-        st.bind(2, mark.size);
-        st.bind(3, mark.mtime_ns);
-        st.bind(4, mark.sha256);
-        st.bind(5, mark.run_id);
-        st.bind(6, mark.error);
-        st.bind(7, now_utc());
-        st.exec();
-        return {};
-    });
-}
-
 Result<std::size_t> Db::complete_run(std::int64_t run_id, const std::vector<OutboxMessage>& messages) {
     return guarded(m_path, [&]() -> Result<std::size_t> {
         Transaction tx(*m_db);
@@ -801,66 +587,6 @@ Result<std::size_t> Db::complete_run(std::int64_t run_id, const std::vector<Outb
         if (auto marked = mark_processed(run_id); !marked) return std::unexpected(marked.error());
         tx.commit();
         return added;
-    });
-}
-
-namespace {
-
-// Matchers are stored as lines of KEY=VALUE (keys hold no '=' or newline).
-std::string encode_matchers(const std::map<std::string, std::string>& matchers) {
-    std::string out;
-    for (const auto& [k, v] : matchers) out += k + "=" + v + "\n";
-    return out;
-}
-
-std::map<std::string, std::string> decode_matchers(const std::string& text) {
-    std::map<std::string, std::string> out;
-    std::size_t at = 0;
-    while (at < text.size()) {
-        const auto nl = text.find('\n', at);
-        const std::string line = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
-        if (const auto eq = line.find('='); eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-        if (nl == std::string::npos) break;
-        at = nl + 1;
-    }
-    return out;
-}
-
-}  // namespace
-
-Result<std::int64_t> Db::add_silence(const Silence& silence) {
-    return guarded(m_path, [&]() -> Result<std::int64_t> {
-        Statement st(*m_db, "INSERT INTO silences(matchers, until_ms, comment, created_ms) VALUES(?,?,?,?) RETURNING id");
-        st.bind(1, encode_matchers(silence.matchers));
-        st.bind(2, silence.until_ms);
-        st.bind(3, silence.comment);
-        st.bind(4, silence.created_ms);
-        return st.insert_returning_id();
-    });
-}
-
-Result<std::vector<Silence>> Db::silences(std::optional<std::int64_t> active_at) const {
-    return guarded(m_path, [&]() -> Result<std::vector<Silence>> {
-        Statement st(*m_db, active_at ? "SELECT id, matchers, until_ms, comment, created_ms FROM silences "
-                                                "WHERE until_ms > ? ORDER BY id"
-                                              : "SELECT id, matchers, until_ms, comment, created_ms FROM silences "
-                                                "ORDER BY id");
-        if (active_at) st.bind(1, *active_at);
-        std::vector<Silence> out;
-        while (st.step())
-            out.push_back(Silence{st.column(0).as_int64(), decode_matchers(st.column(1).as_string()),
-                                  st.column(2).as_int64(), st.column(3).as_string(), st.column(4).as_int64()});
-        return out;
-    });
-}
-
-Result<bool> Db::expire_silence(std::int64_t id, std::int64_t now_ms) {
-    return guarded(m_path, [&]() -> Result<bool> {
-        Statement st(*m_db, "UPDATE silences SET until_ms = CASE WHEN until_ms < ? THEN until_ms ELSE ? END WHERE id = ?");
-        st.bind(1, now_ms);
-        st.bind(2, now_ms);
-        st.bind(3, id);
-        return st.exec() > 0;
     });
 }
 

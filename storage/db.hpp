@@ -11,7 +11,11 @@
 
 #include "core/error.hpp"
 #include "core/model.hpp"
+#include "storage/file_marks.hpp"
 #include "storage/outbox.hpp"
+#include "storage/pins.hpp"
+#include "storage/regressions.hpp"
+#include "storage/silences.hpp"
 
 namespace perfwatch {
 
@@ -44,71 +48,10 @@ struct RunLabels {
     std::map<std::string, std::string> labels;
 };
 
-// A run pinned as the baseline of the runs comparable with it.
-struct BaselinePin {
-    std::int64_t run_id = 0;
-    std::string pinned_at;
-    std::string comment;
-};
-
-// Open: the rule fired and the series has not come back. Resolved: back inside the band for
-// the rule's resolve_after runs. Accepted: a user took the new level as the baseline.
-enum class RegressionStatus { open, resolved, accepted };
-std::string_view to_string(RegressionStatus s);
-std::optional<RegressionStatus> regression_status_from_string(std::string_view s);
-
-// One regression followed over history (hysteresis): opened when its rule fires, resolved only
-// after `resolve_after` comparable runs back inside the band, or accepted.
-struct RegressionState {
-    std::int64_t id = 0;  // 0: not stored yet
-    std::string rule;
-    EntityKind entity_kind = EntityKind::kernel;
-    std::string entity_name;
-    std::string series;  // comparable-run key plus branch
-    std::string metric;
-    bool higher_is_worse = true;
-    double baseline = 0;    // baseline median when it opened
-    double band_limit = 0;  // a value beyond this (in the worse direction) is still regressed
-    std::int64_t opened_run = 0;
-    std::optional<std::int64_t> first_bad_run;
-    std::int64_t last_run = 0;
-    std::int64_t inside_runs = 0;  // consecutive runs back inside the band
-    std::optional<std::int64_t> resolved_run;
-    std::string resolution;  // "back inside the band", "accepted"
-    RegressionStatus status = RegressionStatus::open;
-    std::int64_t last_bad_run = 0;       // the newest run still outside the band
-    std::optional<double> current;       // the level that opened it
-    std::optional<double> change_pct;    // its change against `baseline` when it opened
-    std::string comment;                 // given when accepted
-    std::string since;                   // when the opening run was ingested (read only)
-};
-
 // One point of a metric's history.
 struct SeriesPoint {
     std::int64_t run_id = 0;
     double value = 0;
-};
-
-// What the daemon last made of a watched report file: its size and modification time when read,
-// and the run it gave (or the error). A file whose size and time still match is not read again.
-struct FileMark {
-    std::string path;
-    std::int64_t size = 0;
-    std::int64_t mtime_ns = 0;
-    std::string sha256;  // empty when it could not be read
-    std::optional<std::int64_t> run_id;
-    std::string error;  // empty when stored
-};
-
-
-// Alerts whose labels (the run's, plus rule and severity) match every matcher (a value or a glob)
-// are not sent while it lasts.
-struct Silence {
-    std::int64_t id = 0;
-    std::map<std::string, std::string> matchers;
-    std::int64_t until_ms = 0;  // Unix time in ms
-    std::string comment;
-    std::int64_t created_ms = 0;
 };
 
 // What to prune: per-launch samples of runs ingested more than `samples_days` ago, and runs (with
@@ -186,25 +129,6 @@ public:
     Result<std::vector<SeriesPoint>> metric_series(EntityKind kind, const std::string& name, const std::string& metric,
                                                    const std::vector<std::int64_t>& runs) const;
 
-    // Pins a run (replacing an earlier pin of it); false when the run does not exist.
-    Result<bool> pin_baseline(std::int64_t run_id, const std::string& comment);
-    // False when the run was not pinned.
-    Result<bool> unpin_baseline(std::int64_t run_id);
-    // Newest first.
-    Result<std::vector<BaselinePin>> baseline_pins() const;
-
-    // Regressions of a series still open.
-    Result<std::vector<RegressionState>> open_regressions(const std::string& series) const;
-    // Every regression, newest first (open ones only when `open_only`).
-    Result<std::vector<RegressionState>> regressions(bool open_only) const;
-    // Every regression of a series, oldest first (the baseline window is cut by them).
-    Result<std::vector<RegressionState>> series_regressions(const std::string& series) const;
-    // Accepts an open regression: its new level becomes the baseline. nullopt when there is no
-    // open regression `id`.
-    Result<std::optional<RegressionState>> accept_regression(std::int64_t id, const std::string& comment);
-    // Inserts (id 0, then set) or updates open regression states, in one transaction.
-    Result<void> save_regressions(std::vector<RegressionState>& states);
-
     // A run is processed once the pipeline has stored its findings (the daemon re-runs the rules
     // on a run stored before a crash but never processed).
     Result<void> mark_processed(std::int64_t run_id);
@@ -216,23 +140,22 @@ public:
     enum class RunClaim { claimed, processed, held };
     Result<RunClaim> claim_run(std::int64_t run_id, const std::string& owner, std::int64_t until_ms, std::int64_t now_ms);
 
-    Result<std::optional<FileMark>> file_mark(const std::string& path) const;
-    // Inserts or replaces the mark of `mark.path`.
-    Result<void> save_file_mark(const FileMark& mark);
-
     // In one transaction: enqueues `messages` (a key already there is skipped; one with a join_id
     // joins that open message instead), records their alert fingerprints, and marks the run
     // processed. Returns how many were new.
     Result<std::size_t> complete_run(std::int64_t run_id, const std::vector<OutboxMessage>& messages);
-    // The alert outbox of this database (storage/outbox.hpp).
+    // The parts of this database, each with its own records: the alert outbox, the regressions
+    // followed over history, pinned baselines, silences, and the daemon's marks of watched files.
     Outbox& outbox() { return m_outbox; }
     const Outbox& outbox() const { return m_outbox; }
-
-    Result<std::int64_t> add_silence(const Silence& silence);
-    // Every silence, or those still active at `active_at` (Unix ms).
-    Result<std::vector<Silence>> silences(std::optional<std::int64_t> active_at) const;
-    // Ends a silence now; false when there is no such silence.
-    Result<bool> expire_silence(std::int64_t id, std::int64_t now_ms);
+    RegressionStore& regressions() { return m_regressions; }
+    const RegressionStore& regressions() const { return m_regressions; }
+    Pins& pins() { return m_pins; }
+    const Pins& pins() const { return m_pins; }
+    Silences& silences() { return m_silences; }
+    const Silences& silences() const { return m_silences; }
+    FileMarks& file_marks() { return m_file_marks; }
+    const FileMarks& file_marks() const { return m_file_marks; }
 
     // Applies `policy` in transactions of policy.batch_runs runs (storage/retention.cpp); a
     // run whose stored entities later runs share hands them to the oldest of those first.
@@ -261,6 +184,10 @@ private:
     std::unique_ptr<sql::Connection> m_db;
     std::string m_path;
     Outbox m_outbox;
+    RegressionStore m_regressions;
+    Pins m_pins;
+    Silences m_silences;
+    FileMarks m_file_marks;
 };
 
 }  // namespace perfwatch

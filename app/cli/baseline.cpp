@@ -15,7 +15,7 @@ namespace {
 int run_baseline_pin(const std::string& db_path, long long run_id, const std::string& comment) {
     auto db = open_db(db_path);
     if (!db) return 2;
-    auto pinned = db->pin_baseline(run_id, comment);
+    auto pinned = db->pins().pin(run_id, comment);
     if (!pinned) {
         print_error(pinned.error());
         return 2;
@@ -31,7 +31,7 @@ int run_baseline_pin(const std::string& db_path, long long run_id, const std::st
 int run_baseline_unpin(const std::string& db_path, long long run_id) {
     auto db = open_db(db_path);
     if (!db) return 2;
-    auto removed = db->unpin_baseline(run_id);
+    auto removed = db->pins().unpin(run_id);
     if (!removed) {
         print_error(removed.error());
         return 2;
@@ -47,7 +47,7 @@ int run_baseline_unpin(const std::string& db_path, long long run_id) {
 int run_baseline_show(const std::string& db_path, long long run_id, const std::vector<std::string>& rule_paths) {
     auto db = open_db(db_path);
     if (!db) return 2;
-    auto pins = db->baseline_pins();
+    auto pins = db->pins().list();
     if (!pins) {
         print_error(pins.error());
         return 2;
@@ -82,7 +82,7 @@ int run_baseline_show(const std::string& db_path, long long run_id, const std::v
             fmt::print("\n");
         }
     }
-    auto open = db->regressions(true);
+    auto open = db->regressions().list(true);
     if (!open) {
         print_error(open.error());
         return 2;

@@ -53,7 +53,7 @@ std::string series_text(const std::string& series) {
 int run_regressions_list(const std::string& db_path, bool open_only, const std::string& format) {
     auto db = open_db(db_path);
     if (!db) return 2;
-    auto regressions = db->regressions(open_only);
+    auto regressions = db->regressions().list(open_only);
     if (!regressions) {
         print_error(regressions.error());
         return 2;
@@ -111,7 +111,7 @@ int run_regressions_list(const std::string& db_path, bool open_only, const std::
 int run_regressions_accept(const std::string& db_path, long long id, const std::string& comment) {
     auto db = open_db(db_path);
     if (!db) return 2;
-    auto accepted = db->accept_regression(id, comment);
+    auto accepted = db->regressions().accept(id, comment);
     if (!accepted) {
         print_error(accepted.error());
         return 2;

@@ -43,7 +43,7 @@ int run_silence_add(const SilenceAdd& options) {
     silence.comment = options.comment;
     auto db = open_db(options.db_path);
     if (!db) return 2;
-    auto id = db->add_silence(silence);
+    auto id = db->silences().add(silence);
     if (!id) {
         print_error(id.error());
         return 2;
@@ -56,7 +56,7 @@ int run_silence_list(const std::string& db_path, bool all) {
     auto db = open_db(db_path);
     if (!db) return 2;
     const std::int64_t now = now_ms();
-    auto list = db->silences(all ? std::nullopt : std::optional<std::int64_t>(now));
+    auto list = db->silences().list(all ? std::nullopt : std::optional<std::int64_t>(now));
     if (!list) {
         print_error(list.error());
         return 2;
@@ -74,7 +74,7 @@ int run_silence_list(const std::string& db_path, bool all) {
 int run_silence_expire(const std::string& db_path, long long id) {
     auto db = open_db(db_path);
     if (!db) return 2;
-    auto done = db->expire_silence(id, now_ms());
+    auto done = db->silences().expire(id, now_ms());
     if (!done) {
         print_error(done.error());
         return 2;

@@ -11,6 +11,7 @@
 
 #include "notify/alerts.hpp"
 #include "notify/sinks.hpp"
+#include "storage/db.hpp"
 #include "tests/support.hpp"
 
 namespace perfwatch {

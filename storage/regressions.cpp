@@ -1,0 +1,168 @@
+#include "storage/regressions.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "storage/sql.hpp"
+
+namespace perfwatch {
+
+using sql::guarded;
+using sql::Statement;
+using sql::Transaction;
+
+std::string_view to_string(RegressionStatus s) {
+    switch (s) {
+        case RegressionStatus::open: return "open";
+        case RegressionStatus::resolved: return "resolved";
+        case RegressionStatus::accepted: return "accepted";
+    }
+    return "open";
+}
+
+std::optional<RegressionStatus> regression_status_from_string(std::string_view s) {
+    if (s == "open") return RegressionStatus::open;
+    if (s == "resolved") return RegressionStatus::resolved;
+    if (s == "accepted") return RegressionStatus::accepted;
+    return std::nullopt;
+}
+
+namespace {
+
+constexpr const char* k_regression_columns =
+    "id, rule, entity_kind, entity_name, series, metric, higher_is_worse, baseline, band_limit, opened_run, "
+    "first_bad_run, last_run, inside_runs, resolved_run, resolution, status, last_bad_run, current, change_pct, "
+    "comment, (SELECT ingested_at FROM runs WHERE runs.id = opened_run)";
+
+RegressionState regression_from(Statement& st) {
+    RegressionState r;
+    r.id = st.column(0).as_int64();
+    r.rule = st.column(1).as_string();
+    r.entity_kind = entity_kind_from_string(st.column(2).as_string()).value_or(EntityKind::kernel);
+    r.entity_name = st.column(3).as_string();
+    r.series = st.column(4).as_string();
+    r.metric = st.column(5).as_string();
+    r.higher_is_worse = st.column(6).as_int() != 0;
+    r.baseline = st.column(7).as_double();
+    r.band_limit = st.column(8).as_double();
+    r.opened_run = st.column(9).as_int64();
+    r.first_bad_run = st.column(10).as_optional_int64();
+    r.last_run = st.column(11).as_int64();
+    r.inside_runs = st.column(12).as_int64();
+    r.resolved_run = st.column(13).as_optional_int64();
+    r.resolution = st.column(14).as_string();
+    r.status = regression_status_from_string(st.column(15).as_string()).value_or(RegressionStatus::open);
+    r.last_bad_run = st.column(16).as_optional_int64().value_or(r.opened_run);
+    r.current = st.column(17).as_optional_double();
+    r.change_pct = st.column(18).as_optional_double();
+    r.comment = st.column(19).as_string();
+    if (!st.column(20).is_null()) r.since = st.column(20).as_string();
+    return r;
+}
+
+}  // namespace
+
+Result<std::vector<RegressionState>> RegressionStore::open(const std::string& series) const {
+    return guarded(m_name, [&]() -> Result<std::vector<RegressionState>> {
+        Statement st(*m_db, fmt::format("SELECT {} FROM regressions WHERE series = ? AND resolved_run IS NULL "
+                                                "ORDER BY id",
+                                                k_regression_columns));
+        st.bind(1, series);
+        std::vector<RegressionState> out;
+        while (st.step()) out.push_back(regression_from(st));
+        return out;
+    });
+}
+
+Result<std::vector<RegressionState>> RegressionStore::list(bool open_only) const {
+    return guarded(m_name, [&]() -> Result<std::vector<RegressionState>> {
+        Statement st(*m_db, fmt::format("SELECT {} FROM regressions {} ORDER BY id DESC", k_regression_columns,
+                                                open_only ? "WHERE resolved_run IS NULL" : ""));
+        std::vector<RegressionState> out;
+        while (st.step()) out.push_back(regression_from(st));
+        return out;
+    });
+}
+
+Result<std::vector<RegressionState>> RegressionStore::of_series(const std::string& series) const {
+    return guarded(m_name, [&]() -> Result<std::vector<RegressionState>> {
+        Statement st(*m_db,
+                             fmt::format("SELECT {} FROM regressions WHERE series = ? ORDER BY id", k_regression_columns));
+        st.bind(1, series);
+        std::vector<RegressionState> out;
+        while (st.step()) out.push_back(regression_from(st));
+        return out;
+    });
+}
+
+Result<std::optional<RegressionState>> RegressionStore::accept(std::int64_t id, const std::string& comment) {
+    return guarded(m_name, [&]() -> Result<std::optional<RegressionState>> {
+        Transaction tx(*m_db);
+        Statement upd(*m_db,
+                              "UPDATE regressions SET status = 'accepted', resolved_run = last_run, "
+                              "resolution = 'accepted', comment = ? WHERE id = ? AND status = 'open'");
+        upd.bind(1, comment);
+        upd.bind(2, id);
+        if (upd.exec() == 0) return std::optional<RegressionState>{};
+        Statement st(*m_db, fmt::format("SELECT {} FROM regressions WHERE id = ?", k_regression_columns));
+        st.bind(1, id);
+        std::optional<RegressionState> out;
+        if (st.step()) out = regression_from(st);
+        tx.commit();
+        return out;
+    });
+}
+
+Result<void> RegressionStore::save(std::vector<RegressionState>& states) {
+    return guarded(m_name, [&]() -> Result<void> {
+        Transaction tx(*m_db);
+        Statement ins(*m_db,
+                              "INSERT INTO regressions(rule, entity_kind, entity_name, series, metric, higher_is_worse, "
+                              "baseline, band_limit, opened_run, first_bad_run, last_run, inside_runs, resolved_run, "
+                              "resolution, status, last_bad_run, current, change_pct) "
+                              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
+        // An accepted regression stays accepted: a run processed after the acceptance does not reopen it.
+        Statement upd(*m_db,
+                              "UPDATE regressions SET last_run = ?, inside_runs = ?, resolved_run = ?, resolution = ?, "
+                              "status = ?, last_bad_run = ? WHERE id = ? AND status = 'open'");
+        for (RegressionState& r : states) {
+            if (r.id != 0) {
+                upd.bind(1, r.last_run);
+                upd.bind(2, r.inside_runs);
+                upd.bind(3, r.resolved_run);
+                upd.bind(4, r.resolution);
+                upd.bind(5, std::string(to_string(r.status)));
+                upd.bind(6, r.last_bad_run);
+                upd.bind(7, r.id);
+                upd.exec();
+                upd.reset();
+                continue;
+            }
+            ins.bind(1, r.rule);
+            ins.bind(2, std::string(to_string(r.entity_kind)));
+            ins.bind(3, r.entity_name);
+            ins.bind(4, r.series);
+            ins.bind(5, r.metric);
+            ins.bind(6, r.higher_is_worse ? 1 : 0);
+            ins.bind(7, r.baseline);
+            ins.bind(8, r.band_limit);
+            ins.bind(9, r.opened_run);
+            ins.bind(10, r.first_bad_run);
+            ins.bind(11, r.last_run);
+            ins.bind(12, r.inside_runs);
+            ins.bind(13, r.resolved_run);
+            ins.bind(14, r.resolution);
+            ins.bind(15, std::string(to_string(r.status)));
+            ins.bind(16, r.last_bad_run);
+            ins.bind(17, r.current);
+            ins.bind(18, r.change_pct);
+            r.id = ins.insert_returning_id();
+        }
+        tx.commit();
+        return {};
+    });
+}
+
+}  // namespace perfwatch
