@@ -31,6 +31,7 @@
 #include "app/log.hpp"
 #include "app/quiet_queue.hpp"
 #include "app/report.hpp"
+#include "app/run_pipeline.hpp"
 #include "core/vocabulary.hpp"
 #include "collectors/collector.hpp"
 #include "collectors/watcher.hpp"
@@ -309,7 +310,7 @@ private:
         if (m_stopping) return finish(job, Outcome::none);
         const auto stat = stat_file(job.path);
         if (!stat) return finish(job, Outcome::none);
-        auto mark = m_db.file_mark(job.path);
+        auto mark = m_db.file_marks().get(job.path);
         if (mark && *mark && (*mark)->size == stat->size && (*mark)->mtime_ns == stat->mtime_ns) {
             log(LogLevel::debug, "{}: unchanged since it was read", job.path);
             return finish(job, Outcome::none);
@@ -351,7 +352,7 @@ private:
             log(LogLevel::error, "{}: internal error while storing the report: {}", job.path, e.what());
             FileMark mark{job.path, stat.size, stat.mtime_ns, "", std::nullopt,
                           fmt::format("internal error: {}", e.what())};
-            if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
+            if (auto saved = m_db.file_marks().save(mark); !saved) database_failed(saved.error());
             finish(job, Outcome::failed);
         }
     }
@@ -361,12 +362,16 @@ private:
     void report_failed(const Job& job, FileMark& mark, const Error& e) {
         const std::string format = e.skipped ? "set-aside" : detect_file_format(job.path);
         m_metrics.report_failed(format);
-        // The first line says it; the rest (the list of formats for an unknown one) is for the CLI.
-        std::string why = e.to_string();
-        if (const auto nl = why.find('\n'); nl != std::string::npos) why = why.substr(0, nl) + " ...";
+        // The message's first line says it; the rest (the list of formats for an unknown one) is
+        // for the CLI. The file's name stays whole, line breaks in it included (the log writes them
+        // as spaces).
+        Error first = e;
+        if (const auto nl = first.message.find('\n'); nl != std::string::npos)
+            first.message = first.message.substr(0, nl) + " ...";
+        const std::string why = first.to_string();
         log(e.skipped ? LogLevel::notice : LogLevel::warning, "not ingested: {}", why);
         mark.error = why;
-        if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
+        if (auto saved = m_db.file_marks().save(mark); !saved) database_failed(saved.error());
         finish(job, Outcome::failed);
     }
 
@@ -386,134 +391,73 @@ private:
         }
         // The mark holds the file's own hash (a session's content hash carries "#N").
         if (!mark.sha256.empty()) mark.sha256 = mark.sha256.substr(0, mark.sha256.find('#'));
-        if (auto saved = m_db.save_file_mark(mark); !saved) database_failed(saved.error());
+        if (auto saved = m_db.file_marks().save(mark); !saved) database_failed(saved.error());
         m_database_ok = true;
         finish(job, inserted ? Outcome::stored : Outcome::none);
     }
 
     enum class RunStep { done, retry, later, failed };
 
-    RunStep store_and_evaluate_run(const Job& job, const RunBatch& batch_ref, FileMark& mark, bool& inserted) {
-        const RunBatch* batch = &batch_ref;
-        auto stored = m_db.store(*batch);
-        if (!stored && stored.error().kind != ErrorKind::database) {
-            Error e = stored.error();
+    // One run through the run pipeline (app/run_pipeline), then its logs and metrics.
+    RunStep store_and_evaluate_run(const Job& job, const RunBatch& batch, FileMark& mark, bool& inserted) {
+        RunPipeline pipeline(m_db, job.settings->rules,
+                             {&job.settings->config, m_owner, &m_runs, std::nullopt, false, &wall_now_ms});
+        auto step = pipeline.run(batch);
+        if (!step && step.error().kind != ErrorKind::database) {
+            Error e = step.error();
             e.file = job.path;
             report_failed(job, mark, e);
             return RunStep::failed;
         }
-        if (!stored) {
-            database_failed(stored.error());
+        if (!step) {
+            database_failed(step.error());
             return RunStep::retry;
         }
-        mark.sha256 = batch->sha256;
-        mark.run_id = stored->run_id;
-        // Another daemon of the fleet may have stored it a moment before and be evaluating it.
-        const std::int64_t now_ms = wall_now_ms();
-        auto mine = m_db.claim_run(stored->run_id, m_owner, now_ms + job.settings->config.lease.count(), now_ms);
-        if (!mine) {
-            database_failed(mine.error());
-            return RunStep::retry;
-        }
-        if (*mine == Db::RunClaim::held) {
+        const StoreOutcome& stored = step->stored;
+        mark.sha256 = batch.sha256;
+        mark.run_id = stored.run_id;
+        if (step->state == RunStepResult::State::held) {
             log(LogLevel::info, "{}: run {} is being evaluated by another daemon; looked at again later", job.path,
-                stored->run_id);
+                stored.run_id);
             return RunStep::later;
         }
         std::string outcome = "already evaluated";
-        if (*mine == Db::RunClaim::claimed) {
-            // Through the cache: this run is in the baseline of the runs that follow.
-            auto run = m_runs.get(m_db, stored->run_id);
-            if (!run || !*run) {
-                database_failed(run ? Error{m_db_path, 0, 0, false, "a stored run vanished"} : run.error());
-                return RunStep::retry;
-            }
-            PipelineOptions options;
-            options.cache = &m_runs;
-            options.mark_processed = false;
-            auto result = process_run(m_db, job.settings->rules, **run, options);
-            if (!result) {
-                database_failed(result.error());
-                return RunStep::retry;
-            }
-            std::string report_url;
-            if (!job.settings->config.reports_directory.empty()) {
-                const std::string file = fmt::format("run-{}.html", stored->run_id);
-                std::error_code ec;
-                std::filesystem::create_directories(job.settings->config.reports_directory, ec);
-                const std::string path = (std::filesystem::path(job.settings->config.reports_directory) / file).string();
-                if (auto written = write_html_report(m_db, stored->run_id, path); !written)
-                    log(LogLevel::warning, "run {}: HTML report not written: {}", stored->run_id, written.error().to_string());
-                else if (!job.settings->config.reports_base_url.empty())
-                    report_url = job.settings->config.reports_base_url + file;
-            }
-            // The alerts go to the outbox in the transaction that marks the run processed: a
-            // crash before it re-evaluates the run, and the same keys are enqueued once.
-            auto queued = enqueue_alerts(*job.settings, **run, *result, report_url);
-            if (!queued) {
-                database_failed(queued.error());
-                return RunStep::retry;
-            }
-            if (*queued > 0) schedule_delivery();
-            m_metrics.rules_evaluated(static_cast<double>(result->evaluation.evaluated));
+        if (step->state == RunStepResult::State::evaluated) {
+            const RunOutcome& result = step->outcome;
+            if (step->report_error)
+                log(LogLevel::warning, "run {}: HTML report not written: {}", stored.run_id, *step->report_error);
+            if (step->silenced > 0) log(LogLevel::info, "run {}: {} alerts silenced", stored.run_id, step->silenced);
+            if (step->inhibited > 0) log(LogLevel::info, "run {}: {} alerts inhibited", stored.run_id, step->inhibited);
+            if (step->queued > 0) schedule_delivery();
+            m_metrics.rules_evaluated(static_cast<double>(result.evaluation.evaluated));
             std::map<Severity, int> by_severity;
-            for (const Finding& f : result->evaluation.findings) {
+            for (const Finding& f : result.evaluation.findings) {
                 m_metrics.finding(f.severity);
                 ++by_severity[f.severity];
             }
-            outcome = fmt::format("{} findings ({} errors, {} warnings, {} info)", result->evaluation.findings.size(),
+            outcome = fmt::format("{} findings ({} errors, {} warnings, {} info)", result.evaluation.findings.size(),
                                   by_severity[Severity::error], by_severity[Severity::warning],
                                   by_severity[Severity::info]);
-            for (const RegressionEvent& e : result->events)
-                log(LogLevel::notice, "run {}: regression {}: {} '{}' ({})", stored->run_id,
+            for (const RegressionEvent& e : result.events)
+                log(LogLevel::notice, "run {}: regression {}: {} '{}' ({})", stored.run_id,
                     e.kind == RegressionEvent::Kind::opened ? "opened" : "resolved", to_string(e.state.entity_kind),
                     e.state.entity_name, e.state.rule);
         }
         const double latency_s = std::chrono::duration<double>(Clock::now() - job.since).count();
         m_metrics.ingest_latency(latency_s);
         const std::string session =
-            batch->labels.contains("session") ? fmt::format(" session {}", label_value(batch->labels, "session")) : "";
-        if (stored->inserted) {
+            batch.labels.contains("session") ? fmt::format(" session {}", label_value(batch.labels, "session")) : "";
+        if (stored.inserted) {
             inserted = true;
-            m_metrics.report_ingested(batch->format);
-            log(LogLevel::info, "run {}: {}{} ({}) in {:.0f} ms: {}", stored->run_id, job.path, session, batch->format,
+            m_metrics.report_ingested(batch.format);
+            log(LogLevel::info, "run {}: {}{} ({}) in {:.0f} ms: {}", stored.run_id, job.path, session, batch.format,
                 latency_s * 1000, outcome);
         } else {
-            m_metrics.report_duplicate(batch->format);
-            log(LogLevel::info, "{}{}: same content as run {} in {:.0f} ms: {}", job.path, session, stored->run_id,
+            m_metrics.report_duplicate(batch.format);
+            log(LogLevel::info, "{}{}: same content as run {} in {:.0f} ms: {}", job.path, session, stored.run_id,
                 latency_s * 1000, outcome);
         }
         return RunStep::done;
-    }
-
-    Result<std::size_t> enqueue_alerts(const Settings& settings, const StoredRun& run, const RunOutcome& outcome,
-                                       const std::string& report_url) {
-        std::vector<OutboxMessage> messages;
-        if (settings.config.route) {
-            std::vector<ResolvedAlert> resolved;
-            for (const RegressionEvent& e : outcome.events) {
-                if (e.kind != RegressionEvent::Kind::resolved) continue;
-                Severity severity = Severity::warning;
-                for (const CompiledRule& r : settings.rules.rules)
-                    if (r.spec.id == e.state.rule) severity = r.spec.severity;
-                resolved.push_back({e.state.rule, severity, std::string(to_string(e.state.entity_kind)),
-                                    e.state.entity_name,
-                                    fmt::format("{} is back to its baseline ({}; regression opened at run {})",
-                                                e.state.metric, e.state.resolution, e.state.opened_run)});
-            }
-            auto silences = m_db.silences(wall_now_ms());
-            if (!silences) return std::unexpected(silences.error());
-            std::size_t silenced = 0, inhibited = 0;
-            auto groups = group_alerts(*settings.config.route, run, outcome.evaluation.findings, resolved, 50,
-                                       *silences, &silenced, settings.config.inhibit_rules, &inhibited);
-            if (silenced > 0) log(LogLevel::info, "run {}: {} alerts silenced", run.id, silenced);
-            if (inhibited > 0) log(LogLevel::info, "run {}: {} alerts inhibited", run.id, inhibited);
-            for (AlertGroup& g : groups) g.report_url = report_url;
-            auto built = outbox_messages(m_db.outbox(), std::move(groups), wall_now_ms());
-            if (!built) return std::unexpected(built.error());
-            messages = std::move(*built);
-        }
-        return m_db.complete_run(run.id, messages);
     }
 
     static std::int64_t wall_now_ms() { return wall_now_ns() / 1'000'000; }

@@ -77,6 +77,12 @@ std::uint64_t fnv1a(std::string_view text) {
 
 }  // namespace
 
+ResolvedAlert resolved_alert(const RegressionState& state, Severity severity) {
+    return {state.rule, severity, std::string(to_string(state.entity_kind)), state.entity_name,
+            fmt::format("{} is back to its baseline ({}; regression opened at run {})", state.metric, state.resolution,
+                        state.opened_run)};
+}
+
 std::string AlertGroup::title() const {
     std::string what;
     if (status == "resolved") {

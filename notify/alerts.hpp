@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "storage/db.hpp"
+#include "core/model.hpp"
+#include "storage/outbox.hpp"
+#include "storage/regressions.hpp"
+#include "storage/silences.hpp"
 #include "core/error.hpp"
 #include "core/model.hpp"
 
@@ -115,6 +118,10 @@ struct ResolvedAlert {
     std::string entity_name;
     std::string message;
 };
+
+// The alert that a regression went away: "duration_median is back to its baseline (back inside
+// the band; regression opened at run 7)".
+ResolvedAlert resolved_alert(const RegressionState& state, Severity severity);
 
 // Routes the findings (and resolved regressions) of one run through `root` and groups them
 // per receiver and group_by values: one group per receiver and group. At most `max_alerts` per

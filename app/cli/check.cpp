@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 
+#include "app/run_pipeline.hpp"
+#include "collectors/collector.hpp"
 #include "engine/evaluate.hpp"
 #include "engine/pipeline.hpp"
 #include "engine/rules.hpp"
@@ -74,40 +76,36 @@ int run_check(const CheckOptions& options) {
     CheckReport report;
     int status = 0;
     std::uint64_t storing_statements = 0;
+    RunPipeline run_pipeline(*db, rules, {nullptr, "", nullptr, pipeline.baseline_run, pipeline.record_checks, {}});
     for (const std::string& file : options.files) {
         // A report set aside (no converter tool) was not checked: the gate cannot pass on it.
-        const std::uint64_t before_store = db->statements_run();
-        auto ingested = ingest_one(*db, file, options.labels, options.converters);
-        storing_statements += db->statements_run() - before_store;
-        if (!ingested) {
-            print_error(ingested.error());
+        auto batches = collect_labelled_runs(file, options.labels, options.converters);
+        if (!batches) {
+            print_error(batches.error());
             status = 2;
             continue;
         }
-        for (const IngestedRun& stored : *ingested) {
-            auto run = db->load(stored.stored.run_id);
-            if (!run || !*run) {
-                print_error(run ? Error{file, 0, 0, false, "stored run vanished"} : run.error());
+        for (const RunBatch& batch : *batches) {
+            auto step = run_pipeline.run(batch);
+            if (!step) {
+                print_error(step.error());
                 status = 2;
                 continue;
             }
-            auto outcome = process_run(*db, rules, **run, pipeline);
-            if (!outcome) {
-                print_error(outcome.error());
-                status = 2;
-                continue;
-            }
-            RunRef ref = run_ref(**run);
-            ref.baselines = outcome->baselines;
-            for (const RegressionEvent& e : outcome->events) ref.regressions.push_back(regression_sentence(e));
+            storing_statements += step->storing_statements;
+            const StoredRun& run = *step->run;
+            const RunOutcome& outcome = step->outcome;
+            RunRef ref = run_ref(run);
+            ref.baselines = outcome.baselines;
+            for (const RegressionEvent& e : outcome.events) ref.regressions.push_back(regression_sentence(e));
             report.runs.push_back(std::move(ref));
-            for (const DecidedCheck& c : outcome->evaluation.checks) {
-                const Entity& e = (*run)->batch.entities[c.entity];
-                report.cases.push_back({(*run)->id, rules.rules[c.rule].spec.id, e.kind, e.name});
+            for (const DecidedCheck& c : outcome.evaluation.checks) {
+                const Entity& e = run.batch.entities[c.entity];
+                report.cases.push_back({run.id, rules.rules[c.rule].spec.id, e.kind, e.name});
             }
-            report.evaluated += outcome->evaluation.evaluated;
-            report.not_applicable += outcome->evaluation.not_applicable;
-            for (Finding& f : outcome->evaluation.findings) report.findings.push_back(std::move(f));
+            report.evaluated += outcome.evaluation.evaluated;
+            report.not_applicable += outcome.evaluation.not_applicable;
+            for (const Finding& f : outcome.evaluation.findings) report.findings.push_back(f);
         }
     }
     rank_findings(report.findings);

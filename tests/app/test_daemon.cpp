@@ -398,6 +398,45 @@ TEST(Daemon, ALogOfTwelveSessionsIsTwelveRuns) {
     EXPECT_EQ(daemon.wait_exit(5), 0);
 }
 
+// A watched file whose name holds a line break: its whole name and the reason reach the log line
+// (the break written as a space) and the file's stored error (the name as it is).
+TEST(Daemon, AFileNameWithALineBreakKeepsItsWholeNameAndTheReason) {
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "ci", db = dir.path() / "perfwatch.db";
+    const fs::path cfg = dir.path() / "perfwatch.yaml";
+    fs::create_directories(reports);
+    write_file(cfg, fmt::format("database: perfwatch.db\nwatch:\n  - path: {}\nlisten: 127.0.0.1:0\nquiet_period: 300ms\n",
+                                reports.string()));
+    test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+    const fs::path bad = reports / "main" / "notes\nsecond part.txt";
+    write_file(bad, "these are meeting notes, not a profiler report\n");
+    ASSERT_TRUE(daemon.wait_for_log("not ingested", 30)) << daemon.log();
+    std::string stored;
+    for (int i = 0; i < 100 && stored.empty(); ++i) {
+        SQLite::Database raw(db.string());
+        SQLite::Statement st(raw, "SELECT error FROM watched_files");
+        if (st.executeStep()) stored = st.getColumn(0).getString();
+        if (stored.empty()) std::this_thread::sleep_for(50ms);
+    }
+    // The reason the CLI gives for this file, first line.
+    const auto cli = test::run_perfwatch({"check", bad.string()});
+    const std::string reason = cli.err.substr(0, cli.err.find('\n', cli.err.find(bad.filename().string()) +
+                                                                      bad.filename().string().size()));
+    const std::string tail = reason.substr(reason.rfind(": ") + 2);
+    ASSERT_FALSE(tail.empty()) << cli.err;
+    EXPECT_TRUE(stored.starts_with(bad.string() + ": ")) << stored;
+    EXPECT_NE(stored.find(tail), std::string::npos) << stored << "\nexpected the reason: " << tail;
+    std::string logged = bad.string();
+    std::replace(logged.begin(), logged.end(), '\n', ' ');
+    const std::string log = daemon.log();
+    const auto at = log.find("not ingested: " + logged);
+    ASSERT_NE(at, std::string::npos) << log;
+    EXPECT_NE(log.substr(at, log.find('\n', at) - at).find(tail), std::string::npos) << log;
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(5), 0);
+}
+
 // `retention:` in the configuration: shortly after the start the daemon prunes runs past their
 // age (here three runs ingested 400 days ago, and one of today that stays).
 TEST(Daemon, RetentionPrunesOldRunsAfterTheStart) {

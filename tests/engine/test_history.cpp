@@ -101,7 +101,7 @@ TEST_F(HistoryTest, BaselineIsTheLastComparableRunsOnTheBaselineBranch) {
     EXPECT_NE(small.get(*m_db, r1)->get(), first.get());
 
     // A pin replaces the window: the pinned run and the comparable runs of its branch before it.
-    ASSERT_TRUE(*m_db->pin_baseline(r1, "release 1.0"));
+    ASSERT_TRUE(*m_db->pins().pin(r1, "release 1.0"));
     spec.runs = 10;
     b = select_baseline(*m_db, load(current), spec);
     ASSERT_TRUE(b);
@@ -180,8 +180,8 @@ TEST_F(HistoryTest, ARegressionOpensOnceAndResolvesAfterRunsBackInsideTheBand) {
     ASSERT_EQ(two.events.size(), 1u);
     EXPECT_EQ(two.events[0].kind, RegressionEvent::Kind::resolved);
     EXPECT_EQ(two.events[0].state.resolved_run, second_back);
-    EXPECT_TRUE(m_db->regressions(true)->empty());
-    EXPECT_EQ(m_db->regressions(false)->size(), 1u);
+    EXPECT_TRUE(m_db->regressions().list(true)->empty());
+    EXPECT_EQ(m_db->regressions().list(false)->size(), 1u);
     (void)first_back;
 }
 
