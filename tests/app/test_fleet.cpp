@@ -174,7 +174,9 @@ route:
 TEST(Fleet, TwoDaemonsShareOneHistoryAndSendEveryMessageThroughAKill) {
     PERFWATCH_PG_CLUSTER(pg);
     ASSERT_TRUE(pg->create_database("fleet"));
-    test::Receiver receiver([](std::size_t) { return test::Receiver::Answer{200, "", 20ms}; });
+    // A slow receiver: a daemon holds its lease on a message while the receiver answers, so the kill
+    // below lands while daemon A holds claims (a run being evaluated or a message being sent).
+    test::Receiver receiver([](std::size_t) { return test::Receiver::Answer{200, "", 250ms}; });
     test::TempDir dir;
     const fs::path a = dir.path() / "a", b = dir.path() / "b";
     fs::create_directories(a);
@@ -199,10 +201,22 @@ TEST(Fleet, TwoDaemonsShareOneHistoryAndSendEveryMessageThroughAKill) {
         if (i < k_shared) test::write_file((i % 2 == 0 ? b : a) / rel, bytes);
     }
     const auto runs = [&] { return std::stoll("0" + pg->query("fleet", "SELECT count(*) FROM runs")); };
-    ASSERT_TRUE(eventually([&] { return runs() >= 30; }, 120s)) << daemon_a->log();
+    // Daemon A's claims: runs it claimed and has not finished, messages it leased and has not sent.
+    const std::string owner_a = dir.file("a.yaml");
+    const auto held_by_a = [&] {
+        return std::stoll("0" + pg->query("fleet", fmt::format("SELECT (SELECT count(*) FROM runs WHERE claimed_by LIKE "
+                                                               "'%:{0}' AND processed_at IS NULL) + (SELECT count(*) "
+                                                               "FROM outbox WHERE claimed_by LIKE '%:{0}')",
+                                                               owner_a)));
+    };
+    ASSERT_TRUE(eventually([&] { return runs() >= 30 && held_by_a() > 0; }, 120s)) << daemon_a->log();
     daemon_a->signal(SIGKILL);
     ASSERT_EQ(daemon_a->wait_exit(5), 128 + SIGKILL);
     const std::int64_t at_kill = runs();
+    const std::int64_t held_at_kill = held_by_a();
+    // The kill landed mid-burst, while daemon A held claims that others must take over.
+    EXPECT_LT(at_kill, k_reports);
+    EXPECT_GT(held_at_kill, 0) << "daemon A held no claim when it was killed";
     const std::string killed_log = daemon_a->log();
     // Its replacement under another configuration file is another daemon: what the killed one had
     // claimed waits for its lease (3 s) to lapse, then the replacement or daemon B takes it.
@@ -267,7 +281,7 @@ TEST(Fleet, TwoDaemonsShareOneHistoryAndSendEveryMessageThroughAKill) {
     EXPECT_GT(evaluated(killed_log), 0u);
     EXPECT_GT(evaluated(log_b), 0u);
     std::cout << k_reports << " reports (" << k_shared << " in both directories): " << runs() << " runs, "
-              << at_kill << " stored when daemon A was killed; " << expected.size() << " messages, "
+              << at_kill << " stored when daemon A was killed holding " << held_at_kill << " claim(s); " << expected.size() << " messages, "
               << got_keys.size() << " distinct keys received, " << repeated << " repeated; stored by A "
               << evaluated(killed_log) << " + " << evaluated(daemon_a->log()) << ", by B " << evaluated(log_b) << "\n";
     daemon_b.signal(SIGTERM);
