@@ -175,7 +175,8 @@ private:
         if (m_base && hints.ph == "X" && !hints.cat.empty()) {
             const Cat c = category(hints.cat);
             if (c == Cat::other) return {};
-            if (c == Cat::cpu_op) {
+            // A CPU operator only counts, except a legacy trace's step (read below).
+            if (c == Cat::cpu_op && !hints.name.starts_with("ProfilerStep#")) {
                 ++m_cpu_ops;
                 return {};
             }
@@ -321,6 +322,8 @@ private:
                 break;
             case Cat::cpu_op:
                 ++m_cpu_ops;
+                // Legacy traces (the TensorBoard plugin's) mark a step as an operator.
+                if (name.starts_with("ProfilerStep#")) m_steps.add(length);
                 break;
             case Cat::other:
                 break;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -76,12 +77,14 @@ TEST(Verdicts, LaunchBoundConcernsHoldOnEveryCorpusTrace) {
     const auto walked = test::run_program(walk);
     ASSERT_EQ(walked.exit_code, 0) << walked.err;
     std::stringstream lines(walked.out);
+    std::map<std::string, std::vector<std::string>> walker;  // report -> walk_kineto.py's figures
     for (const Verdict& v : table) {
         std::string line;
         ASSERT_TRUE(std::getline(lines, line));
         const auto fields = split_tabs(line);
         ASSERT_GE(fields.size(), 7u) << line;
-        EXPECT_EQ(std::vector<std::string>(fields.begin() + 1, fields.begin() + 7), v.figures)
+        walker[v.report].assign(fields.begin() + 1, fields.begin() + 7);
+        EXPECT_EQ(walker[v.report], v.figures)
             << v.report << ": the table's figures differ from walk_kineto.py's; regenerate the table";
     }
 
@@ -93,6 +96,39 @@ TEST(Verdicts, LaunchBoundConcernsHoldOnEveryCorpusTrace) {
         ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << v.report << ": " << r.err;
         std::set<std::string> fired;
         const auto doc = nlohmann::json::parse(r.out);
+        // perfwatch's own figures of the run, printed as the walker prints them, equal the walker's.
+        ASSERT_EQ(doc["runs"].size(), 1u) << v.report;
+        const auto shown = test::run_perfwatch({"show", "--db", dir.file("v.db"),
+                                                std::to_string(doc["runs"][0]["id"].get<std::int64_t>()), "--format",
+                                                "json"});
+        ASSERT_EQ(shown.exit_code, 0) << shown.err;
+        nlohmann::json run_metrics;
+        const auto shown_doc = nlohmann::json::parse(shown.out);
+        for (const auto& e : shown_doc["entities"])
+            if (e["kind"] == "run") run_metrics = e["metrics"];
+        const auto figure = [&](const char* metric, const char* spec, double scale, const std::string& missing) {
+            if (!run_metrics.contains(metric)) return missing;
+            return fmt::format(fmt::runtime(spec), run_metrics[metric].get<double>() * scale);
+        };
+        const std::vector<std::string> own{figure("idle_pct", "{:.2f}", 1, ""),
+                                           figure("launches", "{:.0f}", 1, "0"),
+                                           figure("short_launch_pct", "{:.2f}", 1, ""),
+                                           figure("launch_delay_outliers", "{:.0f}", 1, "0"),
+                                           figure("launch_delay_max", "{:.1f}", 1e-3, ""),
+                                           figure("launches_per_iteration", "{:.1f}", 1, "0")};
+        // Equal up to one unit of the walker's last printed digit (both round a binary fraction).
+        const std::vector<std::string>& walked_figures = walker[v.report];
+        ASSERT_EQ(own.size(), walked_figures.size());
+        for (std::size_t i = 0; i < own.size(); ++i) {
+            const std::string& w = walked_figures[i];
+            const auto dot = w.find('.');
+            const double unit = dot == std::string::npos ? 0.0 : std::pow(10.0, -static_cast<double>(w.size() - dot - 1));
+            const bool same = own[i] == w || (!own[i].empty() && !w.empty() &&
+                                               std::abs(std::stod(own[i]) - std::stod(w)) <= unit + 1e-9);
+            EXPECT_TRUE(same) << v.report << ": perfwatch's figure " << i << " (idle %, launches, short %, delay "
+                              << "outliers, max delay us, launches per iteration) is " << own[i] << ", the walker's "
+                              << walked_figures[i];
+        }
         for (const auto& f : doc["findings"])
             if (f["labels"].contains("concern")) fired.insert(f["labels"]["concern"].get<std::string>());
         for (const auto& [concern, expected] : v.expected) {
