@@ -8,6 +8,7 @@
 
 #include "notify/format.hpp"
 #include "core/model.hpp"
+#include "core/trend.hpp"
 
 namespace perfwatch {
 
@@ -16,23 +17,6 @@ struct ReportBar {
     std::string label;
     double value = 0;
     std::string detail;  // shown after the value ("1,204 launches")
-};
-
-struct TrendPoint {
-    std::int64_t run_id = 0;
-    std::string label;  // the commit, or "run N"
-    double value = 0;
-};
-
-// A metric of one entity over its comparable runs, oldest first, the last point being the run.
-struct Trend {
-    std::string title;  // "kernel 'gemm': duration"
-    std::string metric;
-    std::vector<TrendPoint> points;
-    double baseline = 0;  // median of the runs before the last
-    double band_low = 0;  // values inside [band_low, band_high] are not a regression
-    double band_high = 0;
-    std::optional<std::size_t> change_point;  // index of the first point after a detected shift
 };
 
 // Everything one run's HTML report shows, already chosen and ordered.
