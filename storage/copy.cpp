@@ -1,35 +1,18 @@
 #include <fmt/format.h>
 
 #include "storage/db.hpp"
+#include "storage/schema.hpp"
 #include "storage/sql.hpp"
 
 namespace perfwatch {
 
-namespace {
-
-// Every table of the schema, each after those it refers to; rows of a table with an id go in id
-// order (a run refers to its content run, an entity to its parent: both earlier).
-struct Table {
-    const char* name;
-    bool has_id;
-};
-
-constexpr Table k_tables[] = {
-    {"runs", true},           {"run_labels", false},      {"run_notes", false},      {"entities", true},
-    {"entity_attributes", false}, {"metrics", false},     {"entity_samples", false}, {"tool_findings", true},
-    {"findings", true},       {"finding_values", false},  {"finding_labels", false}, {"baseline_pins", false},
-    {"regressions", true},    {"watched_files", false},   {"outbox", true},          {"silences", true},
-    {"alert_fingerprints", false},
-};
-
-}  // namespace
 
 Result<std::vector<std::pair<std::string, std::int64_t>>> Db::copy_into(Db& to) const {
     auto copied = sql::guarded(to.m_path, [&]() -> Result<void> {
         if (sql::query_int(*to.m_db, "SELECT count(*) FROM runs") > 0)
             return fail(to.m_path, 0, "the destination already holds runs; copy into an empty database");
         sql::Transaction tx(*to.m_db);
-        for (const Table& t : k_tables) {
+        for (const SchemaTable& t : schema_tables()) {
             sql::Statement from(*m_db, fmt::format("SELECT * FROM {}{}", t.name, t.has_id ? " ORDER BY id" : ""));
             std::optional<sql::Statement> insert;
             while (from.step()) {
@@ -56,7 +39,7 @@ Result<std::vector<std::pair<std::string, std::int64_t>>> Db::copy_into(Db& to) 
     if (!copied) return std::unexpected(copied.error());
     return sql::guarded(to.m_path, [&]() -> Result<std::vector<std::pair<std::string, std::int64_t>>> {
         std::vector<std::pair<std::string, std::int64_t>> counts;
-        for (const Table& t : k_tables) {
+        for (const SchemaTable& t : schema_tables()) {
             const std::string count = fmt::format("SELECT count(*) FROM {}", t.name);
             const std::int64_t here = sql::query_int(*m_db, count), there = sql::query_int(*to.m_db, count);
             if (here != there)

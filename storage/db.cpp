@@ -20,6 +20,7 @@
 namespace perfwatch {
 
 using sql::guarded;
+using sql::now_utc;
 using sql::query_int;
 using sql::Statement;
 using sql::Transaction;
@@ -31,11 +32,6 @@ std::string labels_key(const std::map<std::string, std::string>& labels) {
     std::string out;
     for (const auto& [k, v] : labels) out += k + "=" + v + "\n";
     return out;
-}
-
-std::string now_utc() {
-    return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
-                       std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
 }
 
 }  // namespace

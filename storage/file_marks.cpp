@@ -10,16 +10,8 @@
 namespace perfwatch {
 
 using sql::guarded;
+using sql::now_utc;
 using sql::Statement;
-
-namespace {
-
-std::string now_utc() {
-    return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
-                       std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
-}
-
-}  // namespace
 
 Result<std::optional<FileMark>> FileMarks::get(const std::string& path) const {
     return guarded(m_name, [&]() -> Result<std::optional<FileMark>> {

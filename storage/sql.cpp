@@ -1,6 +1,9 @@
 #include "storage/sql.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
+
+#include <chrono>
 
 namespace perfwatch::sql {
 
@@ -95,6 +98,11 @@ void BatchInsert::flush() {
     }
     st->exec();
     m_values.clear();
+}
+
+std::string now_utc() {
+    return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                       std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
 }
 
 std::int64_t query_int(Connection& db, std::string_view sql) {

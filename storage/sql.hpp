@@ -218,6 +218,9 @@ private:
     std::optional<Statement> m_full;  // the statement of a full batch, prepared once
 };
 
+// The clock as the database stores times: "2026-11-25T21:26:49Z" (UTC, seconds).
+std::string now_utc();
+
 // The first column of the first row of `sql` as an integer (0 when NULL or no row).
 std::int64_t query_int(Connection& db, std::string_view sql);
 

@@ -3,7 +3,10 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "storage/db.hpp"
+#include "storage/schema.hpp"
 #include "core/vocabulary.hpp"
 #include "tests/support.hpp"
 
@@ -181,6 +184,67 @@ TEST(Db, LoadRunsReadsAWindowInEightStatementsEqualToLoadingEachRun) {
             }
         }
     }
+}
+
+namespace {
+
+// Every table's columns (name, type, not null, default, key), indexes (with their columns and
+// uniqueness) and references, as SQLite describes them, one line each.
+std::vector<std::string> describe_schema(const std::string& path) {
+    SQLite::Database raw(path);
+    std::vector<std::string> out;
+    SQLite::Statement tables(raw, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+    while (tables.executeStep()) {
+        const std::string table = tables.getColumn(0).getString();
+        SQLite::Statement cols(raw, "SELECT name, type, \"notnull\", COALESCE(dflt_value, ''), pk FROM pragma_table_info(?) ORDER BY name");
+        cols.bind(1, table);
+        while (cols.executeStep())
+            out.push_back(fmt::format("{} column {} {} notnull={} default={} pk={}", table, cols.getColumn(0).getString(),
+                                      cols.getColumn(1).getString(), cols.getColumn(2).getInt(),
+                                      cols.getColumn(3).getString(), cols.getColumn(4).getInt()));
+        SQLite::Statement idx(raw, "SELECT l.name, l.\"unique\", group_concat(i.name, ',') FROM pragma_index_list(?) l, "
+                                   "pragma_index_info(l.name) i GROUP BY l.name ORDER BY l.name");
+        idx.bind(1, table);
+        while (idx.executeStep()) {
+            std::string name = idx.getColumn(0).getString();
+            if (name.starts_with("sqlite_autoindex_")) name = "autoindex";
+            out.push_back(fmt::format("{} index {} unique={} on {}", table, name, idx.getColumn(1).getInt(),
+                                      idx.getColumn(2).getString()));
+        }
+        SQLite::Statement fks(raw, "SELECT \"from\", \"table\", \"to\", on_delete FROM pragma_foreign_key_list(?) ORDER BY \"from\"");
+        fks.bind(1, table);
+        while (fks.executeStep())
+            out.push_back(fmt::format("{} references {} -> {}({}) on delete {}", table, fks.getColumn(0).getString(),
+                                      fks.getColumn(1).getString(), fks.getColumn(2).getString(),
+                                      fks.getColumn(3).getString()));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace
+
+// The one schema description (a new database) and the migrations (an old database) end at the same
+// schema: the same tables, columns, indexes and references.
+TEST(Db, FreshAndMigratedSqliteSchemasAreTheSame) {
+    TempDir dir;
+    const std::string fresh = dir.file("fresh.db"), old = dir.file("v5.db");
+    ASSERT_TRUE(Db::open(fresh));
+    {
+        SQLite::Database raw(old, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        raw.exec(read_file(fixture("storage/schema_v5.sql")));
+    }
+    auto migrated = Db::open(old);
+    ASSERT_TRUE(migrated) << migrated.error().to_string();
+    EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), current_schema_version());
+    const auto a = describe_schema(fresh), b = describe_schema(old);
+    EXPECT_EQ(a, b);
+    EXPECT_GT(a.size(), 100u);
+    // The copy order of `db migrate` is the description's: every table, each after those it refers to.
+    std::vector<std::string> names;
+    for (const SchemaTable& t : schema_tables()) names.push_back(t.name);
+    EXPECT_EQ(names.size(), static_cast<std::size_t>(query_int(fresh, "SELECT count(*) FROM sqlite_master WHERE type = 'table'")));
+    EXPECT_EQ(names.front(), "runs");
 }
 
 // A database written by schema version 5 (runs unique by content) keeps every row through the
