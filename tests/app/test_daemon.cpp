@@ -43,6 +43,15 @@ shutdown_timeout: 4s
                        reports.string(), workers, extra);
 }
 
+// A configuration watching `reports` (created) with no template: the daemon tests' smallest.
+fs::path plain_config(const test::TempDir& dir, const fs::path& reports) {
+    fs::create_directories(reports);
+    const fs::path cfg = dir.path() / "perfwatch.yaml";
+    write_file(cfg, fmt::format("database: perfwatch.db\nwatch:\n  - path: {}\nlisten: 127.0.0.1:0\nquiet_period: 300ms\n",
+                                reports.string()));
+    return cfg;
+}
+
 unsigned short port_of(const std::string& log) {
     std::smatch m;
     if (!std::regex_search(log, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)"))) return 0;
@@ -376,10 +385,7 @@ quiet_period: 300ms
 TEST(Daemon, ALogOfTwelveSessionsIsTwelveRuns) {
     test::TempDir dir;
     const fs::path reports = dir.path() / "ci", db = dir.path() / "perfwatch.db";
-    const fs::path cfg = dir.path() / "perfwatch.yaml";
-    fs::create_directories(reports);
-    write_file(cfg, fmt::format("database: perfwatch.db\nwatch:\n  - path: {}\nlisten: 127.0.0.1:0\nquiet_period: 300ms\n",
-                                reports.string()));
+    const fs::path cfg = plain_config(dir, reports);
     test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
     const unsigned short port = port_of(daemon.log());
@@ -403,10 +409,7 @@ TEST(Daemon, ALogOfTwelveSessionsIsTwelveRuns) {
 TEST(Daemon, AFileNameWithALineBreakKeepsItsWholeNameAndTheReason) {
     test::TempDir dir;
     const fs::path reports = dir.path() / "ci", db = dir.path() / "perfwatch.db";
-    const fs::path cfg = dir.path() / "perfwatch.yaml";
-    fs::create_directories(reports);
-    write_file(cfg, fmt::format("database: perfwatch.db\nwatch:\n  - path: {}\nlisten: 127.0.0.1:0\nquiet_period: 300ms\n",
-                                reports.string()));
+    const fs::path cfg = plain_config(dir, reports);
     test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
     const fs::path bad = reports / "main" / "notes\nsecond part.txt";
