@@ -397,7 +397,19 @@ TEST(Daemon, ALogOfTwelveSessionsIsTwelveRuns) {
     EXPECT_EQ(query_int(db, "SELECT count(*) FROM watched_files WHERE run_id IS NOT NULL AND sha256 NOT LIKE '%#%'"), 1);
     EXPECT_NE(daemon.log().find("session 12"), std::string::npos) << daemon.log();
     write_file(reports / "main" / "bench.log", log);  // touched, same bytes
-    std::this_thread::sleep_for(1500ms);
+    // Read again (its time changed), each session found as the run it already is: the event waited
+    // for, rather than a quiet spell.
+    const auto same_content = [&] {
+        const std::string text = daemon.log();
+        std::size_t n = 0;
+        for (auto at = text.find("same content as run"); at != std::string::npos;
+             at = text.find("same content as run", at + 1))
+            ++n;
+        return n;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (same_content() < 12 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(same_content(), 12u) << daemon.log();
     ASSERT_TRUE(wait_idle_with(port, db, 12, 30));
     EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs"), 12);
     daemon.signal(SIGTERM);
