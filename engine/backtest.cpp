@@ -33,7 +33,7 @@ Result<BacktestResult> backtest_rules(const Db& db, const RuleSet& in_effect, co
     if (!listed) return std::unexpected(listed.error());
     std::set<std::int64_t> labelled;
     if (!scope.labels.empty()) {
-        auto runs = db.find_runs(scope.labels);
+        auto runs = db.history().find_runs(scope.labels);
         if (!runs) return std::unexpected(runs.error());
         for (const RunLabels& r : *runs) labelled.insert(r.id);
     }

@@ -94,7 +94,7 @@ Result<BaselineWindow> baseline_window(const Db& db, const std::string& series, 
             out.open_first_bad[{r.entity_kind, r.entity_kind == EntityKind::run ? std::string() : r.entity_name, r.metric}] =
                 first;
             if (!out.commits.contains(first)) {
-                auto run = db.find_runs({}, first + 1, 1);
+                auto run = db.history().find_runs({}, first + 1, 1);
                 if (!run) return std::unexpected(run.error());
                 if (!run->empty() && run->front().id == first)
                     out.commits[first] = label_value(run->front().labels, "commit");
@@ -121,7 +121,7 @@ Result<std::vector<std::int64_t>> comparable_runs(const Db& db, const Labels& la
     std::vector<std::int64_t> out;
     while (out.size() < limit) {
         if (window != nullptr && before != 0 && before <= window->from) break;
-        auto candidates = db.find_runs(must, before, page);
+        auto candidates = db.history().find_runs(must, before, page);
         if (!candidates) return std::unexpected(candidates.error());
         for (const RunLabels& r : *candidates) {
             if (out.size() >= limit) break;
@@ -146,7 +146,7 @@ Result<void> load_runs(const Db& db, const std::vector<std::int64_t>& newest_fir
             if (run) out.push_back(std::move(run));
         return {};
     }
-    auto runs = db.load_runs(oldest_first);
+    auto runs = db.history().load_runs(oldest_first);
     if (!runs) return std::unexpected(runs.error());
     for (StoredRun& run : *runs) out.push_back(std::make_shared<const StoredRun>(std::move(run)));
     return {};
@@ -185,7 +185,7 @@ Result<std::vector<std::shared_ptr<const StoredRun>>> RunCache::get_many(const D
         }
     }
     if (missing.empty()) return out;
-    auto loaded = db.load_runs(missing);
+    auto loaded = db.history().load_runs(missing);
     if (!loaded) return std::unexpected(loaded.error());
     std::unordered_map<std::int64_t, std::shared_ptr<const StoredRun>> fresh;
     for (StoredRun& r : *loaded) {
@@ -219,7 +219,7 @@ Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const B
     if (!pins) return std::unexpected(pins.error());
     for (const BaselinePin& pin : *pins) {
         if (pin.run_id >= current.id) continue;
-        auto pinned = db.find_runs({}, pin.run_id + 1, 1);
+        auto pinned = db.history().find_runs({}, pin.run_id + 1, 1);
         if (!pinned) return std::unexpected(pinned.error());
         if (pinned->empty() || pinned->front().id != pin.run_id) continue;
         const Labels& pl = pinned->front().labels;

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/model.hpp"
 #include "storage/file_marks.hpp"
+#include "storage/history_reads.hpp"
 #include "storage/outbox.hpp"
 #include "storage/pins.hpp"
 #include "storage/regressions.hpp"
@@ -40,18 +41,6 @@ struct RunSummary {
     std::string format;
     std::string ingested_at;
     std::int64_t kernels = 0;
-};
-
-// A run's id with its labels, for choosing comparable runs.
-struct RunLabels {
-    std::int64_t id = 0;
-    std::map<std::string, std::string> labels;
-};
-
-// One point of a metric's history.
-struct SeriesPoint {
-    std::int64_t run_id = 0;
-    double value = 0;
 };
 
 // What to prune: per-launch samples of runs ingested more than `samples_days` ago, and runs (with
@@ -105,9 +94,6 @@ public:
 
     // Reads a run back with its labels, entities, metrics and tool findings.
     Result<std::optional<StoredRun>> load(std::int64_t run_id) const;
-    // Reads runs back as load() does, in the order of `run_ids` (ids without a run skipped), in
-    // eight statements for up to 500 runs whatever their number: a history window in one go.
-    Result<std::vector<StoredRun>> load_runs(const std::vector<std::int64_t>& run_ids) const;
     // Statements this database connection has run (storage/sql.hpp's counter).
     std::uint64_t statements_run() const;
 
@@ -119,15 +105,6 @@ public:
     // Replaces the stored findings of a run with `findings` (one transaction).
     Result<void> store_findings(std::int64_t run_id, const std::vector<Finding>& findings);
     Result<std::vector<Finding>> load_findings(std::int64_t run_id) const;
-
-    // Runs stored before `before_id` (all runs when 0) whose labels include every pair of
-    // `must_match`, newest first; at most `limit` (0: no limit).
-    Result<std::vector<RunLabels>> find_runs(const std::map<std::string, std::string>& must_match,
-                                             std::int64_t before_id = 0, std::size_t limit = 0) const;
-
-    // Values of `metric` on the entity of `kind` named `name` in each of `runs` that has it.
-    Result<std::vector<SeriesPoint>> metric_series(EntityKind kind, const std::string& name, const std::string& metric,
-                                                   const std::vector<std::int64_t>& runs) const;
 
     // A run is processed once the pipeline has stored its findings (the daemon re-runs the rules
     // on a run stored before a crash but never processed).
@@ -144,10 +121,13 @@ public:
     // joins that open message instead), records their alert fingerprints, and marks the run
     // processed. Returns how many were new.
     Result<std::size_t> complete_run(std::int64_t run_id, const std::vector<OutboxMessage>& messages);
-    // The parts of this database, each with its own records: the alert outbox, the regressions
+    // The parts of this database, each with its own records: history reads (runs of a series, a
+    // window of runs in one batch, a metric over runs), the alert outbox, the regressions
     // followed over history, pinned baselines, silences, and the daemon's marks of watched files.
     Outbox& outbox() { return m_outbox; }
     const Outbox& outbox() const { return m_outbox; }
+    HistoryReads& history() { return m_history; }
+    const HistoryReads& history() const { return m_history; }
     RegressionStore& regressions() { return m_regressions; }
     const RegressionStore& regressions() const { return m_regressions; }
     Pins& pins() { return m_pins; }
@@ -184,6 +164,7 @@ private:
     std::unique_ptr<sql::Connection> m_db;
     std::string m_path;
     Outbox m_outbox;
+    HistoryReads m_history;
     RegressionStore m_regressions;
     Pins m_pins;
     Silences m_silences;

@@ -26,7 +26,7 @@ struct HistoryOptions {
 int run_history(const HistoryOptions& options) {
     auto db = open_db(options.db_path);
     if (!db) return 2;
-    auto runs = db->find_runs(options.labels);
+    auto runs = db->history().find_runs(options.labels);
     if (!runs) {
         print_error(runs.error());
         return 2;
@@ -40,7 +40,7 @@ int run_history(const HistoryOptions& options) {
     }
     const EntityKind kind = options.entity.empty() ? EntityKind::run
                                                    : entity_kind_from_string(options.kind).value_or(EntityKind::kernel);
-    auto series = db->metric_series(kind, options.entity.empty() ? "run" : options.entity, options.metric, ids);
+    auto series = db->history().metric_series(kind, options.entity.empty() ? "run" : options.entity, options.metric, ids);
     if (!series) {
         print_error(series.error());
         return 2;

@@ -22,7 +22,7 @@ std::string run_text(const Db& db, std::int64_t run_id, std::map<std::int64_t, s
     auto it = commits.find(run_id);
     if (it == commits.end()) {
         std::string commit;
-        if (auto runs = db.find_runs({}, run_id + 1, 1); runs && !runs->empty() && runs->front().id == run_id)
+        if (auto runs = db.history().find_runs({}, run_id + 1, 1); runs && !runs->empty() && runs->front().id == run_id)
             commit = label_value(runs->front().labels, "commit");
         it = commits.emplace(run_id, commit).first;
     }

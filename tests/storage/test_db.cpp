@@ -155,7 +155,7 @@ TEST(Db, LoadRunsReadsAWindowInEightStatementsEqualToLoadingEachRun) {
     for (const std::size_t n : {std::size_t{3}, asked.size()}) {
         const std::vector<std::int64_t> part(asked.begin(), asked.begin() + static_cast<std::ptrdiff_t>(n));
         const std::uint64_t before = db->statements_run();
-        auto runs = db->load_runs(part);
+        auto runs = db->history().load_runs(part);
         ASSERT_TRUE(runs) << runs.error().to_string();
         EXPECT_EQ(db->statements_run() - before, 8u) << n << " runs";
         ASSERT_EQ(runs->size(), static_cast<std::size_t>(std::count_if(part.begin(), part.end(), [](std::int64_t id) { return id != 9999; })));
