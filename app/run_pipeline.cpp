@@ -2,26 +2,17 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <filesystem>
 
+#include "app/cli/common.hpp"
 #include "app/report.hpp"
 #include "notify/alerts.hpp"
 
 namespace perfwatch {
 
-namespace {
-
-std::int64_t system_now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-}  // namespace
-
 RunPipeline::RunPipeline(Db& db, const RuleSet& rules, Options options)
     : m_db(db), m_rules(rules), m_options(std::move(options)) {
-    if (!m_options.now_ms) m_options.now_ms = &system_now_ms;
+    if (!m_options.now_ms) m_options.now_ms = &perfwatch::now_ms;
 }
 
 Result<RunStepResult> RunPipeline::run(const RunBatch& batch) {

@@ -62,7 +62,7 @@ int run_check(const CheckOptions& options) {
 
     auto db = open_db(options.db_path.empty() ? std::string(":memory:") : options.db_path);
     if (!db) return 2;
-    PipelineOptions pipeline;
+    RunPipeline::Options pipeline;  // no configuration: no alerts, no HTML report, no claim
     pipeline.record_checks = options.format == "junit";
     if (!options.baseline.empty()) {
         auto id = baseline_run_id(*db, options.baseline, options);
@@ -76,7 +76,7 @@ int run_check(const CheckOptions& options) {
     CheckReport report;
     int status = 0;
     std::uint64_t storing_statements = 0;
-    RunPipeline run_pipeline(*db, rules, {nullptr, "", nullptr, pipeline.baseline_run, pipeline.record_checks, {}});
+    RunPipeline run_pipeline(*db, rules, std::move(pipeline));
     for (const std::string& file : options.files) {
         // A report set aside (no converter tool) was not checked: the gate cannot pass on it.
         auto batches = collect_labelled_runs(file, options.labels, options.converters);
