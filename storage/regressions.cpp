@@ -118,6 +118,11 @@ Result<std::optional<RegressionState>> RegressionStore::accept(std::int64_t id, 
 Result<void> RegressionStore::save(std::vector<RegressionState>& states) {
     return guarded(m_name, [&]() -> Result<void> {
         Transaction tx(*m_db);
+        // Two daemons of a fleet may judge two runs of one series at once: the check for an open
+        // regression of the same rule and entity and the insert are serialised per series (SQLite's
+        // write transaction does it already; PostgreSQL takes a lock on the series until commit).
+        Statement find_open(*m_db, "SELECT id FROM regressions WHERE series = ? AND rule = ? AND entity_kind = ? "
+                                   "AND entity_name = ? AND status = 'open' ORDER BY id LIMIT 1");
         Statement ins(*m_db,
                               "INSERT INTO regressions(rule, entity_kind, entity_name, series, metric, higher_is_worse, "
                               "baseline, band_limit, opened_run, first_bad_run, last_run, inside_runs, resolved_run, "
@@ -140,6 +145,21 @@ Result<void> RegressionStore::save(std::vector<RegressionState>& states) {
                 upd.reset();
                 continue;
             }
+            if (m_db->dialect() == sql::Dialect::postgresql) {
+                Statement lock(*m_db, "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))");
+                lock.bind(1, r.series);
+                lock.step();
+            }
+            find_open.bind(1, r.series);
+            find_open.bind(2, r.rule);
+            find_open.bind(3, std::string(to_string(r.entity_kind)));
+            find_open.bind(4, r.entity_name);
+            if (find_open.step()) {
+                r.id = find_open.column(0).as_int64();  // opened meanwhile by another daemon: the same one
+                find_open.reset();
+                continue;
+            }
+            find_open.reset();
             ins.bind(1, r.rule);
             ins.bind(2, std::string(to_string(r.entity_kind)));
             ins.bind(3, r.entity_name);
