@@ -84,6 +84,8 @@ public:
                 if (auto v = integer(kv.second, key, 0, 256)) m_out.config.workers = *v;
             } else if (key == "lease") {
                 if (auto v = duration(kv.second, key)) m_out.config.lease = *v;
+            } else if (key == "job_timeout") {
+                if (auto v = duration(kv.second, key)) m_out.config.job_timeout = *v;
             } else if (key == "quiet_period") {
                 if (auto v = duration(kv.second, key)) m_out.config.quiet_period = *v;
             } else if (key == "shutdown_timeout") {
@@ -117,7 +119,7 @@ public:
                 }
             } else {
                 diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, database_password_file, rules, converters, "
-                                                  "path_templates, watch, workers, quiet_period, lease, listen, "
+                                                  "path_templates, watch, workers, quiet_period, lease, job_timeout, listen, "
                                                   "shutdown_timeout, log_level, reports, receivers, route, inhibit_rules or retention)",
                                                   key));
             }

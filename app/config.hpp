@@ -36,6 +36,9 @@ struct Config {
     // A fleet on one database: how long a daemon holds the runs it evaluates and the messages it
     // sends before another may take them over (should it have died).
     std::chrono::milliseconds lease{60000};
+    // How long the daemon waits for every rank of a distributed job after its first rank arrived;
+    // then the job is judged with the ranks it has, a missing rank being itself a finding.
+    std::chrono::milliseconds job_timeout{600000};
     std::string listen = "127.0.0.1:9464";
     std::chrono::milliseconds shutdown_timeout{10000};
     std::string log_level = "info";

@@ -6,6 +6,7 @@
 
 #include "app/cli/common.hpp"
 #include "app/report.hpp"
+#include "engine/job.hpp"
 #include "notify/alerts.hpp"
 
 namespace perfwatch {
@@ -15,7 +16,7 @@ RunPipeline::RunPipeline(Db& db, const RuleSet& rules, Options options)
     if (!m_options.now_ms) m_options.now_ms = &perfwatch::now_ms;
 }
 
-Result<RunStepResult> RunPipeline::run(const RunBatch& batch) {
+Result<RunStepResult> RunPipeline::run(const RunBatch& batch, const std::vector<Finding>& also_alert) {
     RunStepResult out;
     const std::uint64_t before_store = m_db.statements_run();
     auto stored = m_db.store(batch);
@@ -73,7 +74,7 @@ Result<RunStepResult> RunPipeline::run(const RunBatch& batch) {
     }
     // With an explicit baseline nothing is followed over runs, and the run stays as the history left it.
     if (!m_options.baseline_run) {
-        auto queued = complete(*run, *outcome, out);
+        auto queued = complete(*run, *outcome, also_alert, out);
         if (!queued) return std::unexpected(queued.error());
         out.queued = *queued;
     }
@@ -84,10 +85,12 @@ Result<RunStepResult> RunPipeline::run(const RunBatch& batch) {
 
 // The alerts go to the outbox in the transaction that marks the run processed: a crash before it
 // re-evaluates the run, and the same keys are enqueued once.
-Result<std::size_t> RunPipeline::complete(const StoredRun& run, const RunOutcome& outcome, RunStepResult& out) {
+Result<std::size_t> RunPipeline::complete(const StoredRun& run, const RunOutcome& outcome,
+                                          const std::vector<Finding>& also_alert, RunStepResult& out) {
     std::vector<OutboxMessage> messages;
     const Config* config = m_options.config;
-    if (config != nullptr && config->route) {
+    const bool held = m_options.hold_rank_alerts && job_key(run.batch.labels).has_value();
+    if (config != nullptr && config->route && !held) {
         std::vector<ResolvedAlert> resolved;
         for (const RegressionEvent& e : outcome.events) {
             if (e.kind != RegressionEvent::Kind::resolved) continue;
@@ -98,7 +101,9 @@ Result<std::size_t> RunPipeline::complete(const StoredRun& run, const RunOutcome
         }
         auto silences = m_db.silences().list(m_options.now_ms());
         if (!silences) return std::unexpected(silences.error());
-        auto groups = group_alerts(*config->route, run, outcome.evaluation.findings, resolved, 50, *silences,
+        std::vector<Finding> findings = outcome.evaluation.findings;
+        findings.insert(findings.end(), also_alert.begin(), also_alert.end());
+        auto groups = group_alerts(*config->route, run, findings, resolved, 50, *silences,
                                    &out.silenced, config->inhibit_rules, &out.inhibited);
         for (AlertGroup& g : groups) g.report_url = out.report_url;
         auto built = outbox_messages(m_db.outbox(), std::move(groups), m_options.now_ms());

@@ -45,15 +45,19 @@ public:
         std::optional<std::int64_t> baseline_run;  // check --baseline
         bool record_checks = false;           // check --format junit
         std::function<std::int64_t()> now_ms;  // the wall clock in Unix ms (tests may give another)
+        bool hold_rank_alerts = false;        // a rank of a distributed job sends nothing itself: its
+                                              // job's message tells its findings (the daemon)
     };
 
     RunPipeline(Db& db, const RuleSet& rules, Options options);
 
-    // Errors keep their kind: the report's fault (refused values) or the database's.
-    Result<RunStepResult> run(const RunBatch& batch);
+    // Errors keep their kind: the report's fault (refused values) or the database's. `also_alert`:
+    // findings sent in this run's alert messages beside its own (a job's: its ranks', merged).
+    Result<RunStepResult> run(const RunBatch& batch, const std::vector<Finding>& also_alert = {});
 
 private:
-    Result<std::size_t> complete(const StoredRun& run, const RunOutcome& outcome, RunStepResult& out);
+    Result<std::size_t> complete(const StoredRun& run, const RunOutcome& outcome, const std::vector<Finding>& also_alert,
+                                 RunStepResult& out);
 
     Db& m_db;
     const RuleSet& m_rules;

@@ -60,8 +60,8 @@ BenchmarkName benchmark_from_path(std::string_view relative) {
 
     std::string& file = segments.back();
     strip_extensions(file);
-    // PyTorch names a trace <worker>.<ms timestamp>; its default worker name is <host>_<pid>.
-    static const std::regex pytorch(R"(^(.*)\.(\d{12,14})$)");
+    // PyTorch names a trace <worker>.<ms or ns timestamp>; its default worker name is <host>_<pid>.
+    static const std::regex pytorch(R"(^(.*)\.(\d{12,14}|\d{18,19})$)");
     static const std::regex host_pid(R"(^[^.]*_\d+$)");
     std::smatch m;
     if (std::regex_match(file, m, pytorch)) {
@@ -74,9 +74,9 @@ BenchmarkName benchmark_from_path(std::string_view relative) {
             if (out.rank.empty()) out.rank = m[2].str();
             s = m.prefix().str() + m[1].str() + m.suffix().str();
         }
-        // Dates and times (2026-11-24, 20261124T105700, 2026-11-24_10-57-00) and epoch seconds or ms.
+        // Dates and times (2026-11-24, 20261124T105700, 2026-11-24_10-57-00) and epoch seconds, ms or ns.
         static const std::regex volatile_parts(
-            R"((^|[._-])(\d{4}-\d{2}-\d{2}([T_ ]?\d{2}[-:]?\d{2}([-:]?\d{2})?)?|\d{8}[T_-]?\d{4,6}|\d{10,14})(?=$|[._-]))");
+            R"((^|[._-])(\d{4}-\d{2}-\d{2}([T_ ]?\d{2}[-:]?\d{2}([-:]?\d{2})?)?|\d{8}[T_-]?\d{4,6}|\d{10,14}|\d{18,19})(?=$|[._-]))");
         s = std::regex_replace(s, volatile_parts, "$1");
         s = tidy(std::move(s));
     }

@@ -149,11 +149,14 @@ std::string derived_benchmark(const LabelSources& sources, const std::string& pa
     }
     if (relative.empty()) relative = p.filename().string();
     BenchmarkName b = benchmark_from_path(relative);
-    // Only volatile parts (a PyTorch trace named after its host, pid and time): the folder holding it.
-    if (b.name.empty() && p.has_parent_path()) {
-        BenchmarkName dir = benchmark_from_path(p.parent_path().filename().string());
+    // Only volatile parts (a PyTorch trace named after its host, pid and time): the folder holding
+    // it, or the one above when that folder only names a rank (run/rank_3/host_pid.123.json).
+    std::filesystem::path dir_path = p.parent_path();
+    for (int up = 0; b.name.empty() && up < 2 && !dir_path.filename().empty(); ++up) {
+        BenchmarkName dir = benchmark_from_path(dir_path.filename().string());
         b.name = dir.name;
         if (b.rank.empty()) b.rank = dir.rank;
+        dir_path = dir_path.parent_path();
     }
     if (b.name.empty()) b.name = format;
     if (rank != nullptr) *rank = b.rank;

@@ -7,7 +7,7 @@
 namespace perfwatch {
 
 namespace {
-constexpr std::array<std::pair<EntityKind, std::string_view>, 7> k_entity_kinds{{
+constexpr std::array<std::pair<EntityKind, std::string_view>, 9> k_entity_kinds{{
     {EntityKind::run, "run"},
     {EntityKind::device, "device"},
     {EntityKind::kernel, "kernel"},
@@ -15,6 +15,8 @@ constexpr std::array<std::pair<EntityKind, std::string_view>, 7> k_entity_kinds{
     {EntityKind::nvtx_range, "nvtx_range"},
     {EntityKind::api_call, "api_call"},
     {EntityKind::memcpy, "memcpy"},
+    {EntityKind::collective, "collective"},
+    {EntityKind::rank, "rank"},
 }};
 }  // namespace
 

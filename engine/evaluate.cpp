@@ -247,7 +247,8 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
                 if (const double* d = std::get_if<double>(&s); d && std::isfinite(*d))
                     f.estimated_speedup_pct = std::clamp(*d, 0.0, 100.0);
             }
-            if (entity.kind == EntityKind::run) {
+            // A rank's estimated speedup is already a share of its job's step.
+            if (entity.kind == EntityKind::run || entity.kind == EntityKind::rank) {
                 f.share_pct = 100.0;
             } else if (gpu_time > 0) {
                 const auto t = scope.metric(entity.kind == EntityKind::kernel ? "duration_total" : "duration");

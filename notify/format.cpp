@@ -45,6 +45,7 @@ std::string format_check_text(const CheckReport& report) {
         for (const std::string& b : r.baselines) out += fmt::format("  baseline: {}\n", b);
         for (const std::string& g : r.regressions) out += fmt::format("  regression {}\n", g);
     }
+    for (const std::string& v : report.views) out += "\n" + v;
     std::map<Severity, int> counts;
     for (const Finding& f : report.findings) ++counts[f.severity];
     out += fmt::format("\n{} finding(s): {} error, {} warning, {} info ({} checks evaluated, {} not applicable)\n",

@@ -35,6 +35,7 @@ struct CheckReport {
     std::size_t evaluated = 0;
     std::size_t not_applicable = 0;
     std::vector<CheckCase> cases;  // filled for JUnit output
+    std::vector<std::string> views;  // preformatted views printed after the runs (a job's ranks)
 };
 
 // Human-readable report: one block per finding, worst impact first.

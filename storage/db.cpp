@@ -62,7 +62,8 @@ Db::Db(std::unique_ptr<sql::Connection> db, std::string path)
       m_regressions(*m_db, m_path),
       m_pins(*m_db, m_path),
       m_silences(*m_db, m_path),
-      m_file_marks(*m_db, m_path) {}
+      m_file_marks(*m_db, m_path),
+      m_jobs(*m_db, m_path) {}
 Db::Db(Db&&) noexcept = default;
 Db& Db::operator=(Db&&) noexcept = default;
 Db::~Db() = default;

@@ -13,6 +13,7 @@
 #include "core/model.hpp"
 #include "storage/file_marks.hpp"
 #include "storage/history_reads.hpp"
+#include "storage/jobs.hpp"
 #include "storage/outbox.hpp"
 #include "storage/pins.hpp"
 #include "storage/regressions.hpp"
@@ -134,6 +135,8 @@ public:
     const Pins& pins() const { return m_pins; }
     Silences& silences() { return m_silences; }
     const Silences& silences() const { return m_silences; }
+    Jobs& jobs() { return m_jobs; }
+    const Jobs& jobs() const { return m_jobs; }
     FileMarks& file_marks() { return m_file_marks; }
     const FileMarks& file_marks() const { return m_file_marks; }
 
@@ -169,6 +172,7 @@ private:
     Pins m_pins;
     Silences m_silences;
     FileMarks m_file_marks;
+    Jobs m_jobs;
 };
 
 }  // namespace perfwatch

@@ -12,6 +12,7 @@
 namespace perfwatch {
 
 using sql::guarded;
+using sql::in_list;
 using sql::Statement;
 
 namespace {
@@ -19,12 +20,6 @@ namespace {
 // Ids bound in one IN list: a history window or a page of runs fits in one statement per table.
 constexpr std::size_t k_ids_per_statement = 500;
 
-// "(?,?,?)" for `n` values.
-std::string in_list(std::size_t n) {
-    std::string out = "(";
-    for (std::size_t i = 0; i < n; ++i) out += i > 0 ? ",?" : "?";
-    return out + ")";
-}
 
 void bind_ids(Statement& st, std::span<const std::int64_t> ids) {
     for (std::size_t i = 0; i < ids.size(); ++i) st.bind(static_cast<int>(i + 1), ids[i]);

@@ -233,6 +233,16 @@ ALTER TABLE runs ADD COLUMN claim_until_ms INTEGER;
 ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
 ALTER TABLE outbox ADD COLUMN lease_until_ms INTEGER;
 )sql",
+    // Distributed jobs: a job's own run (format "job") and the rank runs it was built from.
+    R"sql(
+CREATE TABLE job_ranks(
+    job_run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    rank_no INTEGER NOT NULL,
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    PRIMARY KEY(job_run, rank_no)
+) WITHOUT ROWID;
+CREATE INDEX job_ranks_run ON job_ranks(run_id);
+)sql",
 };
 
 // The schema at current_schema_version(), once for both backends, tables in the order their
@@ -417,6 +427,13 @@ CREATE TABLE alert_fingerprints(
     last_ms {int} NOT NULL,
     PRIMARY KEY(receiver, fingerprint)
 ){without_rowid};
+CREATE TABLE job_ranks(
+    job_run {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    rank_no {int} NOT NULL,
+    run_id {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    PRIMARY KEY(job_run, rank_no)
+){without_rowid};
+CREATE INDEX job_ranks_run ON job_ranks(run_id);
 )sql";
 
 // PostgreSQL does not index a referencing column by itself: deleting an entity's children
@@ -446,6 +463,15 @@ ALTER TABLE runs ADD COLUMN claimed_by TEXT;
 ALTER TABLE runs ADD COLUMN claim_until_ms BIGINT;
 ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
 ALTER TABLE outbox ADD COLUMN lease_until_ms BIGINT;
+)sql"},
+    {9, R"sql(
+CREATE TABLE job_ranks(
+    job_run BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    rank_no BIGINT NOT NULL,
+    run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    PRIMARY KEY(job_run, rank_no)
+);
+CREATE INDEX job_ranks_run ON job_ranks(run_id);
 )sql"},
 };
 

@@ -100,6 +100,12 @@ void BatchInsert::flush() {
     m_values.clear();
 }
 
+std::string in_list(std::size_t n) {
+    std::string out = "(";
+    for (std::size_t i = 0; i < n; ++i) out += i > 0 ? ",?" : "?";
+    return out + ")";
+}
+
 std::string now_utc() {
     return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
                        std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));

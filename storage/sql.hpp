@@ -221,6 +221,9 @@ private:
 // The clock as the database stores times: "2026-11-25T21:26:49Z" (UTC, seconds).
 std::string now_utc();
 
+// "(?,?,?)" for `n` values: an IN list of bound values.
+std::string in_list(std::size_t n);
+
 // The first column of the first row of `sql` as an integer (0 when NULL or no row).
 std::int64_t query_int(Connection& db, std::string_view sql);
 

@@ -1,8 +1,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <set>
 
+#include "app/job_assembly.hpp"
+#include "app/job_view.hpp"
 #include "app/run_pipeline.hpp"
 #include "collectors/collector.hpp"
 #include "engine/evaluate.hpp"
@@ -77,6 +81,22 @@ int run_check(const CheckOptions& options) {
     int status = 0;
     std::uint64_t storing_statements = 0;
     RunPipeline run_pipeline(*db, rules, std::move(pipeline));
+    std::set<std::int64_t> checked;
+    auto add_step = [&](const RunStepResult& step) {
+        const StoredRun& run = *step.run;
+        const RunOutcome& outcome = step.outcome;
+        RunRef ref = run_ref(run);
+        ref.baselines = outcome.baselines;
+        for (const RegressionEvent& e : outcome.events) ref.regressions.push_back(regression_sentence(e));
+        report.runs.push_back(std::move(ref));
+        for (const DecidedCheck& c : outcome.evaluation.checks) {
+            const Entity& e = run.batch.entities[c.entity];
+            report.cases.push_back({run.id, rules.rules[c.rule].spec.id, e.kind, e.name});
+        }
+        report.evaluated += outcome.evaluation.evaluated;
+        report.not_applicable += outcome.evaluation.not_applicable;
+        for (const Finding& f : outcome.evaluation.findings) report.findings.push_back(f);
+    };
     for (const std::string& file : options.files) {
         // A report set aside (no converter tool) was not checked: the gate cannot pass on it.
         auto batches = collect_labelled_runs(file, options.labels, options.converters);
@@ -93,19 +113,28 @@ int run_check(const CheckOptions& options) {
                 continue;
             }
             storing_statements += step->storing_statements;
-            const StoredRun& run = *step->run;
-            const RunOutcome& outcome = step->outcome;
-            RunRef ref = run_ref(run);
-            ref.baselines = outcome.baselines;
-            for (const RegressionEvent& e : outcome.events) ref.regressions.push_back(regression_sentence(e));
-            report.runs.push_back(std::move(ref));
-            for (const DecidedCheck& c : outcome.evaluation.checks) {
-                const Entity& e = run.batch.entities[c.entity];
-                report.cases.push_back({run.id, rules.rules[c.rule].spec.id, e.kind, e.name});
+            checked.insert(step->stored.run_id);
+            add_step(*step);
+        }
+    }
+    // Ranks of a distributed job checked here are judged together too, with the ranks given
+    // (against the job's own history: not with an explicit baseline, which is one rank's).
+    if (!options.baseline.empty()) {
+    } else if (auto pending = pending_jobs(*db); !pending) {
+        print_error(pending.error());
+        status = 2;
+    } else {
+        for (const PendingJob& p : *pending) {
+            if (std::none_of(p.ranks.begin(), p.ranks.end(), [&](const JobRank& r) { return checked.contains(r.run_id); }))
+                continue;
+            auto job = assemble_job(*db, run_pipeline, p);
+            if (!job) {
+                print_error(job.error());
+                status = 2;
+                continue;
             }
-            report.evaluated += outcome.evaluation.evaluated;
-            report.not_applicable += outcome.evaluation.not_applicable;
-            for (const Finding& f : outcome.evaluation.findings) report.findings.push_back(f);
+            add_step(job->step);
+            report.views.push_back(format_job_text(*job->step.run));
         }
     }
     rank_findings(report.findings);

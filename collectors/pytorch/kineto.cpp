@@ -7,12 +7,15 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "collectors/readers/byte_source.hpp"
+#include "collectors/readers/comm_kernels.hpp"
 #include "collectors/readers/json_number.hpp"
 #include "collectors/readers/json_stream.hpp"
 #include "collectors/readers/span_set.hpp"
@@ -47,11 +50,39 @@ Cat category(std::string_view cat) {
     return Cat::other;
 }
 
-// HTA's kernel type: communication kernels by name.
-bool is_comm_kernel(std::string_view name) {
-    return name.starts_with("nccl") || name.starts_with("rccl") || name.starts_with("hccl") ||
-           name.find("ncclKernel") != std::string_view::npos || name.find("ncclDevKernel") != std::string_view::npos;
-}
+// Most collective entities a rank keeps (in order); later ones count only in the run's figures.
+constexpr std::size_t k_max_collectives = 4096;
+// Most kernel executions kept (32 bytes each) for the idle-time categories; past this the
+// categories are not given (a note says so), so memory does not grow with the trace.
+constexpr std::size_t k_max_idle_kernels = 1 << 20;
+// HTA's consecutive_kernel_delay: a gap below this between kernels of one stream is kernel wait.
+constexpr double k_kernel_wait_ns = 30;
+
+// One kernel execution for the idle-time categories: when it ran, on which stream, and when
+// the host's launch call for it ended (-infinity: no launch call matched; times before the
+// trace's first event are negative).
+struct KernelRun {
+    double start = 0, end = 0, launch_end = -std::numeric_limits<double>::infinity();
+    std::uint32_t device = 0, stream = 0;
+};
+
+// A communication kernel execution, kept in order for matching across ranks.
+struct CollectiveRun {
+    std::string name;
+    double start = 0, length = 0, stream = -1;
+    std::string device;
+};
+
+// A kernel waiting for its launch call (or the reverse), by correlation ID.
+struct PendingSpan {
+    double start = 0, length = 0;
+    std::int64_t kernel = -1;  // index in the kept kernel runs
+};
+
+// Communication and computation kernel intervals of one device.
+struct DeviceSpans {
+    SpanSet comm{1 << 12}, compute{1 << 14};
+};
 
 struct Stats {
     double count = 0, total = 0, min = 0, max = 0;
@@ -120,6 +151,7 @@ private:
                 else continue;
                 if (field.key == "rank" || field.key == "world_size" || field.key == "backend")
                     m_labels[std::string(field.key)] = v;
+                if (field.key == "world_size" && field.value.is_int64()) m_world_size = double(int64_t(field.value));
             }
             return {};
         }
@@ -300,9 +332,19 @@ private:
                 const bool kernel = c == Cat::kernel;
                 if (kernel) {
                     kernel_extra(name, device_name, args, has_args, length);
-                    (is_comm_kernel(name) ? m_comm_spans : m_compute_spans).add(start, start + length);
-                    (is_comm_kernel(name) ? m_comm_time : m_compute_time) += length;
-                    if (correlation >= 0) match_kernel(correlation, start, length);
+                    const bool comm = is_comm_kernel(name);
+                    DeviceSpans& spans = m_device_spans[device_name];
+                    (comm ? spans.comm : spans.compute).add(start, start + length);
+                    (comm ? m_comm_time : m_compute_time) += length;
+                    double stream = -1;
+                    if (has_args) field(args, "stream", stream);
+                    if (comm) {
+                        if (m_collectives.size() < k_max_collectives)
+                            m_collectives.push_back({std::string(name), start, length, stream, device_name});
+                        ++m_collective_count;
+                    }
+                    const std::int64_t kept = keep_kernel_run(device, stream, start, length);
+                    if (correlation >= 0) match_kernel(correlation, start, length, kept);
                 } else {
                     m_memory_time += length;
                     double bytes = 0;
@@ -408,19 +450,67 @@ private:
         if (!(correlation >= 0 && correlation < 9.0e15) || correlation != std::floor(correlation)) return std::nullopt;
         return static_cast<std::int64_t>(correlation);
     }
-    void match_kernel(double correlation, double start, double length) {
+    void match_kernel(double correlation, double start, double length, std::int64_t kept) {
         const auto id = correlation_id(correlation);
         if (!id) return;
-        if (auto cpu = m_pending_runtime.take(*id)) record_launch(*cpu, {start, length});
-        else m_pending_kernels.put(*id, {start, length});
+        if (auto cpu = m_pending_runtime.take(*id)) record_launch({cpu->start, cpu->length}, {start, length}, kept);
+        else m_pending_kernels.put(*id, {start, length, kept});
     }
     void match_runtime(double correlation, double start, double length) {
         const auto id = correlation_id(correlation);
         if (!id) return;
-        if (auto gpu = m_pending_kernels.take(*id)) record_launch({start, length}, *gpu);
+        if (auto gpu = m_pending_kernels.take(*id)) record_launch({start, length}, {gpu->start, gpu->length}, gpu->kernel);
         else m_pending_runtime.put(*id, {start, length});
     }
-    void record_launch(std::pair<double, double> cpu, std::pair<double, double> gpu) {
+
+    // Keeps a kernel execution for the idle-time categories; its index, or -1 past the bound.
+    std::int64_t keep_kernel_run(double device, double stream, double start, double length) {
+        if (m_kernel_runs.size() >= k_max_idle_kernels) {
+            m_idle_unkept = true;
+            return -1;
+        }
+        auto key = [](auto& map, double v) {
+            auto it = map.find(v);
+            if (it == map.end()) it = map.emplace(v, static_cast<std::uint32_t>(map.size())).first;
+            return it->second;
+        };
+        m_kernel_runs.push_back({start, start + length, -std::numeric_limits<double>::infinity(), key(m_device_ids, device),
+                                  key(m_stream_ids, stream)});
+        return static_cast<std::int64_t>(m_kernel_runs.size() - 1);
+    }
+
+    // HTA's idle time categories over each stream's kernels in start order: a gap whose kernel's
+    // launch call ended after the previous kernel ended is host wait (the GPU waited for the
+    // host); a gap shorter than 30 ns is kernel wait; every other gap is other wait.
+    void set_idle_categories(Entity& run) {
+        if (m_idle_unkept || m_kernel_runs.empty()) return;
+        std::sort(m_kernel_runs.begin(), m_kernel_runs.end(), [](const KernelRun& a, const KernelRun& b) {
+            return std::tie(a.device, a.stream, a.start) < std::tie(b.device, b.stream, b.start);
+        });
+        double host = 0, kernel = 0, other = 0;
+        double stream_end = m_kernel_runs.front().end;
+        for (std::size_t i = 1; i < m_kernel_runs.size(); ++i) {
+            const KernelRun& k = m_kernel_runs[i];
+            const KernelRun& prev = m_kernel_runs[i - 1];
+            if (k.device != prev.device || k.stream != prev.stream) {
+                stream_end = k.end;
+                continue;
+            }
+            const double gap = k.start - stream_end;
+            if (gap > 0) {
+                if (k.launch_end > stream_end) host += gap;
+                else if (gap < k_kernel_wait_ns) kernel += gap;
+                else other += gap;
+            }
+            stream_end = std::max(stream_end, k.end);
+        }
+        run.set(plain("idle_host_wait", host, "ns"));
+        run.set(plain("idle_kernel_wait", kernel, "ns"));
+        run.set(plain("idle_other_wait", other, "ns"));
+    }
+
+    void record_launch(std::pair<double, double> cpu, std::pair<double, double> gpu, std::int64_t kept) {
+        if (kept >= 0) m_kernel_runs[static_cast<std::size_t>(kept)].launch_end = cpu.first + cpu.second;
         const double delay = gpu.first - (cpu.first + cpu.second);
         m_delays.add(delay);
         if (delay > k_launch_delay_outlier_ns) ++m_delay_outliers;
@@ -524,8 +614,42 @@ private:
         run.set(plain("gpu_time_comm", m_comm_time, "ns"));
         run.set(plain("gpu_time_compute", m_compute_time, "ns"));
         run.set(plain("gpu_time_memory", m_memory_time, "ns"));
-        const Overlap comm = overlap(m_comm_spans, m_compute_spans);
-        if (comm.a_length > 0) run.set(plain("comm_compute_overlap_pct", 100.0 * comm.both / comm.a_length, "percent"));
+        // Exposed communication: communication kernel time on a device not overlapped by
+        // computation kernels on the same device (merged intervals).
+        double comm_union = 0, comm_overlapped = 0;
+        for (auto& [device, spans] : m_device_spans) {
+            const Overlap o = overlap(spans.comm, spans.compute);
+            comm_union += o.a_length;
+            comm_overlapped += o.both;
+        }
+        if (comm_union > 0) {
+            run.set(plain("comm_compute_overlap_pct", 100.0 * comm_overlapped / comm_union, "percent"));
+            run.set(plain("comm_exposed_time", comm_union - comm_overlapped, "ns"));
+        }
+        if (m_collective_count > 0) run.set(plain("collectives", static_cast<double>(m_collective_count), "count"));
+        if (m_world_size) run.set(plain("world_size", *m_world_size, "count", "distributedInfo.world_size"));
+        if (m_base) run.attributes["time_base_us"] = fmt::format("{:.3f}", *m_base);
+        set_idle_categories(run);
+        if (m_idle_unkept)
+            batch.notes.push_back(fmt::format("more than {} kernel executions: idle time categories not computed",
+                                              k_max_idle_kernels));
+        for (std::size_t i = 0; i < m_collectives.size(); ++i) {
+            const CollectiveRun& c = m_collectives[i];
+            Entity e;
+            e.kind = EntityKind::collective;
+            e.name = c.name;
+            e.attributes["sequence"] = std::to_string(i);
+            e.attributes["device"] = c.device;
+            e.attributes["library"] = std::string(comm_library(c.name));
+            if (c.stream >= 0) e.attributes["stream"] = fmt::format("{:.0f}", c.stream);
+            e.set(plain("start", c.start, "ns"));
+            e.set(plain("end", c.start + c.length, "ns"));
+            e.set(plain("duration", c.length, "ns"));
+            batch.entities.push_back(std::move(e));
+        }
+        if (m_collective_count > m_collectives.size())
+            batch.notes.push_back(fmt::format("{} communication kernel executions: the first {} kept in order",
+                                              m_collective_count, m_collectives.size()));
         if (m_delays.count > 0) {
             run.set(plain("launch_delay_mean", m_delays.total / m_delays.count, "ns"));
             run.set(plain("launch_delay_max", m_delays.max, "ns"));
@@ -568,11 +692,17 @@ private:
     std::map<std::string, Stats, std::less<>> m_api;
     std::map<std::string, Stats, std::less<>> m_sync_kinds;
     std::map<double, std::string> m_device_labels;
-    WaitingMap<std::pair<double, double>> m_pending_runtime, m_pending_kernels;  // (start, length)
+    WaitingMap<PendingSpan> m_pending_runtime, m_pending_kernels;
     Stats m_delays, m_steps, m_sync;
     double m_delay_outliers = 0, m_short_kernels = 0, m_runtime_outliers = 0, m_cpu_ops = 0;
     double m_comm_time = 0, m_compute_time = 0, m_memory_time = 0;
-    SpanSet m_comm_spans, m_compute_spans;
+    std::map<std::string, DeviceSpans> m_device_spans;
+    std::vector<CollectiveRun> m_collectives;
+    std::size_t m_collective_count = 0;
+    std::vector<KernelRun> m_kernel_runs;
+    std::map<double, std::uint32_t> m_device_ids, m_stream_ids;
+    bool m_idle_unkept = false;
+    std::optional<double> m_world_size;
 };
 
 class KinetoCollector final : public StreamCollector {
