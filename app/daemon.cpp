@@ -31,6 +31,7 @@
 #include "app/log.hpp"
 #include "app/quiet_queue.hpp"
 #include "app/report.hpp"
+#include "app/job_assembly.hpp"
 #include "app/run_pipeline.hpp"
 #include "core/vocabulary.hpp"
 #include "collectors/collector.hpp"
@@ -172,6 +173,7 @@ private:
         asio::post(m_writer_io, [this] {
             m_delivery_timer.cancel();
             m_retention_timer.cancel();
+            m_jobs_timer.cancel();
             if (m_sending > 0) {
                 // A delivery in flight is abandoned: it stays pending and goes out again, with the
                 // same idempotency key, at the next start.
@@ -401,7 +403,7 @@ private:
     // One run through the run pipeline (app/run_pipeline), then its logs and metrics.
     RunStep store_and_evaluate_run(const Job& job, const RunBatch& batch, FileMark& mark, bool& inserted) {
         RunPipeline pipeline(m_db, job.settings->rules,
-                             {&job.settings->config, m_owner, &m_runs, std::nullopt, false, &wall_now_ms});
+                             {&job.settings->config, m_owner, &m_runs, std::nullopt, false, &wall_now_ms, true});
         auto step = pipeline.run(batch);
         if (!step && step.error().kind != ErrorKind::database) {
             Error e = step.error();
@@ -443,6 +445,8 @@ private:
                     e.kind == RegressionEvent::Kind::opened ? "opened" : "resolved", to_string(e.state.entity_kind),
                     e.state.entity_name, e.state.rule);
         }
+        // A rank of a distributed job: its job is judged (and told) once all its ranks are in.
+        if (job_key(batch.labels)) assemble_jobs(job.settings);
         const double latency_s = std::chrono::duration<double>(Clock::now() - job.since).count();
         m_metrics.ingest_latency(latency_s);
         const std::string session =
@@ -461,6 +465,48 @@ private:
     }
 
     static std::int64_t wall_now_ms() { return wall_now_ns() / 1'000'000; }
+
+    // Writer thread: builds, evaluates and tells each job whose ranks are all stored, and each
+    // waiting past job_timeout since this daemon first saw it (a missing rank being a finding),
+    // then looks again in a second while some still wait.
+    void assemble_jobs(const std::shared_ptr<const Settings>& settings) {
+        auto pending = pending_jobs(m_db);
+        if (!pending) return database_failed(pending.error());
+        const auto now = Clock::now();
+        std::map<std::string, Clock::time_point> still_waiting;
+        for (const PendingJob& p : *pending) {
+            const std::string id = fmt::format("{}#{}", p.key, p.ranks.front().run_id);
+            auto since = m_job_since.find(id);
+            const Clock::time_point first_seen = since == m_job_since.end() ? now : since->second;
+            if (!p.complete() && now - first_seen < settings->config.job_timeout) {
+                still_waiting.emplace(id, first_seen);
+                continue;
+            }
+            RunPipeline pipeline(m_db, settings->rules,
+                                 {&settings->config, m_owner, &m_runs, std::nullopt, false, &wall_now_ms, true});
+            auto assembled = assemble_job(m_db, pipeline, p);
+            if (!assembled) {
+                if (assembled.error().kind == ErrorKind::database) return database_failed(assembled.error());
+                log(LogLevel::warning, "job of {} ranks not judged: {}", p.job.world_size, assembled.error().to_string());
+                continue;
+            }
+            const RunStepResult& step = assembled->step;
+            std::vector<int> ranks;
+            for (const JobRank& r : assembled->ranks) ranks.push_back(r.rank);
+            log(LogLevel::info, "job run {}: ranks {} of {}{}: {} findings, {} from its ranks", step.stored.run_id,
+                rank_list(ranks), p.job.world_size, p.complete() ? "" : " (waited past job_timeout)",
+                step.state == RunStepResult::State::evaluated ? step.outcome.evaluation.findings.size() : 0,
+                assembled->rank_findings.size());
+            if (step.queued > 0) schedule_delivery();
+        }
+        m_job_since = std::move(still_waiting);
+        if (!m_job_since.empty() && !m_stopping) {
+            m_jobs_timer.expires_after(std::chrono::seconds(1));
+            m_jobs_timer.async_wait([this](const boost::system::error_code& ec) {
+                if (!ec) assemble_jobs(std::atomic_load(&m_current));
+            });
+        }
+    }
 
     // Writer thread: the retention policy, shortly after the start and then once a day, in
     // transactions of a few runs so reports keep being stored meanwhile.
@@ -694,6 +740,8 @@ private:
     asio::thread_pool m_senders{2};            // blocking deliveries (libcurl)
     asio::steady_timer m_delivery_timer{m_writer_io};
     asio::steady_timer m_retention_timer{m_writer_io};
+    asio::steady_timer m_jobs_timer{m_writer_io};
+    std::map<std::string, Clock::time_point> m_job_since;  // a waiting job instance -> when first seen (writer)
     std::shared_ptr<const Settings> m_current;  // the settings deliveries use (atomic load/store)
     // Writer thread only:
     Dispatcher m_dispatcher{m_db.outbox(), m_owner};  // writer thread

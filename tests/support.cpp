@@ -43,6 +43,18 @@ std::optional<std::filesystem::path> corpus_dir() {
     return std::nullopt;
 }
 
+std::optional<std::filesystem::path> jobs_dir() {
+    if (const char* env = std::getenv("PERFWATCH_JOBS"); env != nullptr && *env != '\0') {
+        if (std::filesystem::is_directory(env)) return std::filesystem::path(env);
+        return std::nullopt;
+    }
+    const auto p = std::filesystem::path(PERFWATCH_SOURCE_DIR) / ".." / "shared" / "jobs";
+    if (std::filesystem::is_directory(p)) return std::filesystem::weakly_canonical(p);
+    if (const char* required = std::getenv("PERFWATCH_REQUIRE_CORPUS"); required != nullptr && *required == '1')
+        ADD_FAILURE() << "the jobs are required here (PERFWATCH_REQUIRE_CORPUS=1) but " << p.string() << " is missing";
+    return std::nullopt;
+}
+
 std::string fixture(const std::string& relative) {
     return (std::filesystem::path(PERFWATCH_SOURCE_DIR) / "tests" / "fixtures" / relative).string();
 }

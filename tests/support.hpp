@@ -15,6 +15,8 @@ namespace perfwatch::test {
 
 // ../shared/corpus from the repository root, or $PERFWATCH_CORPUS; nullopt when absent.
 std::optional<std::filesystem::path> corpus_dir();
+// ../shared/jobs (or $PERFWATCH_JOBS): whole multi-rank jobs, one folder each; nullopt when absent.
+std::optional<std::filesystem::path> jobs_dir();
 
 // A corpus file's path; the test is skipped with a visible reason when the corpus is absent.
 #define PERFWATCH_CORPUS_FILE(var, relative)                                                         \

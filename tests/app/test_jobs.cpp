@@ -1,0 +1,261 @@
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "tests/support.hpp"
+
+namespace perfwatch {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string k_walker = std::string(PERFWATCH_SOURCE_DIR) + "/tests/fixtures/jobs/walk_job.py";
+
+std::vector<std::string> files_in(const fs::path& dir, const std::string& ending) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().string().ends_with(ending)) out.push_back(e.path().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// `perfwatch check --format json` on `files` into `db`: the parsed document.
+nlohmann::json check(const std::string& db, const std::vector<std::string>& files) {
+    std::vector<std::string> args{"check", "--db", db, "--format", "json"};
+    args.insert(args.end(), files.begin(), files.end());
+    const auto r = test::run_perfwatch(args);
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+    return nlohmann::json::parse(r.out);
+}
+
+// The rank entities of stored run `id` (a job's run): rank number -> metrics.
+std::map<std::string, nlohmann::json> ranks_of(const std::string& db, std::int64_t id) {
+    const auto shown = test::run_perfwatch({"show", "--db", db, std::to_string(id), "--format", "json"});
+    EXPECT_EQ(shown.exit_code, 0) << shown.err;
+    std::map<std::string, nlohmann::json> out;
+    const auto doc = nlohmann::json::parse(shown.out);
+    for (const auto& e : doc["entities"])
+        if (e["kind"] == "rank") out[e["name"].get<std::string>().substr(5)] = e["metrics"];
+    return out;
+}
+
+std::vector<std::int64_t> job_runs(const nlohmann::json& doc) {
+    std::vector<std::int64_t> out;
+    for (const auto& r : doc["runs"])
+        if (r["format"] == "job") out.push_back(r["id"].get<std::int64_t>());
+    return out;
+}
+
+// Every figure the walker gives equals perfwatch's for the same rank (times within 5 ns: both
+// sum microsecond fractions in doubles).
+void expect_same_figures(const std::string& what, const nlohmann::json& walked,
+                         const std::map<std::string, nlohmann::json>& own) {
+    ASSERT_EQ(walked.size(), own.size()) << what;
+    for (const auto& [rank, figures] : walked.items()) {
+        ASSERT_TRUE(own.contains(rank)) << what << ": no rank " << rank;
+        const nlohmann::json& mine = own.at(rank);
+        for (const auto& [name, value] : figures.items()) {
+            const double expected = value.get<double>();
+            const double got = mine.contains(name) ? mine[name].get<double>() : 0.0;
+            EXPECT_NEAR(got, expected, std::max(5.0, 1e-9 * std::abs(expected)))
+                << what << ", rank " << rank << ": " << name;
+        }
+    }
+}
+
+}  // namespace
+
+// Both corpus jobs, read by perfwatch and by walk_job.py (Python's json only): per rank, the
+// kernel-type times, exposed communication, collectives, HTA's idle categories, the wait in
+// collectives and the last arrivals are the same.
+TEST(Jobs, PerRankFiguresOfBothCorpusJobsEqualAnIndependentReading) {
+    const auto jobs = test::jobs_dir();
+    if (!jobs) GTEST_SKIP() << "jobs not found (../shared/jobs or $PERFWATCH_JOBS)";
+    test::TempDir dir;
+
+    const auto dlrm = files_in(*jobs / "param_dlrm_kineto_8ranks", ".pt.trace.json");
+    ASSERT_EQ(dlrm.size(), 8u);
+    const auto doc = check(dir.file("dlrm.db"), dlrm);
+    const auto ids = job_runs(doc);
+    ASSERT_EQ(ids.size(), 1u) << doc.dump();
+    std::vector<std::string> walk{"/usr/bin/python3", k_walker};
+    walk.insert(walk.end(), dlrm.begin(), dlrm.end());
+    const auto walked = test::run_program(walk);
+    ASSERT_EQ(walked.exit_code, 0) << walked.err;
+    expect_same_figures("DLRM", nlohmann::json::parse(walked.out), ranks_of(dir.file("dlrm.db"), ids[0]));
+
+    // The point-to-point benchmark: the first three windows of each rank that ran kernels (ranks 1
+    // and 2 begin with a window of CPU work only), one job per window.
+    const fs::path p2p = *jobs / "validation-studies_p2p_4xT4";
+    std::vector<std::vector<std::string>> windows(3);
+    std::vector<std::string> all;
+    const std::regex kernel_event("\"cat\":\\s*\"kernel\"");
+    for (int rank = 0; rank < 4; ++rank) {
+        std::vector<std::string> files;
+        for (const std::string& f : files_in(p2p / fmt::format("rank_{}", rank), ".json.gz"))
+            if (files.size() < 3 && std::regex_search(test::read_maybe_gzip(f), kernel_event)) files.push_back(f);
+        ASSERT_EQ(files.size(), 3u);
+        for (std::size_t w = 0; w < 3; ++w) {
+            windows[w].push_back(files[w]);
+            all.push_back(files[w]);
+        }
+    }
+    const auto p2p_doc = check(dir.file("p2p.db"), all);
+    const auto p2p_ids = job_runs(p2p_doc);
+    ASSERT_EQ(p2p_ids.size(), 3u) << p2p_doc.dump();
+    for (std::size_t w = 0; w < 3; ++w) {
+        std::vector<std::string> args{"/usr/bin/python3", k_walker};
+        args.insert(args.end(), windows[w].begin(), windows[w].end());
+        const auto window = test::run_program(args);
+        ASSERT_EQ(window.exit_code, 0) << window.err;
+        expect_same_figures(fmt::format("p2p window {}", w), nlohmann::json::parse(window.out),
+                            ranks_of(dir.file("p2p.db"), p2p_ids[w]));
+    }
+    // The job view names its ranks, and `job list` the three jobs of the windows.
+    const auto listed = test::run_perfwatch({"job", "list", "--db", dir.file("p2p.db")});
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    EXPECT_NE(listed.out.find("3 job(s)"), std::string::npos) << listed.out;
+    EXPECT_NE(listed.out.find("ranks 0-3 of 4"), std::string::npos) << listed.out;
+}
+
+// Verdicts of the straggler rule on the DLRM job: copies in which one rank's computation before
+// its first collective is made longer (that kernel lengthened, the rank's later events moved; every
+// other rank's events kept) must name that rank; the unchanged job names only the ranks the walker
+// finds arriving last at half the collectives or more. Precision and recall are printed.
+TEST(Jobs, AStragglerInjectedIntoTheDlrmJobIsNamed) {
+    const auto jobs = test::jobs_dir();
+    if (!jobs) GTEST_SKIP() << "jobs not found (../shared/jobs or $PERFWATCH_JOBS)";
+    test::TempDir dir;
+    const auto dlrm = files_in(*jobs / "param_dlrm_kineto_8ranks", ".pt.trace.json");
+    ASSERT_EQ(dlrm.size(), 8u);
+    // Every variant's ranks in one check: each variant is its own folder, so its own job.
+    std::vector<std::string> all;
+    std::map<std::string, int> variant_rank;  // folder -> the slowed rank (-1: unchanged)
+    const fs::path unchanged_dir = dir.path() / "unchanged";
+    fs::create_directories(unchanged_dir);
+    for (const std::string& f : dlrm) {
+        fs::copy_file(f, unchanged_dir / fs::path(f).filename());
+        all.push_back((unchanged_dir / fs::path(f).filename()).string());
+    }
+    variant_rank["unchanged"] = -1;
+    constexpr double k_delay_us = 3000;
+    for (int rank = 0; rank < 8; ++rank) {
+        const std::string name = fmt::format("slowed-w{}", rank);
+        std::vector<std::string> args{"/usr/bin/python3", k_walker, "--slow", std::to_string(rank),
+                                      fmt::format("{}", k_delay_us), dir.file(name)};
+        args.insert(args.end(), dlrm.begin(), dlrm.end());
+        const auto made = test::run_program(args);
+        ASSERT_EQ(made.exit_code, 0) << made.err;
+        for (const std::string& f : files_in(dir.path() / name, ".json")) all.push_back(f);
+        variant_rank[name] = rank;
+    }
+    const auto doc = check(dir.file("verdicts.db"), all);
+    std::map<std::int64_t, std::string> variant_of;  // job run -> folder (its benchmark label)
+    for (const auto& r : doc["runs"])
+        if (r["format"] == "job") variant_of[r["id"].get<std::int64_t>()] = r["labels"]["benchmark"];
+    ASSERT_EQ(variant_of.size(), 9u) << doc["runs"].dump();
+    std::map<std::string, std::map<std::string, std::string>> named;  // folder -> rank -> message
+    for (const auto& f : doc["findings"])
+        if (f["rule"] == "job-straggler")
+            named[variant_of.at(f["run"].get<std::int64_t>())][f["entity"]["name"].get<std::string>().substr(5)] =
+                f["message"];
+
+    // The unchanged job: the walker's ranks arriving last at >= half of the collectives.
+    std::vector<std::string> walk{"/usr/bin/python3", k_walker};
+    walk.insert(walk.end(), dlrm.begin(), dlrm.end());
+    const auto walked = nlohmann::json::parse(test::run_program(walk).out);
+    std::set<std::string> late, unchanged;
+    for (const auto& [rank, f] : walked.items())
+        if (2 * f["last_arrivals"].get<int>() >= f["collectives"].get<int>()) late.insert(rank);
+    for (const auto& [rank, message] : named["unchanged"]) unchanged.insert(rank);
+    EXPECT_EQ(unchanged, late);
+    EXPECT_FALSE(late.empty());
+
+    int variants = 0, found = 0, findings = 0, false_findings = 0;
+    std::string table = "variant     straggler findings\n";
+    for (const auto& [folder, rank] : variant_rank) {
+        if (rank < 0) continue;
+        ++variants;
+        std::string names;
+        for (const auto& [r, message] : named[folder]) {
+            names += "rank " + r + " ";
+            ++findings;
+            // Not false: the slowed rank, or one the unchanged job already names.
+            if (r != std::to_string(rank) && !late.contains(r)) ++false_findings;
+        }
+        if (auto it = named[folder].find(std::to_string(rank)); it != named[folder].end()) {
+            ++found;
+            // Its extra computation is what the message names.
+            EXPECT_NE(it->second.find("take more time than the median rank's"), std::string::npos) << it->second;
+        }
+        table += fmt::format("{:<11} {}\n", folder, names);
+    }
+    const double recall = 100.0 * found / variants;
+    const double precision = findings == 0 ? 100.0 : 100.0 * (findings - false_findings) / findings;
+    std::cout << table << fmt::format("straggler verdicts: {} variants, recall {:.1f}%, precision {:.1f}%\n", variants,
+                                      recall, precision);
+    EXPECT_GE(recall, 90.0) << table;
+    EXPECT_EQ(false_findings, 0) << table;
+}
+
+// Eight rank files arriving over several seconds: the daemon waits for all of them, then judges
+// the job once and sends one message, carrying the job's finding and the ranks' findings merged.
+TEST(Jobs, EightRankFilesArrivingOverSecondsGiveOneJobAndOneMessage) {
+    const auto jobs = test::jobs_dir();
+    if (!jobs) GTEST_SKIP() << "jobs not found (../shared/jobs or $PERFWATCH_JOBS)";
+    const auto dlrm = files_in(*jobs / "param_dlrm_kineto_8ranks", ".pt.trace.json");
+    ASSERT_EQ(dlrm.size(), 8u);
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "reports", db = dir.path() / "perfwatch.db";
+    fs::create_directories(reports);
+    test::write_file(dir.path() / "perfwatch.yaml",
+                     fmt::format("database: perfwatch.db\nwatch:\n  - path: {}\nlisten: off\nquiet_period: 200ms\n"
+                                 "receivers:\n  - {{name: archive, type: jsonl, path: alerts.jsonl}}\nroute:\n"
+                                 "  receiver: archive\n",
+                                 reports.string()));
+    test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
+    const fs::path job_dir = reports / "dlrm";
+    fs::create_directories(job_dir);
+    for (std::size_t i = 0; i < dlrm.size(); ++i) {
+        fs::copy_file(dlrm[i], job_dir / fs::path(dlrm[i]).filename());
+        if (i + 1 < dlrm.size()) std::this_thread::sleep_for(500ms);
+    }
+    ASSERT_TRUE(daemon.wait_for_log("job run ", 60)) << daemon.log();
+    ASSERT_TRUE(test::eventually([&] { return fs::exists(dir.path() / "alerts.jsonl"); }, 30s)) << daemon.log();
+    // Every rank stored and judged before the job: nothing else may follow.
+    ASSERT_TRUE(test::eventually([&] { return test::query_int(db, "SELECT count(*) FROM runs WHERE processed_at IS NULL") == 0; }, 30s));
+    std::this_thread::sleep_for(1500ms);
+    std::vector<nlohmann::json> lines;
+    {
+        std::ifstream in(dir.file("alerts.jsonl"));
+        for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    }
+    ASSERT_EQ(lines.size(), 1u) << daemon.log();
+    EXPECT_EQ(test::query_int(db, "SELECT count(*) FROM runs WHERE format = 'job'"), 1);
+    EXPECT_EQ(test::query_int(db, "SELECT count(*) FROM job_ranks"), 8);
+    EXPECT_EQ(test::query_int(db, "SELECT count(*) FROM outbox"), 1);
+    const std::string text = lines[0].dump();
+    EXPECT_NE(text.find("job-straggler"), std::string::npos) << text;
+    EXPECT_NE(text.find("rank 7"), std::string::npos) << text;
+    // A rank's finding found on several ranks is said once, naming them.
+    EXPECT_NE(text.find("on ranks "), std::string::npos) << text;
+    EXPECT_NE(daemon.log().find("job run 9: ranks 0-7 of 8"), std::string::npos) << daemon.log();
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.wait_exit(10), 0);
+}
+
+}  // namespace perfwatch
