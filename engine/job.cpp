@@ -237,7 +237,7 @@ RunBatch build_job_run(const std::vector<JobMember>& members, int world_size) {
                 e.attributes["host"] = it->second;
         for (const char* m : {"gpu_time", "gpu_time_compute", "gpu_time_comm", "gpu_time_memory", "comm_exposed_time",
                               "comm_compute_overlap_pct", "idle_host_wait", "idle_kernel_wait", "idle_other_wait",
-                              "collectives", "iterations"})
+                              "collectives", "collective_bytes", "iterations"})
             if (r.run != nullptr)
                 if (const Metric* x = r.run->metric(m)) e.set(*x);
         e.set(job_metric("step_time", r.step, "ns"));

@@ -128,4 +128,21 @@ std::string code_span(Medium medium, std::string_view text) {
     return "`" + inner + "`";
 }
 
+std::string code_block(Medium medium, std::string_view text) {
+    std::string out = "```\n";
+    std::size_t at = 0;
+    while (at < text.size()) {
+        std::size_t end = text.find('\n', at);
+        if (end == std::string_view::npos) end = text.size();
+        std::string line = clean(text.substr(at, end - at), false);
+        for (char& c : line)
+            if (c == '`') c = '\'';
+        line = neutralise(line);
+        if (medium == Medium::slack) line = entities(line, medium);
+        out += line + "\n";
+        at = end + 1;
+    }
+    return out + "```\n";
+}
+
 }  // namespace perfwatch

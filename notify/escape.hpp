@@ -29,4 +29,8 @@ std::string escape_for(Medium medium, std::string_view text);
 // its backticks: a backtick in the text cannot end the span, nor a line break or '|' the line.
 std::string code_span(Medium medium, std::string_view text);
 
+// `text` (several lines, preformatted) as a fenced code block of a Markdown-like medium, fences
+// included: no line of it can close the fence or mention anyone.
+std::string code_block(Medium medium, std::string_view text);
+
 }  // namespace perfwatch

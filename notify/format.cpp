@@ -147,6 +147,7 @@ std::string format_check_markdown(const CheckReport& report, std::size_t max_cha
         head += "\n";
         for (const std::string& b : r.baselines) head += fmt::format("  - baseline: {}\n", md(b));
     }
+    for (const std::string& v : report.views) head += "\n" + code_block(Medium::markdown, v);
     head += fmt::format("\n<sub>{} checks evaluated, {} not applicable</sub>\n", report.evaluated, report.not_applicable);
 
     // Keeps what fits, leaving room for the closing line.

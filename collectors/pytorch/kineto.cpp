@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -71,7 +72,21 @@ struct CollectiveRun {
     std::string name;
     double start = 0, length = 0, stream = -1;
     std::string device;
+    std::string op;      // args "Collective name" (PyTorch 2.1+): all_reduce, send, barrier...
+    double bytes = -1;   // args "In msg nelems" x the size of args "dtype"; -1: not recorded
 };
+
+// Bytes per element of a PyTorch dtype as Kineto names it; 0 when unknown.
+double dtype_bytes(std::string_view dtype) {
+    static constexpr std::array<std::pair<std::string_view, double>, 14> k_sizes{{
+        {"Float", 4}, {"Half", 2}, {"BFloat16", 2}, {"Double", 8}, {"Long", 8}, {"Int", 4}, {"Short", 2},
+        {"Byte", 1}, {"Char", 1}, {"Bool", 1}, {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}, {"ComplexFloat", 8},
+        {"ComplexDouble", 16},
+    }};
+    for (const auto& [name, size] : k_sizes)
+        if (name == dtype) return size;
+    return 0;
+}
 
 // A kernel waiting for its launch call (or the reverse), by correlation ID.
 struct PendingSpan {
@@ -339,8 +354,16 @@ private:
                     double stream = -1;
                     if (has_args) field(args, "stream", stream);
                     if (comm) {
-                        if (m_collectives.size() < k_max_collectives)
-                            m_collectives.push_back({std::string(name), start, length, stream, device_name});
+                        CollectiveRun run{std::string(name), start, length, stream, device_name, {}, -1};
+                        std::string_view op, dtype;
+                        double elements = 0;
+                        if (has_args && !args["Collective name"].get_string().get(op)) run.op = std::string(op);
+                        if (has_args && field(args, "In msg nelems", elements) && !args["dtype"].get_string().get(dtype) &&
+                            dtype_bytes(dtype) > 0) {
+                            run.bytes = elements * dtype_bytes(dtype);
+                            m_collective_bytes += run.bytes;
+                        }
+                        if (m_collectives.size() < k_max_collectives) m_collectives.push_back(std::move(run));
                         ++m_collective_count;
                     }
                     const std::int64_t kept = keep_kernel_run(device, stream, start, length);
@@ -627,6 +650,7 @@ private:
             run.set(plain("comm_exposed_time", comm_union - comm_overlapped, "ns"));
         }
         if (m_collective_count > 0) run.set(plain("collectives", static_cast<double>(m_collective_count), "count"));
+        if (m_collective_bytes > 0) run.set(plain("collective_bytes", m_collective_bytes, "byte"));
         if (m_world_size) run.set(plain("world_size", *m_world_size, "count", "distributedInfo.world_size"));
         if (m_base) run.attributes["time_base_us"] = fmt::format("{:.3f}", *m_base);
         set_idle_categories(run);
@@ -642,6 +666,8 @@ private:
             e.attributes["device"] = c.device;
             e.attributes["library"] = std::string(comm_library(c.name));
             if (c.stream >= 0) e.attributes["stream"] = fmt::format("{:.0f}", c.stream);
+            if (!c.op.empty()) e.attributes["collective"] = c.op;
+            if (c.bytes >= 0) e.set(plain("bytes", c.bytes, "byte", "In msg nelems x dtype", "B"));
             e.set(plain("start", c.start, "ns"));
             e.set(plain("end", c.start + c.length, "ns"));
             e.set(plain("duration", c.length, "ns"));
@@ -699,6 +725,7 @@ private:
     std::map<std::string, DeviceSpans> m_device_spans;
     std::vector<CollectiveRun> m_collectives;
     std::size_t m_collective_count = 0;
+    double m_collective_bytes = 0;
     std::vector<KernelRun> m_kernel_runs;
     std::map<double, std::uint32_t> m_device_ids, m_stream_ids;
     bool m_idle_unkept = false;

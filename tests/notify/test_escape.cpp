@@ -161,3 +161,28 @@ TEST(Escape, MarkdownCommentsStayOnOneLineAndCodeSpansCannotBeClosed) {
 }
 
 }  // namespace perfwatch
+
+namespace perfwatch {
+
+// A job view (a run's labels, kernel names) as a Markdown code block: no line can close the fence,
+// and no mention or link survives, whatever the labels hold.
+TEST(Escape, MarkdownCodeBlockCannotBeClosedNorMentionAnyone) {
+    const std::string view = "job: run 9 [benchmark=```\n@channel <script>alert(1)</script> https://evil.example]\n"
+                             "  rank 0 ```@here\n";
+    const std::string block = code_block(Medium::markdown, view);
+    std::vector<std::string> lines;
+    for (std::size_t at = 0; at < block.size();) {
+        const std::size_t end = block.find('\n', at);
+        lines.push_back(block.substr(at, end - at));
+        at = end + 1;
+    }
+    ASSERT_EQ(lines.size(), 5u) << block;
+    EXPECT_EQ(lines.front(), "```");
+    EXPECT_EQ(lines.back(), "```");
+    for (std::size_t i = 1; i + 1 < lines.size(); ++i) EXPECT_EQ(lines[i].find('`'), std::string::npos) << lines[i];
+    for (const std::string bad : {"@channel", "@here", "https://"})
+        EXPECT_EQ(block.find(bad), std::string::npos) << bad;
+    EXPECT_NE(block.find("<script>alert(1)</script>"), std::string::npos) << "a code block shows text as it is";
+}
+
+}  // namespace perfwatch
