@@ -61,6 +61,7 @@ Result<std::vector<PendingJob>> pending_jobs(const Db& db) {
 std::vector<Finding> merge_rank_findings(const std::vector<std::pair<int, std::vector<Finding>>>& per_rank) {
     struct Merged {
         Finding best;
+        int best_rank = 0;
         std::vector<int> ranks;
     };
     std::map<std::tuple<std::string, EntityKind, std::string>, Merged> merged;
@@ -68,16 +69,21 @@ std::vector<Finding> merge_rank_findings(const std::vector<std::pair<int, std::v
     for (const auto& [rank, findings] : per_rank)
         for (const Finding& f : findings) {
             const auto key = std::make_tuple(f.rule, f.entity_kind, f.entity_name);
-            auto [it, fresh] = merged.try_emplace(key, Merged{f, {}});
+            auto [it, fresh] = merged.try_emplace(key, Merged{f, rank, {}});
             if (fresh) order.push_back(key);
             it->second.ranks.push_back(rank);
-            if (f.impact.value_or(0) > it->second.best.impact.value_or(0)) it->second.best = f;
+            if (f.impact.value_or(0) > it->second.best.impact.value_or(0)) {
+                it->second.best = f;
+                it->second.best_rank = rank;
+            }
         }
     std::vector<Finding> out;
     for (const auto& key : order) {
         Merged& m = merged.at(key);
         Finding f = m.best;
-        f.message = fmt::format("on rank{} {}: {}", m.ranks.size() == 1 ? "" : "s", rank_list(m.ranks), f.message);
+        f.message = m.ranks.size() == 1
+                        ? fmt::format("on rank {}: {}", m.best_rank, f.message)
+                        : fmt::format("on ranks {} (figures of rank {}): {}", rank_list(m.ranks), m.best_rank, f.message);
         out.push_back(std::move(f));
     }
     return out;

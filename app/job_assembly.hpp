@@ -36,7 +36,7 @@ struct AssembledJob {
 Result<AssembledJob> assemble_job(Db& db, RunPipeline& pipeline, const PendingJob& pending);
 
 // The ranks' findings, one per rule and entity: the most important instance, its message saying
-// on which ranks it was found ("on ranks 0-3, 5: ...").
+// on which ranks it was found and whose figures it gives ("on ranks 0-3, 5 (figures of rank 2): ...").
 std::vector<Finding> merge_rank_findings(const std::vector<std::pair<int, std::vector<Finding>>>& per_rank);
 
 // "0-3, 5": a sorted list of ranks with runs collapsed.

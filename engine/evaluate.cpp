@@ -1,5 +1,7 @@
 #include "engine/evaluate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -173,6 +175,50 @@ void collect_values(const std::set<std::string>& names, const EntityScope& scope
     }
 }
 
+// One line for a rule's kernel findings below its min_impact: how many, their share of GPU time
+// and estimated gain together, the largest by name. Severity info, on the run.
+Finding summary_finding(const CompiledRule& rule, const StoredRun& run, std::vector<Finding> below) {
+    std::sort(below.begin(), below.end(),
+              [](const Finding& a, const Finding& b) { return a.share_pct.value_or(0) > b.share_pct.value_or(0); });
+    double share = 0, impact = 0;
+    bool any_impact = false;
+    for (const Finding& f : below) {
+        share += f.share_pct.value_or(0);
+        if (f.impact) {
+            impact += *f.impact;
+            any_impact = true;
+        }
+    }
+    std::string names;
+    for (std::size_t i = 0; i < below.size() && i < 3; ++i) {
+        std::string n = below[i].entity_name;
+        if (n.size() > 60) n = n.substr(0, 57) + "...";
+        names += fmt::format("{}{} ({:.1f}%)", i == 0 ? "" : ", ", n, below[i].share_pct.value_or(0));
+    }
+    Finding f;
+    f.rule = rule.spec.id;
+    f.title = rule.spec.title;
+    f.severity = Severity::info;
+    f.run_id = run.id;
+    f.entity_kind = EntityKind::run;
+    f.entity_name = "run";
+    f.labels = rule.spec.labels;
+    f.labels["summary"] = "below min_impact";
+    f.message = fmt::format(
+        "{} kernel{} where this holds, together {:.1f}% of GPU time{}; each could move the run by less than {:g}% "
+        "(min_impact), so none is told on its own. Largest: {}{}.",
+        below.size(), below.size() == 1 ? "" : "s", share,
+        any_impact ? fmt::format(" (estimated gain together {:.2f}% of it)", impact) : "", rule.min_impact_pct, names,
+        below.size() > 3 ? fmt::format(" and {} more", below.size() - 3) : "");
+    f.metrics["kernels"] = static_cast<double>(below.size());
+    f.share_pct = share;
+    if (any_impact) {
+        f.impact = impact;
+        if (share > 0) f.estimated_speedup_pct = 100.0 * impact / share;
+    }
+    return f;
+}
+
 }  // namespace
 
 Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::vector<const RunHistory*>& histories,
@@ -194,6 +240,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
     Memo memo;  // aggregates over this run, computed once
     // Metric indexes of the entities rules look at, built on first use (0.1-0.3 KB each).
     std::vector<std::unique_ptr<MetricIndex>> indexes(batch.entities.size());
+    std::vector<Finding> below;  // a rule's kernel findings below its min_impact
     for (std::size_t r = 0; r < rules.rules.size(); ++r) {
         const CompiledRule& rule = rules.rules[r];
         const RunHistory* history = r < histories.size() ? histories[r] : nullptr;
@@ -256,8 +303,17 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
             }
             if (rule.min_share_pct && f.share_pct && *f.share_pct < *rule.min_share_pct) continue;
             if (f.share_pct && f.estimated_speedup_pct) f.impact = *f.share_pct * *f.estimated_speedup_pct / 100.0;
+            // A kernel finding that could move the run by less than the rule's min_impact is said
+            // in the rule's one summary line instead (history rules judge change, not size).
+            const double could_move = f.impact ? *f.impact : f.share_pct.value_or(100.0);
+            if (entity.kind == EntityKind::kernel && !rule.uses_history && f.share_pct && could_move < rule.min_impact_pct) {
+                below.push_back(std::move(f));
+                continue;
+            }
             result.findings.push_back(std::move(f));
         }
+        if (!below.empty()) result.findings.push_back(summary_finding(rule, run, std::move(below)));
+        below.clear();
     }
     rank_findings(result.findings);
     return result;

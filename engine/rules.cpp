@@ -16,11 +16,11 @@ namespace perfwatch {
 
 namespace {
 
-constexpr std::array<std::string_view, 9> k_rule_keys{"id",      "title",        "severity",
+constexpr std::array<std::string_view, 10> k_rule_keys{"id",      "title",        "severity",
                                                       "scope",   "when",         "message",
-                                                      "estimated_speedup", "tool_finding", "min_share"};
+                                                      "estimated_speedup", "tool_finding", "min_share", "min_impact"};
 constexpr std::string_view k_all_keys =
-    "id, title, severity, scope, when, message, estimated_speedup, tool_finding, min_share, labels, let, append, "
+    "id, title, severity, scope, when, message, estimated_speedup, tool_finding, min_share, min_impact, labels, let, append, "
     "enabled, override, baseline, resolve_after";
 
 
@@ -263,6 +263,8 @@ private:
                 r.tool_finding = source_text(v, *text);
             } else if (key == "min_share") {
                 r.min_share = source_text(v, *text);
+            } else if (key == "min_impact") {
+                r.min_impact = source_text(v, *text);
             }
         }
         if (r.keys.contains("append") || (r.keys.contains("enabled") && !r.keys.contains("when"))) r.patch = true;
@@ -380,6 +382,7 @@ void apply_patch(RuleSpec& base, const RuleSpec& patch) {
     if (k.contains("estimated_speedup")) base.estimated_speedup = patch.estimated_speedup;
     if (k.contains("tool_finding")) base.tool_finding = patch.tool_finding;
     if (k.contains("min_share")) base.min_share = patch.min_share;
+    if (k.contains("min_impact")) base.min_impact = patch.min_impact;
     if (k.contains("labels"))
         for (const auto& [key, value] : patch.labels) base.labels[key] = value;
     if (k.contains("enabled")) base.enabled = patch.enabled;
@@ -532,6 +535,15 @@ RuleSet compile_rules(const std::vector<RuleFile>& files) {
             if (e && errs.empty()) min_share = constant_number(*e);
             report(*spec.min_share, errs, "min_share");
         }
+        double min_impact = k_default_min_impact_pct;
+        if (spec.min_impact) {
+            errs.clear();
+            auto e = Expression::compile(spec.min_impact->text, errs, &local);
+            if (e && (e->type() != ValueType::number || !e->metrics_read().empty()))
+                errs.push_back({0, "min_impact must be a constant percentage such as 0.5% (0: every finding on its own)"});
+            if (e && errs.empty()) min_impact = constant_number(*e).value_or(k_default_min_impact_pct);
+            report(*spec.min_impact, errs, "min_impact");
+        }
         defs.merge_used(local);
         if (!ok || conditions.size() != 1 + spec.appends.size() || !message) continue;
 
@@ -555,7 +567,7 @@ RuleSet compile_rules(const std::vector<RuleFile>& files) {
                              (speedup && speedup->uses_history());
         std::vector<RegressionCheck> checks = condition.regression_checks();
         set.rules.push_back(CompiledRule{spec, std::move(condition), std::move(*message), std::move(speedup),
-                                         std::move(tool_re), min_share, history, std::move(checks)});
+                                         std::move(tool_re), min_share, min_impact, history, std::move(checks)});
     }
     // Macros and lists no rule reads.
     for (const std::string& name : defs.unused()) {

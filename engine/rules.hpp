@@ -52,6 +52,11 @@ struct SourceText {
     bool single_line = true;
 };
 
+// A kernel finding whose impact (its share of run GPU time x its estimated speedup; its share where
+// the rule estimates none) is below this percent of the run's GPU time is not said on its own: the
+// rule's findings below it become one summary line per run. A rule's `min_impact` overrides it.
+inline constexpr double k_default_min_impact_pct = 1.0;
+
 // A rule as written in YAML, before compilation.
 struct RuleSpec {
     std::string id;
@@ -63,6 +68,8 @@ struct RuleSpec {
     std::optional<SourceText> estimated_speedup;  // percent, an expression
     std::optional<SourceText> tool_finding;       // regex over the profiler's own rule results
     std::optional<SourceText> min_share;          // skip entities below this share of run GPU time
+    std::optional<SourceText> min_impact;         // a kernel finding below this impact (share x speedup,
+                                                  // percent of run GPU time) joins its rule's summary line
     std::map<std::string, std::string> labels;
     // `let` bindings in order (a later one may use an earlier one); usable in every field.
     std::vector<std::pair<std::string, SourceText>> lets;
@@ -114,6 +121,7 @@ struct CompiledRule {
     std::optional<Expression> estimated_speedup;
     std::optional<std::regex> tool_finding;
     std::optional<double> min_share_pct;
+    double min_impact_pct = k_default_min_impact_pct;
     bool uses_history = false;  // some field reads baseline(), change(), regressed(), ...
     // The condition's regressed() calls: a firing rule opens a regression followed over runs.
     std::vector<RegressionCheck> regressions;

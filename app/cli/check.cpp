@@ -135,6 +135,11 @@ int run_check(const CheckOptions& options) {
             }
             add_step(job->step);
             report.views.push_back(format_job_text(*job->step.run));
+            // The ranks' own findings, each said once for the job ("on ranks 0-7: ...").
+            std::set<std::int64_t> ranks;
+            for (const JobRank& r : job->ranks) ranks.insert(r.run_id);
+            std::erase_if(report.findings, [&](const Finding& f) { return ranks.contains(f.run_id); });
+            report.findings.insert(report.findings.end(), job->rank_findings.begin(), job->rank_findings.end());
         }
     }
     rank_findings(report.findings);

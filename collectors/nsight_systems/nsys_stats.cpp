@@ -462,7 +462,16 @@ struct Summary {
     int order = 0;
 };
 
-Result<std::map<std::string, Summary>> summarize(const std::string& path, const Table& table) {
+// A name nsys cut short ("at::native::vectorized_elementwise_kernel<4, at::nati…").
+bool truncated_name(std::string_view name) {
+    return name.find("\xE2\x80\xA6") != std::string_view::npos || name.ends_with("...");
+}
+
+// The rows of a summary table by name; rows of one name are merged (one per launch
+// configuration), except names nsys truncated: distinct kernels may share the cut, so each such row
+// stays its own entity, named with "#N" after the first (`kept_apart` counts them).
+Result<std::map<std::string, Summary>> summarize(const std::string& path, const Table& table,
+                                                 std::size_t& kept_apart) {
     const bool memory = table.title.report == Report::memory_time || table.title.report == Report::memory_size;
     std::map<std::string, Summary> out;
     int order = 0;
@@ -483,6 +492,12 @@ Result<std::map<std::string, Summary>> summarize(const std::string& path, const 
         std::string name = r.text(Field::name);
         if (name.empty()) return fail(path, row.line, "expected a name in the last column");
         if (memory) name = memory_operation_name(name);
+        if (truncated_name(name) && out.contains(name)) {
+            std::size_t n = 2;
+            while (out.contains(fmt::format("{} #{}", name, n))) ++n;
+            name = fmt::format("{} #{}", name, n);
+            ++kept_apart;
+        }
         Summary& s = out[name];
         const std::optional<double> mean_value = *mean;
         const double m = mean_value ? *mean_value : (*count > 0 ? *total / *count : 0);
@@ -701,7 +716,13 @@ private:
                 continue;
             }
             if (has_trace && (report == Report::kernels || report == Report::memory_time)) continue;
-            auto rows = summarize(path, table);
+            std::size_t kept_apart = 0;
+            auto rows = summarize(path, table, kept_apart);
+            if (kept_apart > 0)
+                batch.notes.push_back(fmt::format("{} row(s) of {} whose names nsys truncated share a name with an "
+                                                  "earlier row: kept apart as \"NAME #N\" (they may be different "
+                                                  "kernels)",
+                                                  kept_apart, table.title.id));
             if (!rows) return std::unexpected(rows.error());
             for (auto& [name, s] : in_report_order(std::move(*rows))) {
                 if (report == Report::memory_size) {
@@ -723,7 +744,8 @@ private:
                         } else if (s.configs.size() > 1) {
                             e.attributes["launch_configs"] = std::to_string(s.configs.size());
                         }
-                        if (name.find("\xE2\x80\xA6") != std::string::npos) e.attributes["truncated_name"] = "true";
+                        if (truncated_name(name) || truncated_name(name.substr(0, name.rfind(" #"))))
+                            e.attributes["truncated_name"] = "true";
                         gpu_time += s.total;
                         launches += s.count;
                         ++kernels;

@@ -100,3 +100,51 @@ TEST(Evaluate, RunScopeAndRankingWithoutImpact) {
 }
 
 }  // namespace perfwatch
+
+namespace perfwatch {
+
+// Kernel findings that could move the run by less than min_impact (1% by default) are one summary
+// line on the run: how many, their share together, the largest by name; a rule can lower the bar.
+TEST(Evaluate, KernelFindingsBelowMinImpactAreOneSummaryLine) {
+    StoredRun run;
+    run.id = 3;
+    RunBatch& b = run.batch;
+    b.entities[b.run_entity()].set({"gpu_time", 10000, "ns", "", ""});
+    // One kernel at 90% of GPU time, twenty at 0.5% each (0.5% x 50% speedup = 0.25% impact).
+    for (int i = 0; i <= 20; ++i) {
+        Entity k;
+        k.kind = EntityKind::kernel;
+        k.name = i == 0 ? "gemm" : "tiny_" + std::to_string(i);
+        k.set({"duration_total", i == 0 ? 9000.0 : 50.0, "ns", "", ""});
+        k.set({"grid_size", 1, "count", "", ""});
+        b.entities.push_back(k);
+    }
+    const std::string rule =
+        "rules:\n"
+        "  - id: small\n"
+        "    title: Small grid\n"
+        "    when: grid_size < 80\n"
+        "    message: \"{name} has a small grid\"\n"
+        "    estimated_speedup: 50\n";
+    const Evaluation e = evaluate_run(rules(rule), run, {});
+    ASSERT_EQ(e.findings.size(), 2u);
+    EXPECT_EQ(e.findings[0].entity_name, "gemm");
+    EXPECT_EQ(e.findings[0].severity, Severity::warning);
+    const Finding& summary = e.findings[1];
+    EXPECT_EQ(summary.entity_kind, EntityKind::run);
+    EXPECT_EQ(summary.severity, Severity::info);
+    EXPECT_EQ(summary.rule, "small");
+    // 20 x 0.5% of GPU time; each gains 0.25%, together 5%.
+    EXPECT_NEAR(*summary.share_pct, 10.0, 1e-9);
+    EXPECT_NEAR(*summary.impact, 5.0, 1e-9);
+    EXPECT_NE(summary.message.find("20 kernels where this holds, together 10.0% of GPU time (estimated gain together "
+                                   "5.00% of it); each could move the run by less than 1% (min_impact)"),
+              std::string::npos)
+        << summary.message;
+    EXPECT_NE(summary.message.find("and 17 more."), std::string::npos) << summary.message;
+    // min_impact: 0 tells each on its own.
+    const Evaluation every = evaluate_run(rules(rule + "    min_impact: 0\n"), run, {});
+    EXPECT_EQ(every.findings.size(), 21u);
+}
+
+}  // namespace perfwatch

@@ -336,3 +336,25 @@ TEST(NsysStats, Corpus2025EverySessionIsARun) {
 }
 
 }  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+// nsys cuts long kernel names with an ellipsis: two rows sharing the cut may be different kernels,
+// so they stay two entities (the second named "#2") with their own figures, and a note says so.
+TEST(NsysStats, RowsWhoseNamesNsysTruncatedStaySeparate) {
+    const RunBatch b = collect_ok(fixture("nsys/stats_truncated_names.txt"));
+    const std::string cut = "void at::native::vectorized_elementwise_kernel<4, at::nati\xE2\x80\xA6";
+    const Entity* first = kernel_named(b, cut);
+    const Entity* second = kernel_named(b, cut + " #2");
+    ASSERT_NE(first, nullptr);
+    ASSERT_NE(second, nullptr);
+    EXPECT_DOUBLE_EQ(metric(first, "duration_total"), 6000000);
+    EXPECT_DOUBLE_EQ(metric(second, "duration_total"), 3000000);
+    EXPECT_DOUBLE_EQ(metric(second, "launches"), 1000);
+    EXPECT_EQ(second->attributes.at("truncated_name"), "true");
+    bool noted = false;
+    for (const std::string& n : b.notes) noted = noted || n.starts_with("1 row(s) of cuda_gpu_kern_sum whose names nsys truncated");
+    EXPECT_TRUE(noted);
+}
+
+}  // namespace perfwatch::test
