@@ -166,12 +166,26 @@ std::string render_html_report(const HtmlReport& r) {
         html += fmt::format("<div class=\"card\">{}<b>{}</b></div>\n", esc(caption), esc(value));
     html += "</div></section>\n";
 
+    for (const ReportTable& t : r.tables) {
+        html += fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n<table class=\"labels\">\n<tr>", esc(t.id), esc(t.title));
+        for (const std::string& h : t.header) html += fmt::format("<th>{}</th>", esc(h));
+        html += "</tr>\n";
+        for (const auto& row : t.rows) {
+            html += "<tr>";
+            for (const std::string& cell : row) html += fmt::format("<td>{}</td>", esc(cell));
+            html += "</tr>\n";
+        }
+        html += "</table>\n</section>\n";
+    }
+
     double total = 0;
     for (const ReportBar& b : r.kernel_types) total += b.value;
-    html += "<section id=\"gpu-time\">\n<h2>GPU time by kernel type</h2>\n" + bar_chart("kernel-types", r.kernel_types, total) +
-            "</section>\n";
-    html += fmt::format("<section id=\"top-kernels\">\n<h2>Top {} kernels by GPU time</h2>\n", r.top_kernels.size()) +
-            bar_chart("top-kernels-chart", r.top_kernels, total) + "</section>\n";
+    if (!r.kernel_types.empty())
+        html += "<section id=\"gpu-time\">\n<h2>GPU time by kernel type</h2>\n" +
+                bar_chart("kernel-types", r.kernel_types, total) + "</section>\n";
+    if (!r.top_kernels.empty())
+        html += fmt::format("<section id=\"top-kernels\">\n<h2>Top {} kernels by GPU time</h2>\n", r.top_kernels.size()) +
+                bar_chart("top-kernels-chart", r.top_kernels, total) + "</section>\n";
 
     html += fmt::format("<section id=\"findings\">\n<h2>Findings ({}), largest estimated impact first</h2>\n",
                         r.findings.size());

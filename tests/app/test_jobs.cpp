@@ -95,7 +95,19 @@ TEST(Jobs, PerRankFiguresOfBothCorpusJobsEqualAnIndependentReading) {
     walk.insert(walk.end(), dlrm.begin(), dlrm.end());
     const auto walked = test::run_program(walk);
     ASSERT_EQ(walked.exit_code, 0) << walked.err;
-    expect_same_figures("DLRM", nlohmann::json::parse(walked.out), ranks_of(dir.file("dlrm.db"), ids[0]));
+    const auto walked_dlrm = nlohmann::json::parse(walked.out);
+    expect_same_figures("DLRM", walked_dlrm, ranks_of(dir.file("dlrm.db"), ids[0]));
+    // The job's HTML report: one row per rank, its last arrivals as the walker counts them.
+    const auto html = test::run_perfwatch({"report", std::to_string(ids[0]), "--db", dir.file("dlrm.db"), "--html",
+                                           dir.file("job.html")});
+    ASSERT_EQ(html.exit_code, 0) << html.err;
+    const std::string page = test::read_file(dir.file("job.html"));
+    EXPECT_NE(page.find("<h2>Ranks of the job</h2>"), std::string::npos);
+    for (const auto& [rank, f] : walked_dlrm.items()) {
+        const std::regex row(fmt::format("<tr><td>rank {}</td>(<td>[^<]*</td>){{6}}<td>{}</td>", rank,
+                                         f["last_arrivals"].get<int>()));
+        EXPECT_TRUE(std::regex_search(page, row)) << "rank " << rank;
+    }
 
     // The point-to-point benchmark: the first three windows of each rank that ran kernels (ranks 1
     // and 2 begin with a window of CPU work only), one job per window.
