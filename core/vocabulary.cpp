@@ -42,6 +42,8 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"api_calls", "count", "run", "CUDA runtime and driver API calls"},
     {"sync_api_calls", "count", "run", "synchronizing API calls (cudaDeviceSynchronize, cudaMemcpy, ...)"},
     {"sync_api_time", "ns", "run", "host time spent in synchronizing API calls"},
+    {"gpu_idle_during", "ns", "api_call", "time a synchronizing call waited while no kernel or memory operation ran on any GPU (Kineto)"},
+    {"gpu_idle_during_pct", "percent", "api_call", "gpu_idle_during as a share of the call's total time"},
     {"memcpy_bytes", "byte", "run", "bytes moved by memory copies and sets"},
     {"pageable_memcpy_count", "count", "run", "copies from or to pageable host memory (run synchronously)"},
     {"bytes", "byte", "memcpy,collective", "bytes moved (a collective: its input message, In msg nelems x dtype)"},

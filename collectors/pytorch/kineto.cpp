@@ -88,6 +88,15 @@ double dtype_bytes(std::string_view dtype) {
     return 0;
 }
 
+// One synchronizing runtime call (cudaDeviceSynchronize, cudaStreamSynchronize...).
+struct SyncCall {
+    double start = 0, end = 0;
+    std::string name;
+};
+
+// Most synchronizing calls kept for the GPU-idle-during-sync figure; past this it is not given.
+constexpr std::size_t k_max_sync_calls = 1 << 16;
+
 // A kernel waiting for its launch call (or the reverse), by correlation ID.
 struct PendingSpan {
     double start = 0, length = 0;
@@ -319,6 +328,8 @@ private:
         const auto [start, length] = span_of(ts, dur);
         Stats& s = entry(m_api, name);
         s.add(length);
+        if (name.find("Synchronize") != std::string_view::npos && m_sync_calls.size() < k_max_sync_calls)
+            m_sync_calls.push_back({start, start + length, std::string(name)});
         if (length > k_runtime_outlier_ns) ++m_runtime_outliers;
         if (correlation >= 0) match_runtime(correlation, start, length);
         return {};
@@ -375,6 +386,7 @@ private:
                 }
                 m_timeline.add(kernel ? TimelineEvent::Kind::kernel : TimelineEvent::Kind::memory, name, device_name,
                                start, start + length);
+                m_gpu_busy.add(start, start + length);
                 break;
             }
             case Cat::runtime:  // handled above
@@ -540,6 +552,41 @@ private:
         if (cpu.second <= k_short_cpu_ns && gpu.second < cpu.second) ++m_short_kernels;
     }
 
+    // Per synchronizing call name, the time its calls waited while no kernel or memory operation
+    // ran on any GPU of the trace: the wait the GPU shared. A call whose GPU stayed busy cost the
+    // host nothing the GPU could have used.
+    std::map<std::string, double> gpu_idle_during_syncs() {
+        std::map<std::string, double> out;
+        if (m_sync_calls.empty()) return out;
+        if (m_sync_calls.size() >= k_max_sync_calls) m_sync_unkept = true;
+        std::sort(m_sync_calls.begin(), m_sync_calls.end(),
+                  [](const SyncCall& a, const SyncCall& b) { return a.start < b.start; });
+        // The busy spans that meet some call, kept (few); the rest pass by.
+        std::vector<Span> near;
+        double reach = -std::numeric_limits<double>::infinity();
+        std::vector<double> reach_until(m_sync_calls.size());  // the latest end among calls 0..i
+        for (std::size_t i = 0; i < m_sync_calls.size(); ++i) {
+            reach = std::max(reach, m_sync_calls[i].end);
+            reach_until[i] = reach;
+        }
+        auto merged = m_gpu_busy.merged();
+        while (auto span = merged.next()) {
+            // The last call starting before this span ends: does any call up to it reach the span?
+            auto it = std::upper_bound(m_sync_calls.begin(), m_sync_calls.end(), span->end,
+                                       [](double t, const SyncCall& c) { return t < c.start; });
+            if (it == m_sync_calls.begin()) continue;
+            if (reach_until[static_cast<std::size_t>(it - m_sync_calls.begin()) - 1] > span->start) near.push_back(*span);
+        }
+        for (const SyncCall& c : m_sync_calls) {
+            double busy = 0;
+            auto it = std::lower_bound(near.begin(), near.end(), c.start, [](const Span& s, double t) { return s.end <= t; });
+            for (; it != near.end() && it->start < c.end; ++it)
+                busy += std::max(0.0, std::min(it->end, c.end) - std::max(it->start, c.start));
+            out[c.name] += (c.end - c.start) - busy;
+        }
+        return out;
+    }
+
     Result<RunBatch> finish() {
         RunBatch batch;
         batch.format = "kineto";
@@ -613,6 +660,7 @@ private:
                     e.set(plain("bandwidth", it->second * 1e9 / *t, "byte/s"));
             }
         }
+        const std::map<std::string, double> idle_during = gpu_idle_during_syncs();
         for (auto& [name, s] : m_api) {
             Entity e;
             e.kind = EntityKind::api_call;
@@ -620,6 +668,10 @@ private:
             e.parent = static_cast<std::int64_t>(run_index);
             set_aggregate_metrics(e, "count", s.count, s.total, s.min, s.max);
             if (name.find("Synchronize") != std::string::npos) e.attributes["synchronizing"] = "true";
+            if (auto idle = idle_during.find(name); idle != idle_during.end() && s.total > 0 && !m_sync_unkept) {
+                e.set(plain("gpu_idle_during", idle->second, "ns"));
+                e.set(plain("gpu_idle_during_pct", 100.0 * idle->second / s.total, "percent"));
+            }
             batch.entities.push_back(std::move(e));
         }
         // CUPTI synchronization records ("Event Sync", "Stream Wait Event"), one entity per kind.
@@ -729,6 +781,9 @@ private:
     std::vector<KernelRun> m_kernel_runs;
     std::map<double, std::uint32_t> m_device_ids, m_stream_ids;
     bool m_idle_unkept = false;
+    std::vector<SyncCall> m_sync_calls;
+    bool m_sync_unkept = false;
+    SpanSet m_gpu_busy;
     std::optional<double> m_world_size;
 };
 

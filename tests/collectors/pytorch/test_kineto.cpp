@@ -223,3 +223,54 @@ TEST(Kineto, EventsReadFromHintsEqualTheFullParse) {
 }
 
 }  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+// The GPU during a synchronize: the test's own reading (nlohmann::json) of HTA's ns-resolution
+// trace unions every kernel, copy and set interval and measures how much of each
+// cudaDeviceSynchronize no GPU work covered; the collector's gpu_idle_during must agree. That
+// 89 ms synchronize waits behind busy GPUs (about 1% idle): the blocking-sync rule says nothing.
+TEST(Kineto, GpuIdleDuringASynchronizeEqualsAnIndependentReading) {
+    PERFWATCH_CORPUS_FILE(path, "kineto/hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz");
+    const auto doc = nlohmann::json::parse(gunzip_file(path));
+    std::vector<std::pair<double, double>> busy, syncs;
+    // Times from the first event on: absolute microseconds near 1.7e15 keep only quarters of one
+    // when a duration is added.
+    const double base = doc["traceEvents"][0]["ts"].get<double>();
+    for (const auto& e : doc["traceEvents"]) {
+        if (e.value("ph", "") != "X" || !e.contains("dur")) continue;
+        const std::string cat = e.value("cat", "");
+        const double ts = e["ts"].get<double>() - base, dur = e["dur"].get<double>();
+        if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") busy.emplace_back(ts, ts + dur);
+        if ((cat == "cuda_runtime" || cat == "cuda_driver") && e.value("name", "") == "cudaDeviceSynchronize")
+            syncs.emplace_back(ts, ts + dur);
+    }
+    std::sort(busy.begin(), busy.end());
+    std::vector<std::pair<double, double>> merged;
+    for (const auto& [s, e] : busy) {
+        if (!merged.empty() && s <= merged.back().second) merged.back().second = std::max(merged.back().second, e);
+        else merged.emplace_back(s, e);
+    }
+    double total = 0, idle = 0;
+    for (const auto& [s, e] : syncs) {
+        double covered = 0;
+        for (const auto& [bs, be] : merged) covered += std::max(0.0, std::min(be, e) - std::max(bs, s));
+        total += (e - s) * 1000;
+        idle += (e - s - covered) * 1000;
+    }
+    ASSERT_GT(total, 0);
+    const RunBatch b = collect_ok(path);
+    const Entity* sync = nullptr;
+    for (const Entity* a : of_kind(b, EntityKind::api_call))
+        if (a->name == "cudaDeviceSynchronize") sync = a;
+    ASSERT_NE(sync, nullptr);
+    EXPECT_NEAR(metric(sync, "gpu_idle_during"), idle, 1.0);
+    EXPECT_NEAR(metric(sync, "gpu_idle_during_pct"), 100 * idle / total, 1e-6);
+    EXPECT_LT(metric(sync, "gpu_idle_during_pct"), 5.0);
+    const auto r = run_perfwatch({"check", "--format", "json", path});
+    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+    const auto checked = nlohmann::json::parse(r.out);
+    for (const auto& f : checked["findings"]) EXPECT_NE(f["rule"], "timeline-blocking-sync") << f;
+}
+
+}  // namespace perfwatch::test
