@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -249,8 +250,9 @@ class ChromeTraceCollector final : public Collector {
 public:
     std::string_view id() const override { return "chrome-trace"; }
     std::string_view description() const override {
-        return "generic Chrome trace-event JSON (fallback): complete \"X\" events become kernels, pid the device, "
-               "tid the queue; events with a cat naming kernel or gpu are preferred when present";
+        return "generic Chrome trace-event JSON (fallback): complete \"X\" events on a GPU (a cat naming kernel, gpu, "
+               "memcpy or memset, or a process or thread naming a GPU, device or stream) become kernels and copies, "
+               "pid the device, tid the queue; every other event is host work, kept as host calls, never as kernels";
     }
 
     bool recognizes(std::string_view head) const override {
@@ -260,31 +262,52 @@ public:
     }
 
     Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
-        std::vector<TimelineEvent> all, gpu;
+        std::vector<TimelineEvent> gpu;
+        std::map<std::string, std::vector<double>> host_calls;
+        std::size_t host_events = 0;
+        auto names = [](std::string_view text, std::initializer_list<std::string_view> words) {
+            return std::any_of(words.begin(), words.end(),
+                               [&](std::string_view w) { return text.find(w) != std::string_view::npos; });
+        };
         auto note = read_trace(path, content, [&](const TraceEvent& t) {
             if (t.ph != "X") return;
+            const bool memory = names(t.cat, {"memcpy", "memset", "Memcpy", "Memset"});
+            const bool device = memory || names(t.cat, {"kernel", "Kernel", "gpu", "GPU"}) ||
+                                names(t.pid, {"GPU", "gpu", "Device", "device", "Stream", "stream"}) ||
+                                names(t.tid, {"GPU", "gpu", "Stream", "stream"});
+            if (!device) {
+                // A CPU operator, an autograd-profiler function, a host thread's span.
+                ++host_events;
+                if (t.dur >= 0) host_calls[std::string(t.name)].push_back(t.dur * k_us_to_ns);
+                return;
+            }
             TimelineEvent ev = timeline_event(t, "pid " + t.pid);
             ev.queue = t.tid;
-            const bool gpu_cat = t.cat.find("kernel") != std::string_view::npos ||
-                                 t.cat.find("Kernel") != std::string_view::npos ||
-                                 t.cat.find("gpu") != std::string_view::npos;
-            const bool memory = t.cat.find("memcpy") != std::string_view::npos ||
-                                t.cat.find("memset") != std::string_view::npos ||
-                                t.cat.find("Memcpy") != std::string_view::npos;
             if (memory) ev.kind = TimelineEvent::Kind::memory;
-            if (gpu_cat || memory) gpu.push_back(ev);
-            all.push_back(std::move(ev));
+            gpu.push_back(std::move(ev));
         });
         if (!note) return std::unexpected(note.error());
-        std::vector<TimelineEvent>& events = gpu.empty() ? all : gpu;
-        if (events.empty()) return fail(path, 0, "trace holds no complete (\"X\") events with a duration");
+        if (gpu.empty() && host_calls.empty())
+            return fail(path, 0, "trace holds no complete (\"X\") events with a duration");
         RunBatch batch;
         batch.format = std::string(id());
-        batch.format_detail = gpu.empty() ? "generic fallback: every complete event taken as a kernel"
-                                          : "generic fallback: events whose cat names kernel, gpu or memcpy";
+        batch.format_detail = "generic fallback: events on a GPU by their cat, process or thread";
         batch.notes.push_back("read as a generic Chrome trace: no format-specific meaning was applied");
         if (!note->empty()) batch.notes.push_back(*note);
-        build_timeline_entities(batch, std::move(events), TimelineOptions{false});
+        if (gpu.empty())
+            batch.notes.push_back(fmt::format("no GPU work in this trace: its {} complete events are host (CPU) work, "
+                                              "kept as host calls, not kernels",
+                                              host_events));
+        build_timeline_entities(batch, std::move(gpu), TimelineOptions{false});
+        for (auto& [name, durations] : host_calls) {
+            Entity e;
+            e.kind = EntityKind::api_call;
+            e.name = name;
+            e.parent = static_cast<std::int64_t>(batch.run_entity());
+            e.attributes["domain"] = "host";
+            set_duration_metrics(e, duration_stats(durations), "count");
+            batch.entities.push_back(std::move(e));
+        }
         return batch;
     }
 };

@@ -66,6 +66,24 @@ TEST(ChromeTrace, GenericFallbackPrefersGpuCategories) {
     EXPECT_TRUE(of_kind(b, EntityKind::launch).empty());
 }
 
+// A legacy autograd-profiler export (CPU functions only, no cat): host work, never kernels.
+TEST(ChromeTrace, CpuOnlyEventsAreHostCallsNotKernels) {
+    const RunBatch b = collect_ok(fixture("opencl/autograd_cpu_trace.json"));
+    EXPECT_EQ(b.format, "chrome-trace");
+    EXPECT_TRUE(of_kind(b, EntityKind::kernel).empty());
+    bool noted = false;
+    for (const std::string& n : b.notes)
+        noted = noted || n.find("no GPU work in this trace: its 4 complete events are host (CPU) work") != std::string::npos;
+    EXPECT_TRUE(noted);
+    const Entity* relu = nullptr;
+    for (const Entity* e : of_kind(b, EntityKind::api_call))
+        if (e->name == "aten::relu") relu = e;
+    ASSERT_NE(relu, nullptr);
+    EXPECT_DOUBLE_EQ(metric(relu, "count"), 2);
+    EXPECT_DOUBLE_EQ(metric(relu, "duration_total"), 22000);  // 10 us + 12 us
+    EXPECT_EQ(relu->attributes.at("domain"), "host");
+}
+
 TEST(ChromeTrace, BrokenJsonIsAnErrorNamingTheFile) {
     auto r = collect_content("t.json", "{\"traceEvents\": [{\"ph\": \"X\", \"ts\": }]}");
     ASSERT_FALSE(r);
