@@ -159,6 +159,10 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"global_sectors_excessive", "count", k_k, "L2 sectors of global accesses beyond the ideal (uncoalesced)"},
     {"global_sectors_ideal", "count", k_k, "L2 sectors global accesses would need if coalesced"},
     {"global_sectors_requested", "count", k_k, "L1 tag requests of global accesses, in sectors"},
+    {"global_load_sectors", "count", k_k, "32-byte sectors global loads touched (l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum)"},
+    {"global_load_requests", "count", k_k, "global load requests, one per warp-wide instruction (l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum)"},
+    {"global_store_sectors", "count", k_k, "32-byte sectors global stores touched (l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum)"},
+    {"global_store_requests", "count", k_k, "global store requests (l1tex__t_requests_pipe_lsu_mem_global_op_st.sum)"},
     {"shared_bank_conflicts", "count", k_k, "shared-memory bank conflicts (extra wavefronts), loads and stores"},
     {"shared_wavefronts", "count", k_k, "shared-memory wavefronts, loads and stores (conflicts included)"},
 });

@@ -140,6 +140,10 @@ constexpr std::array k_ncu_names = std::to_array<NcuName>({
     {"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "", "shared_wavefronts"},
     {"memory_l2_theoretical_sectors_global_ideal", "", "global_sectors_ideal"},
     {"memory_l1_tag_requests_global", "", "global_sectors_requested"},
+    {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "", "global_load_sectors"},
+    {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "", "global_load_requests"},
+    {"l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "", "global_store_sectors"},
+    {"l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "", "global_store_requests"},
 });
 
 constexpr double k_bytes_per_sector = 32;
