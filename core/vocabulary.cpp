@@ -92,6 +92,7 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"launches_per_iteration", "count", "run", "kernel launches per profiler step"},
     {"sync_time", "ns", "run", "time in CUDA synchronization events"},
     {"cpu_ops", "count", "run", "CPU operator events"},
+    {"profiler_errors", "count", "run", "==ERROR== lines of an ncu text log (a launch that failed under the profiler, counters it could not read)"},
     {"short_launch_pct", "percent", "run", "share of kernel launches shorter than 10 us"},
     {"elapsed_cycles", "count", k_k, "GPU cycles elapsed during the launch"},
     {"sm_active_cycles", "count", k_k, "cycles with at least one warp active, average per SM"},

@@ -322,7 +322,36 @@ void derive_sizes_from_dimensions(NcuLaunch& launch) {
     }
 }
 
+// Shares of a whole that no correct measurement exceeds (a little over 100% is rounding). A value
+// past them (an achieved occupancy of 172%: a replay that mixed passes, a clock change mid-profile)
+// makes every measured value of the launch suspect: they are removed, so no rule judges them (the
+// launch configuration and the duration stay), and the impossible ones are named in the launch's
+// impossible_metrics attribute.
+void drop_impossible_values(NcuLaunch& launch) {
+    static constexpr std::array<std::string_view, 17> k_shares{
+        "sm_throughput", "memory_throughput", "dram_throughput", "l1tex_throughput", "l2_throughput",
+        "mem_busy", "max_bandwidth", "mem_pipes_busy", "occupancy_theoretical", "occupancy_achieved",
+        "issue_slots_busy", "sm_busy", "no_eligible", "one_or_more_eligible", "branch_efficiency", "l1_hit_rate",
+        "l2_hit_rate"};
+    constexpr double k_tolerance = 1.0;  // percent points
+    std::string named;
+    std::vector<Metric> kept;
+    for (const Metric& m : launch.metrics) {
+        const bool share = std::find(k_shares.begin(), k_shares.end(), m.name) != k_shares.end();
+        if (share && (m.value > 100 + k_tolerance || m.value < -k_tolerance))
+            named += fmt::format("{}{} {:g}%", named.empty() ? "" : ", ", m.tool_name.empty() ? m.name : m.tool_name, m.value);
+    }
+    if (named.empty()) return;
+    for (Metric& m : launch.metrics)
+        if (is_config_metric(m.name) || m.name == "duration") kept.push_back(std::move(m));
+    launch.metrics = std::move(kept);
+    launch.metric_index.clear();
+    for (std::size_t i = 0; i < launch.metrics.size(); ++i) launch.metric_index.emplace(launch.metrics[i].name, i);
+    launch.attributes["impossible_metrics"] = named;
+}
+
 void derive_ncu_attributes(NcuLaunch& launch) {
+    drop_impossible_values(launch);
     derive_sizes_from_dimensions(launch);
     if (std::string limiter = limiter_text(launch); !limiter.empty())
         launch.attributes["occupancy_limiter"] = std::move(limiter);
@@ -345,6 +374,9 @@ void NcuEntityBuilder::add(NcuLaunch l) {
         m_devices.push_back(std::move(dev));
     }
     const auto [slot, fresh] = m_kernel_of.try_emplace(l.kernel, m_kernels.size());
+    if (!fresh)
+        if (auto bad = l.attributes.find("impossible_metrics"); bad != l.attributes.end())
+            m_kernels[slot->second].attributes["impossible_metrics"] = bad->second;
     if (fresh) {
         m_kernels.emplace_back();
         m_kernels.back().name = l.kernel;

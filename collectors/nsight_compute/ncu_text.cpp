@@ -10,6 +10,7 @@
 
 #include "collectors/nsight_compute/ncu_common.hpp"
 #include "collectors/readers/units.hpp"
+#include "core/text.hpp"
 
 namespace perfwatch {
 
@@ -205,6 +206,13 @@ public:
                                                 : "default sections (2019-2021 layout)";
         batch.captured_at = m_captured_at;
         build_ncu_entities(batch, std::move(m_launches));
+        if (!m_errors.empty()) {
+            Entity& run = batch.entities[batch.run_entity()];
+            run.set(Metric{"profiler_errors", static_cast<double>(m_errors.size()), "count", "==ERROR== lines", ""});
+            run.attributes["profiler_error"] = to_valid_utf8(m_first_error.substr(0, 300), true);
+            batch.notes.push_back(fmt::format("ncu reported {} error(s), the first at line {}: {}", m_errors.size(),
+                                              m_errors.front(), run.attributes["profiler_error"]));
+        }
         return batch;
     }
 
@@ -215,6 +223,10 @@ private:
 
         if (line.starts_with("==")) {  // ==PROF== / ==WARNING== / ==ERROR== lines
             end_rule();
+            if (line.starts_with("==ERROR==")) {
+                if (m_errors.empty()) m_first_error = std::string(trim(line.substr(9)));
+                m_errors.push_back(line_no);
+            }
             remember_prof_id(line);
             return {};
         }
@@ -408,6 +420,8 @@ private:
     std::string m_device;
     std::string m_process;
     std::optional<std::string> m_captured_at;
+    std::vector<std::uint64_t> m_errors;  // lines of ==ERROR== messages
+    std::string m_first_error;
     ToolFinding m_rule;
     bool m_rule_active = false;
     std::size_t m_rule_indent = 0;
