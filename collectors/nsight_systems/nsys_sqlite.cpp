@@ -306,15 +306,20 @@ private:
         }
 
         std::map<std::string, double> sm_counts;
+        std::map<std::string, std::string> cc_of;
         for (const Entity& e : batch.entities)
-            if (e.kind == EntityKind::device)
+            if (e.kind == EntityKind::device) {
                 if (auto sm = e.value("sm_count")) sm_counts[e.name] = *sm;
+                if (auto cc = e.attributes.find("cc"); cc != e.attributes.end()) cc_of[e.name] = cc->second;
+            }
         for (Entity& e : batch.entities) {
             if (e.kind == EntityKind::kernel) {
                 // A kernel on one device carries that device's SM count, for grid-size rules.
-                if (auto d = e.attributes.find("device"); d != e.attributes.end())
+                if (auto d = e.attributes.find("device"); d != e.attributes.end()) {
                     if (auto sm = sm_counts.find(d->second); sm != sm_counts.end())
                         e.set(plain("sm_count", sm->second, "count", "smCount"));
+                    if (auto cc = cc_of.find(d->second); cc != cc_of.end()) e.attributes["cc"] = cc->second;
+                }
                 auto it = extra_of.find(e.name);
                 if (it == extra_of.end()) continue;
                 const KernelExtra& x = *it->second;

@@ -605,6 +605,7 @@ private:
         }
 
         std::map<std::string, double> sm_of;
+        std::map<std::string, std::string> cc_of;  // device -> compute capability
         std::set<std::string> models;
         for (const Entity& info : m_devices)
             if (auto g = info.attributes.find("gpu"); g != info.attributes.end()) models.insert(g->second);
@@ -613,6 +614,7 @@ private:
                 return e.kind == EntityKind::device && e.name == info.name;
             });
             if (auto sm = info.value("sm_count")) sm_of[info.name] = *sm;
+            if (auto cc = info.attributes.find("cc"); cc != info.attributes.end()) cc_of[info.name] = cc->second;
             if (it == batch.entities.end()) continue;  // a GPU the trace did not use
             for (auto& [k, v] : info.attributes) it->attributes[k] = v;
             for (const Metric& m : info.metrics) it->set(m);
@@ -626,6 +628,7 @@ private:
                 for (const auto& [k, v] : info.attributes) e.attributes.emplace(k, v);
                 for (const Metric& m : info.metrics) e.set(m);
                 if (auto sm = info.value("sm_count")) sm_of[e.name] = *sm;
+                if (auto cc = info.attributes.find("cc"); cc != info.attributes.end()) cc_of[e.name] = cc->second;
                 batch.notes.push_back(fmt::format("{} is not in deviceProperties, which lists one GPU model ({}): taken "
                                                   "as that model",
                                                   e.name, *models.begin()));
@@ -650,8 +653,10 @@ private:
                 if (x.occupancy_weight > 0)
                     e.set(plain("occupancy_estimated", x.occupancy_weighted / x.occupancy_weight, "percent",
                                 "est. achieved occupancy %", "%"));
-                if (auto d = e.attributes.find("device"); d != e.attributes.end())
+                if (auto d = e.attributes.find("device"); d != e.attributes.end()) {
                     if (auto sm = sm_of.find(d->second); sm != sm_of.end()) e.set(plain("sm_count", sm->second, "count", "numSms"));
+                    if (auto cc = cc_of.find(d->second); cc != cc_of.end()) e.attributes["cc"] = cc->second;
+                }
             } else if (e.kind == EntityKind::memcpy) {
                 auto it = m_bytes.find(e.name);
                 if (it == m_bytes.end()) continue;
