@@ -7,6 +7,8 @@
 #include <functional>
 #include <memory>
 
+#include "core/vocabulary.hpp"
+
 namespace perfwatch {
 
 namespace {
@@ -109,6 +111,15 @@ public:
         const auto run = m_history->first_bad_run(*e, metric, m_run_id);
         if (!run) return std::nullopt;
         return m_history->describe_run(*run, m_batch->labels);
+    }
+
+    std::optional<std::string> last_good(std::string_view metric, bool run_level) const override {
+        const Entity* e = subject(run_level);
+        if (e == nullptr || m_batch == nullptr || m_history == nullptr) return std::nullopt;
+        const auto run = m_history->last_good_run(*e, metric, m_run_id);
+        if (!run) return std::nullopt;
+        return fmt::format("{} at {}", m_history->describe_run(run->first, m_batch->labels),
+                           format_metric(metric.starts_with("run.") ? metric.substr(4) : metric, run->second));
     }
 
     std::optional<UniformChange> uniform_change(std::string_view metric) const override {

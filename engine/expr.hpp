@@ -70,6 +70,13 @@ public:
         (void)run_level;
         return std::nullopt;
     }
+    // "commit 9f8e7d6 (run 6)": the newest comparable run before the first bad one, where a
+    // bisection starts; nullopt when the shift began at the first run the history holds.
+    virtual std::optional<std::string> last_good(std::string_view metric, bool run_level) const {
+        (void)metric;
+        (void)run_level;
+        return std::nullopt;
+    }
     // How the run's kernels moved together in `metric`.
     virtual std::optional<UniformChange> uniform_change(std::string_view metric) const {
         (void)metric;

@@ -646,6 +646,22 @@ std::optional<std::int64_t> RunHistory::first_bad_run(const Entity& entity, std:
     return runs[s.index];
 }
 
+std::optional<std::pair<std::int64_t, double>> RunHistory::last_good_run(const Entity& entity, std::string_view metric,
+                                                                      std::int64_t current_run) const {
+    const auto first = first_bad_run(entity, metric, current_run);
+    if (!first) return std::nullopt;
+    std::optional<std::pair<std::int64_t, double>> out;
+    const auto& m = matches(entity);
+    // Baseline runs are oldest first.
+    for (std::size_t i = 0; i < m.size(); ++i) {
+        const std::int64_t id = m_baseline.runs[i]->id;
+        if (id >= *first) break;
+        if (m[i] == nullptr) continue;
+        if (auto v = level(*m[i], metric)) out = std::make_pair(id, *v);
+    }
+    return out;
+}
+
 std::string RunHistory::describe_run(std::int64_t run_id, const Labels& current_labels) const {
     const Labels* labels = nullptr;
     for (const auto& r : m_baseline.runs)

@@ -146,6 +146,10 @@ public:
     // one finds where the last segment starts; the current run when no earlier start is significant.
     std::optional<std::int64_t> first_bad_run(const Entity& entity, std::string_view metric,
                                               std::int64_t current_run) const;
+    // The newest baseline run before the first bad run that holds the metric, with its level:
+    // the last good end of a bisection. nullopt without one.
+    std::optional<std::pair<std::int64_t, double>> last_good_run(const Entity& entity, std::string_view metric,
+                                                                 std::int64_t current_run) const;
     // "commit abc1234 (run 7)" or "run 7".
     std::string describe_run(std::int64_t run_id, const Labels& current_labels) const;
 

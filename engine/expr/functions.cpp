@@ -55,6 +55,11 @@ Value first_bad(const Node& n, const EvalScope& s) {
     return {};
 }
 
+Value last_good(const Node& n, const EvalScope& s) {
+    if (auto v = s.last_good(n.check.metric, n.check.run_level)) return *v;
+    return {};
+}
+
 Value uniform_change(const Node& n, const EvalScope& s) {
     const auto u = s.uniform_change(n.check.metric);
     return u ? Value{u->change_pct} : Value{};
@@ -153,6 +158,7 @@ constexpr auto k_functions = std::to_array<FunctionDef>({
     history("improved", VT::boolean, HA::metric_and_parameters, &improved),
     history("changed", VT::boolean, HA::metric, &changed),
     history("first_bad", VT::string, HA::metric, &first_bad),
+    history("last_good", VT::string, HA::metric, &last_good),
     history("uniform_change", VT::number, HA::metric, &uniform_change),
     history("uniform_kernels", VT::number, HA::metric, &uniform_kernels),
     history("is_new", VT::boolean, HA::none, &is_new),

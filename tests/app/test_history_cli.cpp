@@ -68,8 +68,11 @@ TEST(HistoryCli, CheckNamesTheFirstBadCommitAndHistoryMarksTheChangePoint) {
         }
         last_out = r.out;
     }
-    // Two runs later the change point names commit c8, not the latest.
-    EXPECT_NE(last_out.find("The shift began at commit c8 (run 9)"), std::string::npos) << last_out;
+    // Two runs later the change point names commit c8, not the latest, and the last good commit
+    // before it with its level (series[7], 101 us): where a bisection starts.
+    EXPECT_NE(last_out.find("The shift began at commit c8 (run 9) (last good: commit c7 (run 8) at 101 us)"),
+              std::string::npos)
+        << last_out;
     EXPECT_EQ(last_out.find("regression opened"), std::string::npos) << "opened once only:\n" << last_out;
 
     const auto h = run_perfwatch({"history", "--db", db, "--metric", "duration", "--entity", "gemm", "--label",
