@@ -402,8 +402,7 @@ private:
 
     // One run through the run pipeline (app/run_pipeline), then its logs and metrics.
     RunStep store_and_evaluate_run(const Job& job, const RunBatch& batch, FileMark& mark, bool& inserted) {
-        RunPipeline pipeline(m_db, job.settings->rules,
-                             {&job.settings->config, m_owner, &m_runs, std::nullopt, false, &wall_now_ms, true});
+        RunPipeline pipeline(m_db, job.settings->rules, pipeline_options(*job.settings));
         auto step = pipeline.run(batch);
         if (!step && step.error().kind != ErrorKind::database) {
             Error e = step.error();
@@ -466,6 +465,12 @@ private:
 
     static std::int64_t wall_now_ms() { return wall_now_ns() / 1'000'000; }
 
+    // The daemon's run pipeline: claims for this daemon, the shared run cache, the wall clock, and
+    // a job's ranks held until the job tells them.
+    RunPipeline::Options pipeline_options(const Settings& settings) {
+        return {&settings.config, m_owner, &m_runs, std::nullopt, false, &wall_now_ms, true};
+    }
+
     // Writer thread: builds, evaluates and tells each job whose ranks are all stored, and each
     // waiting past job_timeout since this daemon first saw it (a missing rank being a finding),
     // then looks again in a second while some still wait.
@@ -482,8 +487,7 @@ private:
                 still_waiting.emplace(id, first_seen);
                 continue;
             }
-            RunPipeline pipeline(m_db, settings->rules,
-                                 {&settings->config, m_owner, &m_runs, std::nullopt, false, &wall_now_ms, true});
+            RunPipeline pipeline(m_db, settings->rules, pipeline_options(*settings));
             auto assembled = assemble_job(m_db, pipeline, p);
             if (!assembled) {
                 if (assembled.error().kind == ErrorKind::database) return database_failed(assembled.error());

@@ -11,16 +11,6 @@
 
 namespace perfwatch {
 
-namespace {
-
-std::string key_text(const std::map<std::string, std::string>& labels) {
-    std::string out;
-    for (const auto& [k, v] : labels) out += k + "=" + v + "\n";
-    return out;
-}
-
-}  // namespace
-
 std::string rank_list(const std::vector<int>& ranks) {
     std::vector<int> r = ranks;
     std::sort(r.begin(), r.end());
@@ -46,7 +36,7 @@ Result<std::vector<PendingJob>> pending_jobs(const Db& db) {
     for (const UnjoinedRank& r : *unjoined) {
         auto key = job_key(r.labels);
         if (!key) continue;
-        const std::string text = key_text(key->labels);
+        const std::string text = labels_key(key->labels);
         const std::size_t k = seen[{text, key->rank}]++;
         std::vector<std::size_t>& of_key = instances[text];
         while (of_key.size() <= k) {
@@ -113,7 +103,6 @@ Result<AssembledJob> assemble_job(Db& db, RunPipeline& pipeline, const PendingJo
     for (const std::string& h : hashes) all += h + "\n";
     job.sha256 = sha256_hex(all);
     AssembledJob out;
-    out.world_size = pending.job.world_size;
     out.rank_findings = merge_rank_findings(per_rank);
     auto step = pipeline.run(job, out.rank_findings);
     if (!step) return std::unexpected(step.error());

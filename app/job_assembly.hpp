@@ -27,7 +27,6 @@ Result<std::vector<PendingJob>> pending_jobs(const Db& db);
 struct AssembledJob {
     RunStepResult step;
     std::vector<JobRank> ranks;
-    int world_size = 0;
     std::vector<Finding> rank_findings;  // the ranks' own findings, each said once for the job
 };
 

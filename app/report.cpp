@@ -15,6 +15,7 @@
 #include "engine/history.hpp"
 #include "engine/stats.hpp"
 #include "engine/trend.hpp"
+#include "app/job_view.hpp"
 #include "core/vocabulary.hpp"
 
 namespace perfwatch {
@@ -88,22 +89,9 @@ Result<HtmlReport> build_html_report(const Db& db, std::int64_t run_id) {
                                  fmt::format("{:.0f} launch{}", n, n == 1 ? "" : "es")});
     }
 
-    // A job's run: one row per rank, its figures as the job view prints them.
-    ReportTable ranks{"ranks", "Ranks of the job", {"rank", "run", "step", "compute", "communication", "exposed",
-                                                    "wait in collectives", "last arrivals", "host wait", "kernel wait",
-                                                    "other wait"}, {}};
-    for (const Entity& e : run.batch.entities) {
-        if (e.kind != EntityKind::rank) continue;
-        auto figure = [&](std::string_view m) {
-            const auto v = e.value(m);
-            return v ? format_metric(m, *v) : std::string("-");
-        };
-        auto id = e.attributes.find("run");
-        ranks.rows.push_back({e.name, id == e.attributes.end() ? "-" : id->second, figure("step_time"),
-                              figure("gpu_time_compute"), figure("gpu_time_comm"), figure("comm_exposed_time"),
-                              figure("collective_wait_time"), figure("last_arrivals"), figure("idle_host_wait"),
-                              figure("idle_kernel_wait"), figure("idle_other_wait")});
-    }
+    // A job's run: one row per rank, as the job view prints it.
+    JobRankTable job = job_rank_table(run.batch);
+    ReportTable ranks{"ranks", "Ranks of the job", std::move(job.header), std::move(job.rows)};
     if (!ranks.rows.empty()) r.tables.push_back(std::move(ranks));
 
     auto findings = db.load_findings(run_id);

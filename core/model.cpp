@@ -101,4 +101,16 @@ std::string label_value(const std::map<std::string, std::string>& labels, const 
     return it == labels.end() ? std::string() : it->second;
 }
 
+std::string labels_text(const std::map<std::string, std::string>& labels) {
+    std::string out;
+    for (const auto& [k, v] : labels) out += (out.empty() ? "" : " ") + k + "=" + v;
+    return out;
+}
+
+std::string labels_key(const std::map<std::string, std::string>& labels) {
+    std::string out;
+    for (const auto& [k, v] : labels) out += k + "=" + v + "\n";
+    return out;
+}
+
 }  // namespace perfwatch

@@ -70,6 +70,12 @@ struct Entity {
 // The value of label `key`; empty when the labels lack it.
 std::string label_value(const std::map<std::string, std::string>& labels, const std::string& key);
 
+// "key=value key=value" in key order, for people.
+std::string labels_text(const std::map<std::string, std::string>& labels);
+
+// "key=value\n" per label in key order: the labels as one identity (a run's, a job's).
+std::string labels_key(const std::map<std::string, std::string>& labels);
+
 // What a collector produces from one report: plain data, no storage ids.
 struct RunBatch {
     std::string source;        // path of the report as given

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <set>
 
+#include "engine/stats.hpp"
+
 namespace perfwatch {
 
 namespace {
@@ -53,13 +55,6 @@ TimeBase time_base(const Entity* run) {
     }
     t.known = true;
     return t;
-}
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 std::string milliseconds(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }

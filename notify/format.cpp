@@ -20,12 +20,6 @@ std::string_view source_of(const CheckReport& report, std::int64_t id) {
     return {};
 }
 
-std::string labels_text(const std::map<std::string, std::string>& labels) {
-    std::string out;
-    for (const auto& [k, v] : labels) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v);
-    return out;
-}
-
 nlohmann::json optional_number(const std::optional<double>& v) {
     if (!v) return nullptr;
     return *v;

@@ -25,17 +25,6 @@ using sql::query_int;
 using sql::Statement;
 using sql::Transaction;
 
-namespace {
-
-// The labels of a run as one text ("key=value\n" in key order), part of the run's identity.
-std::string labels_key(const std::map<std::string, std::string>& labels) {
-    std::string out;
-    for (const auto& [k, v] : labels) out += k + "=" + v + "\n";
-    return out;
-}
-
-}  // namespace
-
 // Why a database may not open for writing: a read-only filesystem or no write permission on the
 // file or its directory (SQLite writes the -wal and -shm files beside it). Empty when neither.
 static std::string write_access_hint(const std::string& path) {

@@ -29,31 +29,29 @@ extern char** environ;
 
 namespace perfwatch::test {
 
-std::optional<std::filesystem::path> corpus_dir() {
-    if (const char* env = std::getenv("PERFWATCH_CORPUS"); env != nullptr && *env != '\0') {
-        if (std::filesystem::is_directory(env)) return std::filesystem::path(env);
+namespace {
+
+// A folder of ../shared (or the one $`env` names): nullopt when absent. CI (scripts/test sets
+// PERFWATCH_REQUIRE_CORPUS=1 there) must read it: a missing one fails the tests that need it
+// rather than skipping them.
+std::optional<std::filesystem::path> shared_dir(const char* env, const char* folder) {
+    if (const char* given = std::getenv(env); given != nullptr && *given != '\0') {
+        if (std::filesystem::is_directory(given)) return std::filesystem::path(given);
         return std::nullopt;
     }
-    const auto p = std::filesystem::path(PERFWATCH_SOURCE_DIR) / ".." / "shared" / "corpus";
+    const auto p = std::filesystem::path(PERFWATCH_SOURCE_DIR) / ".." / "shared" / folder;
     if (std::filesystem::is_directory(p)) return std::filesystem::weakly_canonical(p);
-    // CI (scripts/test sets this there) must read the corpus: a missing one fails the tests that
-    // need it rather than skipping them.
     if (const char* required = std::getenv("PERFWATCH_REQUIRE_CORPUS"); required != nullptr && *required == '1')
-        ADD_FAILURE() << "the corpus is required here (PERFWATCH_REQUIRE_CORPUS=1) but " << p.string() << " is missing";
+        ADD_FAILURE() << "../shared/" << folder << " is required here (PERFWATCH_REQUIRE_CORPUS=1) but " << p.string()
+                      << " is missing";
     return std::nullopt;
 }
 
-std::optional<std::filesystem::path> jobs_dir() {
-    if (const char* env = std::getenv("PERFWATCH_JOBS"); env != nullptr && *env != '\0') {
-        if (std::filesystem::is_directory(env)) return std::filesystem::path(env);
-        return std::nullopt;
-    }
-    const auto p = std::filesystem::path(PERFWATCH_SOURCE_DIR) / ".." / "shared" / "jobs";
-    if (std::filesystem::is_directory(p)) return std::filesystem::weakly_canonical(p);
-    if (const char* required = std::getenv("PERFWATCH_REQUIRE_CORPUS"); required != nullptr && *required == '1')
-        ADD_FAILURE() << "the jobs are required here (PERFWATCH_REQUIRE_CORPUS=1) but " << p.string() << " is missing";
-    return std::nullopt;
-}
+}  // namespace
+
+std::optional<std::filesystem::path> corpus_dir() { return shared_dir("PERFWATCH_CORPUS", "corpus"); }
+
+std::optional<std::filesystem::path> jobs_dir() { return shared_dir("PERFWATCH_JOBS", "jobs"); }
 
 std::string fixture(const std::string& relative) {
     return (std::filesystem::path(PERFWATCH_SOURCE_DIR) / "tests" / "fixtures" / relative).string();

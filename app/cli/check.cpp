@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <set>
 
 #include "app/job_assembly.hpp"
@@ -56,6 +57,35 @@ Result<std::int64_t> baseline_run_id(Db& db, const std::string& text, const Chec
     auto stored = ingest_one(db, text, labels, options.converters);
     if (!stored) return std::unexpected(stored.error());
     return stored->back().stored.run_id;  // a log of several sessions: its last one
+}
+
+// Builds and judges the jobs that runs of `checked` are ranks of: each job's run and view join
+// `report`, and its ranks' own findings are said once for the job. False when one could not be.
+bool judge_jobs(Db& db, RunPipeline& pipeline, const std::set<std::int64_t>& checked, CheckReport& report,
+                const std::function<void(const RunStepResult&)>& add_step) {
+    auto pending = pending_jobs(db);
+    if (!pending) {
+        print_error(pending.error());
+        return false;
+    }
+    bool ok = true;
+    for (const PendingJob& p : *pending) {
+        if (std::none_of(p.ranks.begin(), p.ranks.end(), [&](const JobRank& r) { return checked.contains(r.run_id); }))
+            continue;
+        auto job = assemble_job(db, pipeline, p);
+        if (!job) {
+            print_error(job.error());
+            ok = false;
+            continue;
+        }
+        add_step(job->step);
+        report.views.push_back(format_job_text(*job->step.run));
+        std::set<std::int64_t> ranks;
+        for (const JobRank& r : job->ranks) ranks.insert(r.run_id);
+        std::erase_if(report.findings, [&](const Finding& f) { return ranks.contains(f.run_id); });
+        report.findings.insert(report.findings.end(), job->rank_findings.begin(), job->rank_findings.end());
+    }
+    return ok;
 }
 
 // 0: nothing at or above fail_on; 1: findings at or above it; 2: bad usage or unreadable input.
@@ -119,29 +149,7 @@ int run_check(const CheckOptions& options) {
     }
     // Ranks of a distributed job checked here are judged together too, with the ranks given
     // (against the job's own history: not with an explicit baseline, which is one rank's).
-    if (!options.baseline.empty()) {
-    } else if (auto pending = pending_jobs(*db); !pending) {
-        print_error(pending.error());
-        status = 2;
-    } else {
-        for (const PendingJob& p : *pending) {
-            if (std::none_of(p.ranks.begin(), p.ranks.end(), [&](const JobRank& r) { return checked.contains(r.run_id); }))
-                continue;
-            auto job = assemble_job(*db, run_pipeline, p);
-            if (!job) {
-                print_error(job.error());
-                status = 2;
-                continue;
-            }
-            add_step(job->step);
-            report.views.push_back(format_job_text(*job->step.run));
-            // The ranks' own findings, each said once for the job ("on ranks 0-7: ...").
-            std::set<std::int64_t> ranks;
-            for (const JobRank& r : job->ranks) ranks.insert(r.run_id);
-            std::erase_if(report.findings, [&](const Finding& f) { return ranks.contains(f.run_id); });
-            report.findings.insert(report.findings.end(), job->rank_findings.begin(), job->rank_findings.end());
-        }
-    }
+    if (options.baseline.empty() && !judge_jobs(*db, run_pipeline, checked, report, add_step)) status = 2;
     rank_findings(report.findings);
     // A measuring aid (ARCHITECTURE.md's figures): the SQL statements this check ran.
     if (std::getenv("PERFWATCH_SQL_STATS") != nullptr)

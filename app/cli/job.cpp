@@ -11,12 +11,6 @@ namespace perfwatch::cli {
 
 namespace {
 
-std::string labels_line(const std::map<std::string, std::string>& labels) {
-    std::string out;
-    for (const auto& [k, v] : labels) out += (out.empty() ? "" : " ") + k + "=" + v;
-    return out;
-}
-
 int run_job_list(const std::string& db_path, std::size_t limit) {
     auto db = open_db(db_path);
     if (!db) return 2;
@@ -30,7 +24,7 @@ int run_job_list(const std::string& db_path, std::size_t limit) {
         std::vector<int> ranks;
         for (const JobRank& r : j.ranks) ranks.push_back(r.rank);
         fmt::print("  run {}  {}  ranks {} of {}  [{}]\n", j.job_run, j.ingested_at, rank_list(ranks),
-                   label_value(j.labels, std::string(k_ranks_label)), labels_line(j.labels));
+                   label_value(j.labels, std::string(k_ranks_label)), labels_text(j.labels));
     }
     auto pending = pending_jobs(*db);
     if (!pending) {
@@ -40,7 +34,7 @@ int run_job_list(const std::string& db_path, std::size_t limit) {
     for (const PendingJob& p : *pending) {
         std::vector<int> ranks;
         for (const JobRank& r : p.ranks) ranks.push_back(r.rank);
-        fmt::print("  waiting: ranks {} of {} [{}]\n", rank_list(ranks), p.job.world_size, labels_line(p.job.labels));
+        fmt::print("  waiting: ranks {} of {} [{}]\n", rank_list(ranks), p.job.world_size, labels_text(p.job.labels));
     }
     return 0;
 }
