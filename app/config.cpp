@@ -1,5 +1,7 @@
 #include "app/config.hpp"
 
+#include <sys/stat.h>
+
 #include <yaml-cpp/yaml.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -100,6 +102,8 @@ public:
                 }
             } else if (key == "reports") {
                 reports(kv.second);
+            } else if (key == "dashboard") {
+                dashboard(kv.second);
             } else if (key == "receivers") {
                 receivers(kv.second);
             } else if (key == "route") {
@@ -120,7 +124,7 @@ public:
             } else {
                 diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, database_password_file, rules, converters, "
                                                   "path_templates, watch, workers, quiet_period, lease, job_timeout, listen, "
-                                                  "shutdown_timeout, log_level, reports, receivers, route, inhibit_rules or retention)",
+                                                  "shutdown_timeout, log_level, reports, dashboard, receivers, route, inhibit_rules or retention)",
                                                   key));
             }
         }
@@ -330,6 +334,32 @@ private:
         }
         if (!m_out.config.reports_base_url.empty() && m_out.config.reports_directory.empty())
             diag(n.Mark(), "'reports' has a base_url but no 'directory' to write the reports to");
+    }
+
+    void dashboard(const YAML::Node& n) {
+        if (!n.IsMap()) {
+            diag(n.Mark(), "'dashboard' must be a mapping with 'base_url' and/or 'token_file'");
+            return;
+        }
+        for (const auto& kv : n) {
+            const std::string key = kv.first.as<std::string>("");
+            if (key == "base_url") {
+                if (auto v = scalar(kv.second, key)) {
+                    if (!v->starts_with("http://") && !v->starts_with("https://"))
+                        diag(kv.second.Mark(), fmt::format("'base_url' must start with http:// or https://; found '{}'", *v));
+                    else
+                        m_out.config.dashboard_base_url = v->ends_with('/') ? *v : *v + "/";
+                }
+            } else if (key == "token_file") {
+                if (auto v = scalar(kv.second, key)) {
+                    m_out.config.dashboard_token_file = resolve(*v);
+                    if (auto token = read_dashboard_token(m_out.config.dashboard_token_file); !token)
+                        diag(kv.second.Mark(), token.error().message);
+                }
+            } else {
+                diag(kv.first.Mark(), fmt::format("unknown dashboard setting '{}' (expected base_url or token_file)", key));
+            }
+        }
     }
 
     void receivers(const YAML::Node& n) {
@@ -690,6 +720,19 @@ std::vector<Diagnostic> check_watch_directories(const Config& config) {
         out.push_back(std::move(d));
     }
     return out;
+}
+
+Result<std::string> read_dashboard_token(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return fail(path, 0, "cannot read the dashboard token file");
+    if ((st.st_mode & 077) != 0)
+        return fail(path, 0, "the dashboard token file may be read by other users (chmod 600 it)");
+    auto text = read_whole_file(path);
+    if (!text) return fail(path, 0, "cannot read the dashboard token file");
+    std::string token = text->substr(0, text->find('\n'));
+    while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+    if (token.size() < 16) return fail(path, 0, "the dashboard token must be at least 16 characters");
+    return token;
 }
 
 std::optional<std::pair<std::string, unsigned short>> split_listen_address(const std::string& text) {

@@ -48,6 +48,12 @@ struct Config {
     std::string reports_directory;
     std::string reports_base_url;
 
+    // The dashboard, served on `listen`: with `dashboard_base_url` (where people reach it) alert
+    // messages link to its run pages; its actions (accept, silence, pin) need the token in
+    // `dashboard_token_file` (none: read-only).
+    std::string dashboard_base_url;
+    std::string dashboard_token_file;
+
     // Alerts: where they go, and the route tree choosing receivers (none: no alerts).
     std::vector<Receiver> receivers;
     std::optional<Route> route;
@@ -63,6 +69,10 @@ struct Config {
 // Errors for watched directories that do not exist or are not directories (the daemon would
 // refuse the configuration), at the line of their `watch` entry.
 std::vector<Diagnostic> check_watch_directories(const Config& config);
+
+// The dashboard's token: the first line of `path`, at least 16 characters, from a file no other
+// user may read.
+Result<std::string> read_dashboard_token(const std::string& path);
 
 // "127.0.0.1:9464" or "[::1]:9464" split into address and port; nullopt when malformed.
 std::optional<std::pair<std::string, unsigned short>> split_listen_address(const std::string& text);

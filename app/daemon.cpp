@@ -27,7 +27,8 @@
 
 #include "app/config.hpp"
 #include "app/daemon_metrics.hpp"
-#include "app/http_server.hpp"
+#include "web/dashboard.hpp"
+#include "web/http_server.hpp"
 #include "app/log.hpp"
 #include "app/quiet_queue.hpp"
 #include "app/report.hpp"
@@ -104,7 +105,8 @@ struct Job {
 
 class Daemon {
 public:
-    Daemon(std::string config_path, std::shared_ptr<const Settings> settings, Db db, std::string db_path)
+    Daemon(std::string config_path, std::shared_ptr<const Settings> settings, Db db, std::string db_path,
+           std::unique_ptr<web::Dashboard> dashboard)
         : m_config_path(std::move(config_path)),
           m_settings(std::move(settings)),
           m_db(std::move(db)),
@@ -119,7 +121,8 @@ public:
               m_io, [this](std::size_t w, const std::string& p, DirectoryWatcher::Event e) { on_file(w, p, e); },
               [](const std::string& message) { log(LogLevel::warning, "{}", message); },
               [this](const std::string& path, const std::string& why) { on_skip(path, why); }),
-          m_http(m_io, [this](std::string_view method, std::string_view target) { return http(method, target); }),
+          m_http(m_io, [this](const HttpRequest& request) { return http(request); }),
+          m_dashboard(std::move(dashboard)),
           m_started(Clock::now()) {}
 
     int run() {
@@ -149,7 +152,7 @@ public:
         }
         start_watchdog();
         log(LogLevel::notice, "ready: {} rules; watching {} director{} ({} reports waiting); database {}; {} workers; "
-                              "health and metrics at {}",
+                              "health, metrics and dashboard at {}",
             m_settings->rules.rules.size(), m_watcher.directories(), m_watcher.directories() == 1 ? "y" : "ies",
             m_pending.size() + m_ready.size(), m_db_path, worker_count(config), http_at);
         notify_systemd(fmt::format("READY=1\nSTATUS=watching {} directories", m_watcher.directories()));
@@ -699,12 +702,18 @@ private:
         });
     }
 
-    HttpResponse http(std::string_view method, std::string_view target) {
+    HttpResponse http(const HttpRequest& request) {
+        const std::string_view method = request.method;
+        const std::string_view target = request.target;
         const std::string_view path = target.substr(0, target.find('?'));
-        if (path != "/healthz" && path != "/metrics") return {404, "text/plain; charset=utf-8", "not found\n"};
-        if (method != "GET" && method != "HEAD") return {405, "text/plain; charset=utf-8", "only GET\n"};
+        if (path != "/healthz" && path != "/metrics") {
+            // The dashboard reads on its own connection, on this thread.
+            if (auto page = m_dashboard->handle(request)) return std::move(*page);
+            return {404, "text/plain; charset=utf-8", "not found\n", {}};
+        }
+        if (method != "GET" && method != "HEAD") return {405, "text/plain; charset=utf-8", "only GET\n", {}};
         m_metrics.watched_directories(static_cast<double>(m_watcher.directories()));
-        if (path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", m_metrics.text()};
+        if (path == "/metrics") return {200, "text/plain; version=0.0.4; charset=utf-8", m_metrics.text(), {}};
         const bool healthy = !m_stopping && m_database_ok;
         nlohmann::json doc = {
             {"status", m_stopping ? "stopping" : (m_database_ok ? "ok" : "database error")},
@@ -716,7 +725,7 @@ private:
             {"failed", m_failed},
             {"last_reload", m_last_reload},
         };
-        return {healthy ? 200u : 503u, "application/json", doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
+        return {healthy ? 200u : 503u, "application/json", doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", {}};
     }
 
     const std::string m_config_path;
@@ -741,6 +750,7 @@ private:
     std::set<std::string> m_skipped;
     static constexpr std::size_t k_max_skipped_remembered = 100'000;
     HttpServer m_http;
+    std::unique_ptr<web::Dashboard> m_dashboard;  // main thread
     asio::thread_pool m_senders{2};            // blocking deliveries (libcurl)
     asio::steady_timer m_delivery_timer{m_writer_io};
     asio::steady_timer m_retention_timer{m_writer_io};
@@ -773,6 +783,18 @@ private:
 
 }  // namespace
 
+Result<std::unique_ptr<web::Dashboard>> open_dashboard(const std::string& db_path, const Config& config) {
+    web::DashboardOptions options;
+    if (!config.dashboard_token_file.empty()) {
+        auto token = read_dashboard_token(config.dashboard_token_file);
+        if (!token) return std::unexpected(token.error());
+        options.token = std::move(*token);
+    }
+    auto db = Db::open(db_path);
+    if (!db) return std::unexpected(db.error());
+    return std::make_unique<web::Dashboard>(std::move(*db), std::move(options));
+}
+
 int run_daemon(const std::string& config_path, const std::string& db_override) {
     std::vector<std::string> problems;
     auto settings = load_settings(config_path, problems);
@@ -792,7 +814,12 @@ int run_daemon(const std::string& config_path, const std::string& db_override) {
     }
     // Named as Db names it: a PostgreSQL password is masked in the log and /healthz.
     const std::string db_name = db->name();
-    Daemon daemon(config_path, std::move(settings), std::move(*db), db_name);
+    auto dashboard = open_dashboard(db_path, settings->config);
+    if (!dashboard) {
+        log(LogLevel::error, "{}", dashboard.error().to_string());
+        return 2;
+    }
+    Daemon daemon(config_path, std::move(settings), std::move(*db), db_name, std::move(*dashboard));
     return daemon.run();
 }
 

@@ -72,6 +72,9 @@ Result<RunStepResult> RunPipeline::run(const RunBatch& batch, const std::vector<
         else if (!config->reports_base_url.empty())
             out.report_url = config->reports_base_url + file;
     }
+    // The dashboard's run page, where one is published, is where alerts point.
+    if (config != nullptr && !config->dashboard_base_url.empty())
+        out.report_url = fmt::format("{}run/{}", config->dashboard_base_url, stored->run_id);
     // With an explicit baseline nothing is followed over runs, and the run stays as the history left it.
     if (!m_options.baseline_run) {
         auto queued = complete(*run, *outcome, also_alert, out);

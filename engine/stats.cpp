@@ -31,6 +31,22 @@ double mad_sigma(const std::vector<double>& values) {
     return 1.4826 * median(std::move(dev));
 }
 
+std::vector<std::optional<Band>> rolling_band(const std::vector<double>& series, const std::vector<bool>& usable,
+                                              std::size_t window, double k, double min_cv, std::size_t min_runs) {
+    std::vector<std::optional<Band>> out(series.size());
+    std::vector<double> pool;  // the usable values so far; the last `window` of them are the baseline
+    for (std::size_t i = 0; i < series.size(); ++i) {
+        if (pool.size() >= std::max<std::size_t>(min_runs, 1)) {
+            const std::vector<double> before(pool.end() - static_cast<std::ptrdiff_t>(std::min(window, pool.size())), pool.end());
+            const double m = median(before);
+            const double sigma = std::max(mad_sigma(before), min_cv * std::fabs(m));
+            out[i] = Band{m, m - k * sigma, m + k * sigma};
+        }
+        if (usable.empty() || (i < usable.size() && usable[i])) pool.push_back(series[i]);
+    }
+    return out;
+}
+
 namespace {
 
 double normal_cdf(double z) {

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace perfwatch {
@@ -59,6 +60,21 @@ struct UniformChange {
 Comparison compare_to_baseline(double current, const std::vector<double>& current_samples,
                                const std::vector<double>& baseline_values, const std::vector<double>& baseline_samples,
                                double min_cv = 0.005, std::size_t min_runs = 3);
+
+// The band a value is judged normal in, from the runs before it.
+struct Band {
+    double median = 0;
+    double low = 0;
+    double high = 0;
+};
+
+// For each value of `series` (oldest first), the band of the `window` usable values before it (all
+// when `usable` is empty; a regression's bad runs are not a baseline): their median +- `k` robust
+// standard deviations (MAD), the deviation floored at `min_cv` of the median; nullopt until
+// `min_runs` usable values precede it.
+std::vector<std::optional<Band>> rolling_band(const std::vector<double>& series, const std::vector<bool>& usable = {},
+                                              std::size_t window = 10, double k = 3, double min_cv = 0.005,
+                                              std::size_t min_runs = 3);
 
 struct ChangePointOptions {
     std::size_t min_segment = 2;  // shortest segment a split may leave (the last may be shorter, see below)

@@ -48,6 +48,7 @@ Db::Db(std::unique_ptr<sql::Connection> db, std::string path)
       m_path(std::move(path)),
       m_outbox(*m_db, m_path),
       m_history(*m_db, m_path),
+      m_browse(*m_db, m_path),
       m_regressions(*m_db, m_path),
       m_pins(*m_db, m_path),
       m_silences(*m_db, m_path),

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/model.hpp"
+#include "storage/browse.hpp"
 #include "storage/file_marks.hpp"
 #include "storage/history_reads.hpp"
 #include "storage/jobs.hpp"
@@ -124,11 +125,12 @@ public:
     Result<std::size_t> complete_run(std::int64_t run_id, const std::vector<OutboxMessage>& messages);
     // The parts of this database, each with its own records: history reads (runs of a series, a
     // window of runs in one batch, a metric over runs), the alert outbox, the regressions
-    // followed over history, pinned baselines, silences, and the daemon's marks of watched files.
+    // followed over history, reads for browsing it (the dashboard), pinned baselines, silences, and the daemon's marks of watched files.
     Outbox& outbox() { return m_outbox; }
     const Outbox& outbox() const { return m_outbox; }
     HistoryReads& history() { return m_history; }
     const HistoryReads& history() const { return m_history; }
+    const BrowseReads& browse() const { return m_browse; }
     RegressionStore& regressions() { return m_regressions; }
     const RegressionStore& regressions() const { return m_regressions; }
     Pins& pins() { return m_pins; }
@@ -168,6 +170,7 @@ private:
     std::string m_path;
     Outbox m_outbox;
     HistoryReads m_history;
+    BrowseReads m_browse;
     RegressionStore m_regressions;
     Pins m_pins;
     Silences m_silences;

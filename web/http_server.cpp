@@ -1,4 +1,4 @@
-#include "app/http_server.hpp"
+#include "web/http_server.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/beast/core.hpp>
@@ -21,8 +21,8 @@ public:
     Session(tcp::socket socket, const HttpHandler& handler) : m_stream(std::move(socket)), m_handler(handler) {}
 
     void start() {
-        m_parser.header_limit(8 * 1024);
-        m_parser.body_limit(8 * 1024);
+        m_parser.header_limit(16 * 1024);
+        m_parser.body_limit(16 * 1024);
         m_stream.expires_after(std::chrono::seconds(10));
         http::async_read(m_stream, m_buffer, m_parser,
                          [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
@@ -32,12 +32,25 @@ private:
     void on_read(beast::error_code ec) {
         if (ec) return;  // the peer went away or sent garbage: nothing to answer
         const auto& req = m_parser.get();
-        const HttpResponse r = m_handler(std::string_view(req.method_string().data(), req.method_string().size()),
-                                         std::string_view(req.target().data(), req.target().size()));
+        auto header = [&](http::field f) {
+            const auto it = req.find(f);
+            return it == req.end() ? std::string() : std::string(it->value());
+        };
+        HttpRequest request;
+        request.method = std::string(req.method_string());
+        request.target = std::string(req.target());
+        request.body = req.body();
+        request.host = header(http::field::host);
+        request.origin = header(http::field::origin);
+        request.authorization = header(http::field::authorization);
+        request.content_type = header(http::field::content_type);
+        if (const auto it = req.find("Sec-Fetch-Site"); it != req.end()) request.sec_fetch_site = std::string(it->value());
+        const HttpResponse r = m_handler(request);
         m_response.version(req.version());
         m_response.result(r.status);
         m_response.set(http::field::server, "perfwatch");
         m_response.set(http::field::content_type, r.content_type);
+        for (const auto& [name, value] : r.headers) m_response.set(name, value);
         m_response.keep_alive(false);
         m_response.body() = r.body;
         m_response.prepare_payload();

@@ -1,0 +1,104 @@
+#include "storage/browse.hpp"
+
+#include <algorithm>
+
+#include "storage/sql.hpp"
+
+namespace perfwatch {
+
+using sql::guarded;
+using sql::in_list;
+using sql::Statement;
+
+namespace {
+
+constexpr std::size_t k_batch = 500;
+
+}  // namespace
+
+Result<std::vector<RunIndexRow>> BrowseReads::run_index() const {
+    return guarded(m_name, [&]() -> Result<std::vector<RunIndexRow>> {
+        Statement st(*m_db, "SELECT id, labels_key, ingested_at, format, source FROM runs ORDER BY id");
+        std::vector<RunIndexRow> out;
+        while (st.step())
+            out.push_back({st.column(0).as_int64(), st.column(1).as_string(), st.column(2).as_string(),
+                           st.column(3).as_string(), st.column(4).as_string()});
+        return out;
+    });
+}
+
+Result<std::map<std::int64_t, RunValue>> BrowseReads::metric_values(EntityKind kind,
+                                                                     const std::optional<std::string>& name,
+                                                                     const std::string& metric,
+                                                                     const std::vector<std::int64_t>& runs) const {
+    return guarded(m_name, [&]() -> Result<std::map<std::int64_t, RunValue>> {
+        std::map<std::int64_t, RunValue> out;
+        for (std::size_t at = 0; at < runs.size(); at += k_batch) {
+            const std::size_t n = std::min(k_batch, runs.size() - at);
+            // The first matching entity of each run (lowest ordinal) gives the value.
+            Statement st(*m_db,
+                         "SELECT r.id, v.value, l.value FROM runs r "
+                         "JOIN entities e ON e.run_id = COALESCE(r.content_run, r.id) "
+                         "JOIN metrics v ON v.entity_id = e.id AND v.name = ? "
+                         "LEFT JOIN metrics l ON l.entity_id = e.id AND l.name = 'launches' "
+                         "WHERE r.id IN " + in_list(n) + " AND e.kind = ?" + (name ? " AND e.name = ?" : "") +
+                             " ORDER BY r.id, e.ordinal");
+            int next = 1;
+            st.bind(next++, metric);
+            for (std::size_t i = 0; i < n; ++i) st.bind(next++, runs[at + i]);
+            st.bind(next++, std::string(to_string(kind)));
+            if (name) st.bind(next++, *name);
+            while (st.step()) {
+                RunValue v{st.column(1).as_double(), {}};
+                if (!st.column(2).is_null()) v.launches = st.column(2).as_double();
+                out.emplace(st.column(0).as_int64(), v);  // the first entity of the run wins
+            }
+        }
+        return out;
+    });
+}
+
+Result<std::map<std::string, std::int64_t>> BrowseReads::open_regressions_by_series() const {
+    return guarded(m_name, [&]() -> Result<std::map<std::string, std::int64_t>> {
+        Statement st(*m_db, "SELECT series, count(*) FROM regressions WHERE status = 'open' GROUP BY series");
+        std::map<std::string, std::int64_t> out;
+        while (st.step()) out[st.column(0).as_string()] = st.column(1).as_int64();
+        return out;
+    });
+}
+
+Result<std::map<std::int64_t, std::array<std::int64_t, 3>>> BrowseReads::finding_counts(
+    const std::vector<std::int64_t>& runs) const {
+    return guarded(m_name, [&]() -> Result<std::map<std::int64_t, std::array<std::int64_t, 3>>> {
+        std::map<std::int64_t, std::array<std::int64_t, 3>> out;
+        for (std::size_t at = 0; at < runs.size(); at += k_batch) {
+            const std::size_t n = std::min(k_batch, runs.size() - at);
+            Statement st(*m_db, "SELECT run_id, severity, count(*) FROM findings WHERE run_id IN " + in_list(n) +
+                                    " GROUP BY run_id, severity");
+            for (std::size_t i = 0; i < n; ++i) st.bind(static_cast<int>(i + 1), runs[at + i]);
+            while (st.step()) {
+                const auto severity = severity_from_string(st.column(1).as_string());
+                if (!severity) continue;
+                out[st.column(0).as_int64()][static_cast<std::size_t>(*severity)] += st.column(2).as_int64();
+            }
+        }
+        return out;
+    });
+}
+
+Result<std::vector<std::string>> BrowseReads::top_kernels(std::int64_t run, std::size_t limit) const {
+    return guarded(m_name, [&]() -> Result<std::vector<std::string>> {
+        Statement st(*m_db,
+                     "SELECT e.name FROM runs r JOIN entities e ON e.run_id = COALESCE(r.content_run, r.id) "
+                     "JOIN metrics d ON d.entity_id = e.id AND d.name = 'duration' "
+                     "LEFT JOIN metrics l ON l.entity_id = e.id AND l.name = 'launches' "
+                     "WHERE r.id = ? AND e.kind = 'kernel' ORDER BY d.value * COALESCE(l.value, 1) DESC, e.name LIMIT ?");
+        st.bind(1, run);
+        st.bind(2, static_cast<std::int64_t>(limit));
+        std::vector<std::string> out;
+        while (st.step()) out.push_back(st.column(0).as_string());
+        return out;
+    });
+}
+
+}  // namespace perfwatch

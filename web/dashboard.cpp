@@ -1,0 +1,99 @@
+#include "web/dashboard.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "web/page.hpp"
+#include "web/pages.hpp"
+
+namespace perfwatch::web {
+
+namespace {
+
+// "/run/12" with prefix "/run/" -> 12.
+std::optional<std::int64_t> id_after(std::string_view path, std::string_view prefix, std::string_view suffix = {}) {
+    if (!path.starts_with(prefix) || !path.ends_with(suffix) || path.size() <= prefix.size() + suffix.size())
+        return std::nullopt;
+    const std::string_view digits = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
+    std::int64_t id = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+    if (ec != std::errc() || end != digits.data() + digits.size() || id <= 0) return std::nullopt;
+    return id;
+}
+
+// Compares without stopping at the first difference (no timing hint about the token).
+bool same_secret(std::string_view a, std::string_view b) {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+    return diff == 0;
+}
+
+// The host part of an Origin ("http://127.0.0.1:9464" -> "127.0.0.1:9464").
+std::string_view origin_host(std::string_view origin) {
+    const auto at = origin.find("://");
+    return at == std::string_view::npos ? origin : origin.substr(at + 3);
+}
+
+}  // namespace
+
+Dashboard::Dashboard(Db db, DashboardOptions options) : m_db(std::move(db)), m_options(std::move(options)) {}
+
+std::optional<HttpResponse> Dashboard::handle(const HttpRequest& request) {
+    const std::string_view target = request.target;
+    const auto qm = target.find('?');
+    const std::string_view path = target.substr(0, qm);
+    const std::string_view query = qm == std::string_view::npos ? std::string_view() : target.substr(qm + 1);
+    const bool ours = path == "/" || path == "/static/style.css" || path == "/series" || path.starts_with("/run/") ||
+                      path == "/compare" || path == "/regressions" || path.starts_with("/regression/") ||
+                      path == "/alerts" || path == "/silences" || path.starts_with("/silence/");
+    if (!ours) return std::nullopt;
+    if (request.method == "GET" || request.method == "HEAD") return get(path, query);
+    if (request.method == "POST") return post(request, path);
+    HttpResponse r = error_response(405, "only GET and POST");
+    r.headers.emplace_back("Allow", "GET, HEAD, POST");
+    return r;
+}
+
+HttpResponse Dashboard::get(std::string_view path, std::string_view query) {
+    if (path == "/static/style.css") {
+        HttpResponse r{200, "text/css; charset=utf-8", std::string(stylesheet()), {}};
+        r.headers = {{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "max-age=3600"}};
+        return r;
+    }
+    auto q = Query::parse(query);
+    if (!q) return error_response(400, q.error().message);
+    PageContext ctx{m_db, !m_options.token.empty()};
+    if (path == "/") return overview_page(ctx, *q);
+    if (path == "/series") return series_page(ctx, *q);
+    if (path == "/compare") return compare_page(ctx, *q);
+    if (path == "/regressions") return regressions_page(ctx, *q);
+    if (path == "/alerts") return alerts_page(ctx, *q);
+    if (auto id = id_after(path, "/run/")) return run_page(ctx, *id);
+    if (auto id = id_after(path, "/regression/")) return regression_page(ctx, *id);
+    return error_response(404, "no such page");
+}
+
+HttpResponse Dashboard::post(const HttpRequest& request, std::string_view path) {
+    // Cross-site requests are refused before anything else: a browser says where a form came from.
+    if (request.sec_fetch_site == "cross-site" || request.sec_fetch_site == "same-site")
+        return error_response(403, "cross-site requests cannot change state");
+    if (!request.origin.empty() && origin_host(request.origin) != request.host)
+        return error_response(403, "cross-site requests cannot change state");
+    if (m_options.token.empty()) return error_response(403, "this dashboard is read-only (no token is configured)");
+    if (!request.content_type.starts_with("application/x-www-form-urlencoded"))
+        return error_response(415, "a form (application/x-www-form-urlencoded) is expected");
+    auto form = Query::parse(request.body);
+    if (!form) return error_response(400, form.error().message);
+    std::string token = form->get("token");
+    if (token.empty() && request.authorization.starts_with("Bearer ")) token = request.authorization.substr(7);
+    if (!same_secret(token, m_options.token)) return error_response(403, "a valid token is needed to change state");
+    PageContext ctx{m_db, true};
+    if (auto id = id_after(path, "/regression/", "/accept")) return accept_action(ctx, *id, *form);
+    if (path == "/silences") return silence_add_action(ctx, *form);
+    if (auto id = id_after(path, "/silence/", "/expire")) return silence_expire_action(ctx, *id);
+    if (auto id = id_after(path, "/run/", "/pin")) return pin_action(ctx, *id, *form);
+    return error_response(404, "no such action");
+}
+
+}  // namespace perfwatch::web

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "storage/db.hpp"
+#include "web/http_server.hpp"
+
+namespace perfwatch::web {
+
+struct DashboardOptions {
+    // Accepting a regression, adding or expiring a silence and pinning a baseline need this token
+    // (sent as the form's `token` field or `Authorization: Bearer`); empty: the dashboard is read-only.
+    std::string token;
+};
+
+// The dashboard's pages over one database: overview, series, run, compare, regressions, alerts,
+// and the few POST actions that change state. Pages are HTML with SVG charts and no script; every
+// value from the database goes through the HTML escaping layer; a page is a bounded number of
+// queries whatever the history's length. Not thread-safe: one request at a time.
+class Dashboard {
+public:
+    Dashboard(Db db, DashboardOptions options);
+
+    // The response to a dashboard request; nullopt when `request` is not for a dashboard path.
+    std::optional<HttpResponse> handle(const HttpRequest& request);
+
+    const Db& db() const { return m_db; }
+
+private:
+    HttpResponse get(std::string_view path, std::string_view query);
+    HttpResponse post(const HttpRequest& request, std::string_view path);
+
+    Db m_db;
+    DashboardOptions m_options;
+};
+
+}  // namespace perfwatch::web

@@ -1,0 +1,129 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "engine/series_index.hpp"
+#include "web/chart.hpp"
+#include "web/page.hpp"
+#include "web/pages.hpp"
+
+namespace perfwatch::web {
+
+namespace {
+
+constexpr std::size_t k_page_size = 50;
+constexpr std::size_t k_spark_runs = 30;
+
+// "k=v" filters: a series passes when it has every label with that value; "q" matches its title.
+bool passes(const SeriesEntry& s, const std::vector<std::pair<std::string, std::string>>& filters, const std::string& text) {
+    for (const auto& [k, v] : filters)
+        if (label_value(s.labels, k) != v) return false;
+    return text.empty() || series_title(s.key).find(text) != std::string::npos;
+}
+
+std::size_t page_of(const Query& q, std::size_t pages) {
+    const auto p = q.id("page");
+    return std::clamp<std::size_t>(p ? static_cast<std::size_t>(*p) : 1, 1, std::max<std::size_t>(pages, 1));
+}
+
+}  // namespace
+
+HttpResponse overview_page(PageContext& ctx, const Query& q) {
+    auto rows = ctx.db.browse().run_index();
+    if (!rows) return error_response(500, rows.error().to_string());
+    const SeriesIndex index(*rows);
+    auto open = ctx.db.browse().open_regressions_by_series();
+    if (!open) return error_response(500, open.error().to_string());
+
+    std::vector<std::pair<std::string, std::string>> filters;
+    for (const std::string& f : q.all("label")) {
+        const auto eq = f.find('=');
+        if (eq == std::string::npos) return error_response(400, fmt::format("label filter '{}' is not key=value", f));
+        filters.emplace_back(f.substr(0, eq), f.substr(eq + 1));
+    }
+    const std::string text = q.get("q");
+    std::vector<const SeriesEntry*> shown;
+    for (const SeriesEntry& s : index.series())
+        if (passes(s, filters, text)) shown.push_back(&s);
+
+    const std::string sort = q.has("sort") ? q.get("sort") : "-latest";
+    const bool desc = sort.starts_with('-');
+    const std::string key = desc ? sort.substr(1) : sort;
+    auto open_of = [&](const SeriesEntry* s) { auto it = open->find(s->key); return it == open->end() ? 0 : it->second; };
+    std::stable_sort(shown.begin(), shown.end(), [&](const SeriesEntry* a, const SeriesEntry* b) {
+        auto cmp = [&]() -> int {
+            if (key == "runs") return a->runs.size() < b->runs.size() ? -1 : a->runs.size() > b->runs.size();
+            if (key == "regressions") return open_of(a) < open_of(b) ? -1 : open_of(a) > open_of(b);
+            if (key == "latest") return a->runs.back().id < b->runs.back().id ? -1 : a->runs.back().id > b->runs.back().id;
+            return a->key < b->key ? -1 : a->key > b->key;
+        }();
+        return desc ? cmp > 0 : cmp < 0;
+    });
+
+    const std::size_t pages = (shown.size() + k_page_size - 1) / k_page_size;
+    const std::size_t page_no = page_of(q, pages);
+    const std::size_t from = (page_no - 1) * k_page_size, to = std::min(shown.size(), from + k_page_size);
+
+    // Two reads for the whole page: the latest runs' findings, and GPU time over the recent runs.
+    std::vector<std::int64_t> latest, spark_runs;
+    for (std::size_t i = from; i < to; ++i) {
+        latest.push_back(shown[i]->runs.back().id);
+        const auto& runs = shown[i]->runs;
+        for (std::size_t r = runs.size() > k_spark_runs ? runs.size() - k_spark_runs : 0; r < runs.size(); ++r)
+            spark_runs.push_back(runs[r].id);
+    }
+    auto counts = ctx.db.browse().finding_counts(latest);
+    if (!counts) return error_response(500, counts.error().to_string());
+    auto gpu = ctx.db.browse().metric_values(EntityKind::run, std::nullopt, "gpu_time", spark_runs);
+    if (!gpu) return error_response(500, gpu.error().to_string());
+
+    std::vector<std::pair<std::string, std::string>> params;
+    for (const std::string& f : q.all("label")) params.emplace_back("label", f);
+    if (!text.empty()) params.emplace_back("q", text);
+    if (q.has("sort")) params.emplace_back("sort", sort);
+
+    std::string body = fmt::format("<h1>Series</h1>\n<p class=\"note\">{} series, {} runs in {}.</p>\n",
+                                   index.series().size(), rows->size(), h(ctx.db.name()));
+    body += "<form class=\"filters\" method=\"get\" action=\"/\">";
+    for (const auto& [k, v] : filters)
+        body += fmt::format("<input type=\"hidden\" name=\"label\" value=\"{}\"><span class=\"mono\">{}={}</span>",
+                            h(k + "=" + v), h(k), h(v));
+    body += fmt::format("<input name=\"label\" placeholder=\"label=value\" size=\"18\">"
+                        "<input name=\"q\" placeholder=\"name contains\" value=\"{}\" size=\"18\">"
+                        "<button type=\"submit\">Filter</button>{}</form>\n",
+                        h(text), filters.empty() && text.empty() ? "" : " <a href=\"/\">clear</a>");
+    body += fmt::format("<table id=\"series-list\"><thead><tr><th>{}</th><th>Format</th><th class=\"num\">{}</th>"
+                        "<th>{}</th><th class=\"num\">{}</th><th>Findings (latest run)</th><th>GPU time, last {} runs</th>"
+                        "</tr></thead><tbody>\n",
+                        sort_header("Series", "name", "/", params, sort), sort_header("Runs", "runs", "/", params, sort),
+                        sort_header("Latest run", "latest", "/", params, sort),
+                        sort_header("Open regressions", "regressions", "/", params, sort), k_spark_runs);
+    for (std::size_t i = from; i < to; ++i) {
+        const SeriesEntry& s = *shown[i];
+        const SeriesRun& last = s.runs.back();
+        std::string findings = "none";
+        if (auto it = counts->find(last.id); it != counts->end()) {
+            const auto& c = it->second;
+            findings = fmt::format("<span class=\"sev-error\">{} error</span>, <span class=\"sev-warning\">{} warning</span>, "
+                                   "<span class=\"sev-info\">{} info</span>",
+                                   c[2], c[1], c[0]);
+        }
+        std::vector<double> spark;
+        for (std::size_t r = s.runs.size() > k_spark_runs ? s.runs.size() - k_spark_runs : 0; r < s.runs.size(); ++r)
+            if (auto it = gpu->find(s.runs[r].id); it != gpu->end()) spark.push_back(it->second.value);
+        const std::int64_t regressions = open_of(&s);
+        body += fmt::format(
+            "<tr data-series=\"{}\"><td><a href=\"{}\">{}</a></td><td>{}</td><td class=\"num\">{}</td>"
+            "<td><a href=\"/run/{}\">run {}</a>{} <span class=\"note\">{}</span></td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>\n",
+            h(s.key), h(make_url("/series", {{"key", s.key}})), h(series_title(s.key)), h(s.format), s.runs.size(),
+            last.id, last.id, last.commit.empty() ? "" : " " + h(last.commit), h(last.ingested_at),
+            regressions == 0 ? "0"
+                             : fmt::format("<a class=\"state-open\" href=\"{}\">{}</a>",
+                                           h(make_url("/regressions", {{"series", s.key}})), regressions),
+            findings, sparkline(spark));
+    }
+    body += "</tbody></table>\n" + pager("/", params, page_no, pages);
+    return html_response(page("Overview", "Overview", body));
+}
+
+}  // namespace perfwatch::web

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "storage/db.hpp"
+#include "web/http_server.hpp"
+#include "web/query.hpp"
+
+namespace perfwatch {
+struct SeriesEntry;
+}
+
+namespace perfwatch::web {
+
+// What a page needs besides its parameters.
+struct PageContext {
+    Db& db;
+    bool writable = false;  // a token is configured: the action forms are shown
+};
+
+// The pages, one per file (web/*_page.cpp); each a bounded number of queries.
+HttpResponse overview_page(PageContext& ctx, const Query& q);
+HttpResponse series_page(PageContext& ctx, const Query& q);
+HttpResponse run_page(PageContext& ctx, std::int64_t run_id);
+HttpResponse compare_page(PageContext& ctx, const Query& q);
+HttpResponse regressions_page(PageContext& ctx, const Query& q);
+HttpResponse regression_page(PageContext& ctx, std::int64_t id);
+HttpResponse alerts_page(PageContext& ctx, const Query& q);
+
+// The state-changing actions (POST, token checked by the caller); each answers with a redirect.
+HttpResponse accept_action(PageContext& ctx, std::int64_t id, const Query& form);
+HttpResponse silence_add_action(PageContext& ctx, const Query& form);
+HttpResponse silence_expire_action(PageContext& ctx, std::int64_t id);
+HttpResponse pin_action(PageContext& ctx, std::int64_t run_id, const Query& form);
+
+// The chart of one series with what `q` chooses (metric, entity, kind, from..to), its zoom and pan
+// links and legend; `error` set when a parameter is wrong. Shared by the series and regression pages.
+std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Query& q, std::string& error);
+
+// Forms of the actions: hidden when the dashboard is read-only.
+std::string token_field();
+
+}  // namespace perfwatch::web

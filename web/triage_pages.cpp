@@ -1,0 +1,280 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/vocabulary.hpp"
+#include "engine/series_index.hpp"
+#include "web/page.hpp"
+#include "web/pages.hpp"
+
+namespace perfwatch::web {
+
+namespace {
+
+constexpr std::size_t k_page_size = 50;
+constexpr std::size_t k_max_alert_pages = 20;
+
+std::int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string ms_text(std::int64_t ms) {
+    const std::time_t t = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+std::string run_ref(const SeriesIndex& index, std::int64_t run) {
+    std::string commit;
+    if (const SeriesEntry* s = index.of_run(run); s != nullptr) commit = s->runs[index.position(run)].commit;
+    return fmt::format("<a href=\"/run/{0}\">{1}run {0}</a>", run, commit.empty() ? "" : "commit " + h(commit) + ", ");
+}
+
+// The newest run of the regression's series before its first bad run.
+std::optional<std::int64_t> last_good(const SeriesIndex& index, const RegressionState& r) {
+    const SeriesEntry* s = index.find(r.series);
+    const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
+    if (s == nullptr) return std::nullopt;
+    auto it = std::lower_bound(s->runs.begin(), s->runs.end(), first, [](const SeriesRun& a, std::int64_t v) { return a.id < v; });
+    if (it == s->runs.begin()) return std::nullopt;
+    return std::prev(it)->id;
+}
+
+std::string change_text(const RegressionState& r) {
+    std::string out = r.change_pct ? fmt::format("{:+.1f}% ", *r.change_pct) : "";
+    out += r.current ? fmt::format("({} -> {})", format_metric(r.metric, r.baseline), format_metric(r.metric, *r.current))
+                     : fmt::format("(baseline {})", format_metric(r.metric, r.baseline));
+    return out;
+}
+
+std::string entity_text(const RegressionState& r) {
+    return r.entity_kind == EntityKind::run ? "the run" : fmt::format("{} <code>{}</code>", to_string(r.entity_kind), h(r.entity_name));
+}
+
+std::string accept_form(const RegressionState& r) {
+    return fmt::format("<form class=\"inline\" method=\"post\" action=\"/regression/{}/accept\">"
+                       "<input name=\"comment\" placeholder=\"why it is intended\" size=\"22\">{}"
+                       "<button type=\"submit\">Accept</button></form>",
+                       r.id, token_field());
+}
+
+}  // namespace
+
+HttpResponse regressions_page(PageContext& ctx, const Query& q) {
+    const std::string status = q.has("status") ? q.get("status") : "open";
+    if (status != "all" && !regression_status_from_string(status))
+        return error_response(400, fmt::format("status '{}' is not open, resolved, accepted or all", status));
+    auto all = ctx.db.regressions().list(status == "open");
+    if (!all) return error_response(500, all.error().to_string());
+    auto rows = ctx.db.browse().run_index();
+    if (!rows) return error_response(500, rows.error().to_string());
+    const SeriesIndex index(*rows);
+    const std::string series = q.get("series"), rule = q.get("rule");
+    std::vector<const RegressionState*> shown;
+    for (const RegressionState& r : *all) {
+        if (status != "all" && to_string(r.status) != status) continue;
+        if (!series.empty() && r.series != series) continue;
+        if (!rule.empty() && r.rule != rule) continue;
+        shown.push_back(&r);
+    }
+    // Grouped by series, then by first bad run, newest first.
+    std::stable_sort(shown.begin(), shown.end(), [](const RegressionState* a, const RegressionState* b) {
+        if (a->series != b->series) return a->series < b->series;
+        return a->first_bad_run.value_or(a->opened_run) > b->first_bad_run.value_or(b->opened_run);
+    });
+    const std::size_t pages = (shown.size() + k_page_size - 1) / k_page_size;
+    const auto p = q.id("page");
+    const std::size_t page_no = std::clamp<std::size_t>(p ? static_cast<std::size_t>(*p) : 1, 1, std::max<std::size_t>(pages, 1));
+
+    std::vector<std::pair<std::string, std::string>> params{{"status", status}, {"series", series}, {"rule", rule}};
+    std::string body = "<h1>Regressions</h1>\n<div class=\"filters\">";
+    for (const char* s : {"open", "resolved", "accepted", "all"}) {
+        auto with_status = params;
+        with_status[0].second = s;
+        body += fmt::format("<a href=\"{}\"{}>{}</a>", h(make_url("/regressions", with_status)),
+                            status == s ? " class=\"active\"" : "", s);
+    }
+    if (!series.empty()) body += fmt::format("<span>series: {}</span> <a href=\"{}\">all series</a>", h(series_title(series)),
+                                             h(make_url("/regressions", {{"status", status}})));
+    body += "</div>\n";
+    if (shown.empty()) {
+        body += fmt::format("<p class=\"note\">No {} regressions.</p>\n", status == "all" ? "" : status);
+        return html_response(page("Regressions", "Regressions", body));
+    }
+    body += "<table id=\"regressions\"><thead><tr><th>#</th><th>State</th><th>Series</th><th>On</th><th>Rule, metric</th>"
+            "<th>Change</th><th>Last good .. first bad</th><th>Since</th><th></th></tr></thead><tbody>\n";
+    std::string group;
+    for (std::size_t i = (page_no - 1) * k_page_size; i < shown.size() && i < page_no * k_page_size; ++i) {
+        const RegressionState& r = *shown[i];
+        const auto good = last_good(index, r);
+        const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
+        std::string action = r.status == RegressionStatus::open && ctx.writable ? accept_form(r) : h(r.comment);
+        if (r.status != RegressionStatus::open)
+            action = h(r.resolution) + (r.resolved_run ? fmt::format(" at <a href=\"/run/{0}\">run {0}</a>", *r.resolved_run) : "") +
+                     (r.comment.empty() ? "" : ": " + h(r.comment));
+        body += fmt::format("<tr data-regression=\"{0}\"><td><a href=\"/regression/{0}\">#{0}</a></td><td class=\"state-{1}\">{1}</td>"
+                            "<td><a href=\"{2}\">{3}</a></td><td>{4}</td><td>{5}<br><span class=\"note\">{6}</span></td>"
+                            "<td>{7}</td><td>{8} .. {9}</td><td>{10}</td><td>{11}</td></tr>\n",
+                            r.id, to_string(r.status), h(make_url("/series", {{"key", r.series}})),
+                            r.series == group ? "&#12291;" : h(series_title(r.series)), entity_text(r), h(r.rule), h(r.metric),
+                            h(change_text(r)), good ? run_ref(index, *good) : "none before", run_ref(index, first), h(r.since), action);
+        group = r.series;
+    }
+    body += "</tbody></table>\n" + pager("/regressions", params, page_no, pages);
+    return html_response(page("Regressions", "Regressions", body));
+}
+
+HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
+    auto all = ctx.db.regressions().list(false);
+    if (!all) return error_response(500, all.error().to_string());
+    auto it = std::find_if(all->begin(), all->end(), [&](const RegressionState& r) { return r.id == id; });
+    if (it == all->end()) return error_response(404, fmt::format("no regression #{}", id));
+    const RegressionState& r = *it;
+    auto rows = ctx.db.browse().run_index();
+    if (!rows) return error_response(500, rows.error().to_string());
+    const SeriesIndex index(*rows);
+    const auto good = last_good(index, r);
+    const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
+
+    std::string body = fmt::format("<h1>Regression #{} <span class=\"state-{}\">{}</span></h1>\n", r.id, to_string(r.status),
+                                   to_string(r.status));
+    body += "<table class=\"facts\" id=\"regression-facts\"><tbody>\n";
+    body += fmt::format("<tr><th>Series</th><td><a href=\"{}\">{}</a></td></tr>\n", h(make_url("/series", {{"key", r.series}})),
+                        h(series_title(r.series)));
+    body += fmt::format("<tr><th>On</th><td>{}</td></tr>\n<tr><th>Rule</th><td>{} ({})</td></tr>\n", entity_text(r), h(r.rule), h(r.metric));
+    body += fmt::format("<tr><th>Change</th><td>{}</td></tr>\n", h(change_text(r)));
+    body += fmt::format("<tr><th>Bisect</th><td>last good {} .. first bad {}</td></tr>\n", good ? run_ref(index, *good) : "none before",
+                        run_ref(index, first));
+    body += fmt::format("<tr><th>Opened</th><td>at <a href=\"/run/{0}\">run {0}</a> {1}; last bad run {2}</td></tr>\n", r.opened_run,
+                        h(r.since), r.last_bad_run);
+    if (r.status != RegressionStatus::open)
+        body += fmt::format("<tr><th>Ended</th><td>{}{}{}</td></tr>\n", h(r.resolution),
+                            r.resolved_run ? fmt::format(" at run {}", *r.resolved_run) : "", r.comment.empty() ? "" : ": " + h(r.comment));
+    body += "</tbody></table>\n";
+    if (r.status == RegressionStatus::open && ctx.writable) body += "<div class=\"box\">" + accept_form(r) + "</div>\n";
+    if (const SeriesEntry* s = index.find(r.series); s != nullptr) {
+        // The series around the change: 30 runs before the first bad one to 10 after the last.
+        const std::size_t at = static_cast<std::size_t>(
+            std::lower_bound(s->runs.begin(), s->runs.end(), first, [](const SeriesRun& a, std::int64_t v) { return a.id < v; }) -
+            s->runs.begin());
+        const std::size_t last_at = std::min(s->runs.size() - 1, index.position(r.last_bad_run) == std::string::npos
+                                                                       ? at
+                                                                       : index.position(r.last_bad_run));
+        std::string target = make_url("", {{"key", r.series},
+                                           {"entity", r.entity_kind == EntityKind::run ? "" : r.entity_name},
+                                           {"kind", std::string(to_string(r.entity_kind))},
+                                           {"metric", r.metric},
+                                           {"from", std::to_string(s->runs[at > 30 ? at - 30 : 0].id)},
+                                           {"to", std::to_string(s->runs[std::min(s->runs.size() - 1, last_at + 10)].id)}});
+        auto q = Query::parse(std::string_view(target).substr(1));
+        if (q) {
+            std::string error;
+            body += "<h2>The series around the change</h2>\n" + series_chart_section(ctx, *s, *q, error);
+            if (!error.empty()) body += "<p class=\"note\">" + h(error) + "</p>\n";
+        }
+    }
+    body += fmt::format("<pre class=\"box mono\">{}</pre>\n",
+                        h(fmt::format("perfwatch regressions show {0} --db {1}\nperfwatch regressions accept {0} --db {1} --comment '...'",
+                                      r.id, ctx.db.name())));
+    return html_response(page(fmt::format("Regression #{}", r.id), "Regressions", body));
+}
+
+HttpResponse alerts_page(PageContext& ctx, const Query& q) {
+    const auto p = q.id("page");
+    const std::size_t page_no = std::clamp<std::size_t>(p ? static_cast<std::size_t>(*p) : 1, 1, k_max_alert_pages);
+    auto messages = ctx.db.outbox().newest(page_no * k_page_size + 1);
+    if (!messages) return error_response(500, messages.error().to_string());
+    auto silences = ctx.db.silences().list(std::nullopt);
+    if (!silences) return error_response(500, silences.error().to_string());
+    const std::int64_t now = now_ms();
+
+    std::string body = "<h1>Alerts</h1>\n<h2>Outbox: what was sent where</h2>\n";
+    if (messages->empty()) body += "<p class=\"note\">No alert message yet.</p>\n";
+    else {
+        body += "<table id=\"outbox\"><thead><tr><th>#</th><th>Receiver</th><th>Run</th><th>State</th><th class=\"num\">Attempts</th>"
+                "<th>Created</th><th>Last error</th></tr></thead><tbody>\n";
+        for (std::size_t i = (page_no - 1) * k_page_size; i < messages->size() && i < page_no * k_page_size; ++i) {
+            const OutboxMessage& m = (*messages)[i];
+            body += fmt::format("<tr><td>{}</td><td>{}</td><td><a href=\"/run/{}\">run {}</a></td><td>{}</td><td class=\"num\">{}</td>"
+                                "<td>{}</td><td>{}</td></tr>\n",
+                                m.id, h(m.receiver), m.run_id, m.run_id, to_string(m.state), m.attempts, ms_text(m.created_ms),
+                                h(m.last_error));
+        }
+        body += "</tbody></table>\n";
+        const std::size_t pages = messages->size() > page_no * k_page_size ? page_no + 1 : page_no;
+        body += pager("/alerts", {}, page_no, pages);
+    }
+    body += "<h2>Silences</h2>\n";
+    if (silences->empty()) body += "<p class=\"note\">No silence.</p>\n";
+    else {
+        body += "<table id=\"silences\"><thead><tr><th>#</th><th>Matchers</th><th>Until</th><th>Comment</th><th></th></tr></thead><tbody>\n";
+        for (const Silence& s : *silences) {
+            std::string matchers;
+            for (const auto& [k, v] : s.matchers) matchers += fmt::format("<code>{}={}</code> ", h(k), h(v));
+            const bool active = s.until_ms > now;
+            body += fmt::format("<tr><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td></tr>\n", s.id, matchers,
+                                ms_text(s.until_ms), active ? "" : " (expired)", h(s.comment),
+                                active && ctx.writable
+                                    ? fmt::format("<form class=\"inline\" method=\"post\" action=\"/silence/{}/expire\">{}"
+                                                  "<button type=\"submit\">Expire</button></form>",
+                                                  s.id, token_field())
+                                    : "");
+        }
+        body += "</tbody></table>\n";
+    }
+    if (ctx.writable)
+        body += "<form class=\"box\" method=\"post\" action=\"/silences\">New silence: matchers <input name=\"matchers\" "
+                "placeholder=\"rule=ncu-small-grid benchmark=bert*\" size=\"36\" required> for <input name=\"hours\" value=\"24\" size=\"4\"> "
+                "hours, <input name=\"comment\" placeholder=\"why\" size=\"24\">" + token_field() +
+                "<button type=\"submit\">Silence</button></form>\n";
+    return html_response(page("Alerts", "Alerts", body));
+}
+
+HttpResponse accept_action(PageContext& ctx, std::int64_t id, const Query& form) {
+    auto accepted = ctx.db.regressions().accept(id, form.get("comment"));
+    if (!accepted) return error_response(500, accepted.error().to_string());
+    if (!*accepted) return error_response(404, fmt::format("no open regression #{}", id));
+    return redirect(fmt::format("/regression/{}", id));
+}
+
+HttpResponse silence_add_action(PageContext& ctx, const Query& form) {
+    Silence s;
+    const std::string text = form.get("matchers");
+    std::size_t at = 0;
+    while (at < text.size()) {
+        const std::size_t end = std::min(text.find(' ', at), text.size());
+        const std::string item = text.substr(at, end - at);
+        at = end + 1;
+        if (item.empty()) continue;
+        const auto eq = item.find('=');
+        if (eq == std::string::npos || eq == 0) return error_response(400, fmt::format("matcher '{}' is not label=value", item));
+        s.matchers[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+    if (s.matchers.empty()) return error_response(400, "a silence needs at least one matcher");
+    double hours = 0;
+    try {
+        hours = std::stod(form.get("hours"));
+    } catch (const std::exception&) {
+        return error_response(400, "hours is not a number");
+    }
+    if (!(hours > 0 && hours <= 24 * 365)) return error_response(400, "hours must be above 0 and at most a year");
+    s.created_ms = now_ms();
+    s.until_ms = s.created_ms + static_cast<std::int64_t>(hours * 3600e3);
+    s.comment = form.get("comment");
+    auto added = ctx.db.silences().add(s);
+    if (!added) return error_response(500, added.error().to_string());
+    return redirect("/alerts");
+}
+
+HttpResponse silence_expire_action(PageContext& ctx, std::int64_t id) {
+    auto expired = ctx.db.silences().expire(id, now_ms());
+    if (!expired) return error_response(500, expired.error().to_string());
+    if (!*expired) return error_response(404, fmt::format("no silence #{}", id));
+    return redirect("/alerts");
+}
+
+}  // namespace perfwatch::web
