@@ -367,13 +367,9 @@ private:
     void report_failed(const Job& job, FileMark& mark, const Error& e) {
         const std::string format = e.skipped ? "set-aside" : detect_file_format(job.path);
         m_metrics.report_failed(format);
-        // The message's first line says it; the rest (the list of formats for an unknown one) is
-        // for the CLI. The file's name stays whole, line breaks in it included (the log writes them
-        // as spaces).
-        Error first = e;
-        if (const auto nl = first.message.find('\n'); nl != std::string::npos)
-            first.message = first.message.substr(0, nl) + " ...";
-        const std::string why = first.to_string();
+        // The message says it (its detail, the list of formats for an unknown one, is for the CLI).
+        // The file's name stays whole, line breaks in it included (the log writes them as spaces).
+        const std::string why = e.to_string();
         log(e.skipped ? LogLevel::notice : LogLevel::warning, "not ingested: {}", why);
         mark.error = why;
         if (auto saved = m_db.file_marks().save(mark); !saved) database_failed(saved.error());

@@ -113,9 +113,10 @@ Error unrecognised(const std::string& path, std::string_view head, const std::fu
     if (const auto nul = start.find('\0'); nul != std::string_view::npos)
         return fail_at_offset(path, nul, "binary data (NUL byte) in no format perfwatch reads (see `perfwatch formats`)")
             .error();
-    std::string names;
-    for (const Collector* k : collectors()) names += fmt::format("\n  {}: {}", k->id(), k->description());
-    return fail(path, 0, fmt::format("unrecognised report format; expected one of:{}", names)).error();
+    Error e = fail(path, 0, "unrecognised report format (see `perfwatch formats`)").error();
+    e.detail = "expected one of:";
+    for (const Collector* k : collectors()) e.detail += fmt::format("\n  {}: {}", k->id(), k->description());
+    return e;
 }
 
 void finish_batch(RunBatch& batch, const std::string& path, std::string sha256) {

@@ -22,6 +22,9 @@ struct Error {
     // The input was set aside on purpose (a converter tool is missing), not found malformed.
     bool skipped = false;
     ErrorKind kind = ErrorKind::report;
+    // More lines for a person at a terminal (the formats perfwatch reads), printed by the CLI after
+    // the message and never logged: `message` is one line whatever the file's name holds.
+    std::string detail = {};
 
     // "file:line: message", "file: offset N: message" or "file: message".
     std::string to_string() const;

@@ -16,6 +16,7 @@ namespace perfwatch {
 
 void print_error(const Error& e) {
     fmt::print(stderr, "perfwatch: {}: {}\n", e.skipped ? "skipped" : "error", e.to_string());
+    if (!e.detail.empty()) fmt::print(stderr, "{}\n", e.detail);
 }
 
 std::optional<Db> open_db(const std::string& path) {
