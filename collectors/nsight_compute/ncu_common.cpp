@@ -456,6 +456,7 @@ void NcuEntityBuilder::finish(RunBatch& batch) {
         batch.entities.push_back(std::move(dev));
     }
     double run_gpu_time = 0, run_launches = 0, all_launches = 0;
+    double clock_sum = 0, clock_weight = 0;  // the SM clock over the run, weighted by GPU time (or launches)
     bool have_time = false;
     for (Kernel& k : m_kernels) {
         Entity kernel;
@@ -499,6 +500,11 @@ void NcuEntityBuilder::finish(RunBatch& batch) {
             have_time = true;
         }
         run_launches += k.count;
+        if (const auto clock = kernel.value("sm_frequency"); clock && std::isfinite(*clock) && *clock > 0) {
+            const double weight = k.timed ? k.total : k.count;
+            clock_sum += *clock * weight;
+            clock_weight += weight;
+        }
         kernel.attributes = std::move(k.attributes);
         if (k.members > 1 && !kernel.attributes.contains("occupancy_limiter") && !k.limiter.empty())
             kernel.attributes["occupancy_limiter"] = k.limiter;
@@ -520,6 +526,7 @@ void NcuEntityBuilder::finish(RunBatch& batch) {
     run.set(Metric{"launches", run_launches, "count", "", ""});
     run.set(Metric{"kernels", static_cast<double>(m_kernels.size()), "count", "", ""});
     if (have_time) run.set(Metric{"gpu_time", run_gpu_time, "ns", "", ""});
+    if (clock_weight > 0) run.set(Metric{"sm_frequency", clock_sum / clock_weight, "hz", "", ""});
 }
 
 void build_ncu_entities(RunBatch& batch, std::vector<NcuLaunch> launches) {

@@ -3,6 +3,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -89,6 +90,40 @@ TEST(Cli, CheckL4TextFindsTheTailEffectWithTheReportsSpeedup) {
     ASSERT_NE(tail, nullptr) << r.out;
     EXPECT_EQ((*tail)["estimated_speedup_pct"], 33.33);  // "Est. Speedup: 33.33%"
     EXPECT_NE((*tail)["message"].get<std::string>().find("2.21 waves"), std::string::npos);
+}
+
+// A real ncu report measured again at a lower SM clock (its "SM Frequency" lines rewritten to 680
+// MHz, the durations kept): the second run is told its clock differs from its baseline's.
+TEST(Cli, ARealNcuReportMeasuredAtAnotherClockIsToldSo) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_L4-cc89_ncu2025_fp16_wmma_8192_full.txt");
+    test::TempDir dir;
+    const std::string db = dir.file("c.db");
+    const std::string text = read_file(path);
+    std::string slower;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        if (line.find("SM Frequency") != std::string::npos) line = line.substr(0, line.rfind(' ') + 1) + "680.00";
+        slower += line + "\n";
+    }
+    const std::filesystem::path copy = dir.path() / "again" / "text_L4-cc89_ncu2025_fp16_wmma_8192_full.txt";
+    write_file(copy, slower);
+    ASSERT_LE(run_perfwatch({"check", "--db", db, "--label", "commit=a", path}).exit_code, 1);
+    // The same report again at the same clock raises nothing about clocks.
+    const auto same = run_perfwatch({"check", "--db", db, "--label", "commit=b", "--format", "json", path});
+    const auto same_doc = parse_json(same);
+    EXPECT_EQ(find_finding(same_doc, "run-clock-changed", "run"), nullptr) << same.out;
+    const auto r = run_perfwatch({"check", "--db", db, "--label", "commit=c", "--format", "json", copy.string()});
+    ASSERT_LE(r.exit_code, 1) << r.err;
+    const auto doc = parse_json(r);
+    const auto* clock = find_finding(doc, "run-clock-changed", "run");
+    ASSERT_NE(clock, nullptr) << r.out;
+    // From the file: 800.49 and 802.99 MHz weighted by the launches' 63.58 us and 1.65 s, then 680.
+    const double before = (800.49 * 63580 + 802.99 * 1.65e9) / (63580 + 1.65e9);
+    const std::string message = (*clock)["message"].get<std::string>();
+    EXPECT_NE(message.find(fmt::format("SM clock of 680 MHz (weighted by GPU time) against {:.0f} MHz in the baseline ({:+.1f}%)",
+                                       before, 100 * (680 / before - 1))),
+              std::string::npos)
+        << message;
 }
 
 TEST(Cli, Check2021TextFindsWhatItsWrnLinesDescribe) {

@@ -60,6 +60,12 @@ TEST(NcuText, CorpusL4TwoLaunchesOfOneKernel) {
     EXPECT_EQ(launches[1]->attributes.at("id"), "1");
     EXPECT_EQ(launches[0]->tool_findings.size(), 13u);
     EXPECT_EQ(launches[1]->tool_findings.size(), 10u);
+    // The clocks the file states (SM Frequency 800.49 and 802.99 MHz), weighted by each launch's
+    // duration, for the kernel and for the run: what a clock change against the baseline is judged on.
+    const double clock = (800.49e6 * 63580 + 802.99e6 * 1.65e9) / (63580 + 1.65e9);
+    EXPECT_NEAR(metric(k, "sm_frequency"), clock, 1e-6 * clock);
+    const Entity* run = of_kind(b, EntityKind::run)[0];
+    EXPECT_NEAR(metric(run, "sm_frequency"), clock, 1e-6 * clock);
 }
 
 TEST(NcuText, Corpus2021ThousandsSeparatorsAndWrnLines) {
