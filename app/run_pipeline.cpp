@@ -108,7 +108,16 @@ Result<std::size_t> RunPipeline::complete(const StoredRun& run, const RunOutcome
         findings.insert(findings.end(), also_alert.begin(), also_alert.end());
         auto groups = group_alerts(*config->route, run, findings, resolved, 50, *silences,
                                    &out.silenced, config->inhibit_rules, &out.inhibited);
-        for (AlertGroup& g : groups) g.report_url = out.report_url;
+        for (AlertGroup& g : groups) {
+            g.report_url = out.report_url;
+            // A regression opened or resolved by this run links to its dashboard page.
+            if (config->dashboard_base_url.empty()) continue;
+            for (AlertItem& a : g.alerts)
+                for (const RegressionEvent& e : outcome.events)
+                    if (e.state.id > 0 && e.state.rule == a.rule && to_string(e.state.entity_kind) == a.entity_kind &&
+                        (e.state.entity_kind == EntityKind::run || e.state.entity_name == a.entity_name))
+                        a.url = fmt::format("{}regression/{}", config->dashboard_base_url, e.state.id);
+        }
         auto built = outbox_messages(m_db.outbox(), std::move(groups), m_options.now_ms());
         if (!built) return std::unexpected(built.error());
         messages = std::move(*built);

@@ -119,6 +119,13 @@ struct FindingComparison {
     std::optional<double> confidence_pct;
     std::optional<std::int64_t> first_bad_run;
     std::string reference;        // "window": the recent baseline runs; "horizon": the older reference level
+    // Where a bisection starts: the newest comparable run before the first bad one, with both
+    // runs' commits ("" when unlabelled) and levels where history holds them.
+    std::optional<std::int64_t> last_good_run;
+    std::optional<double> last_good_value;
+    std::string last_good_commit;
+    std::optional<double> first_bad_value;
+    std::string first_bad_commit;
 };
 
 // One rule firing on one entity of one run: what the engine returns and storage keeps.

@@ -296,6 +296,15 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
                             fc.confidence_pct = 100.0 * (check.higher_is_worse ? c->confidence_up : c->confidence_down);
                         fc.first_bad_run = history->first_bad_run(*subject, check.metric, run.id);
                         fc.reference = c->horizon ? "horizon" : "window";
+                        if (fc.first_bad_run) {
+                            fc.first_bad_commit = history->commit_of(*fc.first_bad_run, batch.labels);
+                            fc.first_bad_value = history->level_at(*subject, check.metric, *fc.first_bad_run, run.id);
+                        }
+                        if (const auto good = history->last_good_run(*subject, check.metric, run.id)) {
+                            fc.last_good_run = good->first;
+                            fc.last_good_value = good->second;
+                            fc.last_good_commit = history->commit_of(good->first, batch.labels);
+                        }
                         f.comparison = std::move(fc);
                     }
             }

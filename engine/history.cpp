@@ -91,8 +91,13 @@ Result<BaselineWindow> baseline_window(const Db& db, const std::string& series, 
         else
             w.excluded.emplace_back(first, std::numeric_limits<std::int64_t>::max());
         if (!closed_before) {
-            out.open_first_bad[{r.entity_kind, r.entity_kind == EntityKind::run ? std::string() : r.entity_name, r.metric}] =
-                first;
+            const std::tuple key{r.entity_kind, r.entity_kind == EntityKind::run ? std::string() : r.entity_name, r.metric};
+            out.open_first_bad[key] = first;
+            auto value = db.browse().metric_values(r.entity_kind,
+                                                   r.entity_kind == EntityKind::run ? std::nullopt : std::optional(r.entity_name),
+                                                   r.metric, {first});
+            if (!value) return std::unexpected(value.error());
+            if (auto it = value->find(first); it != value->end()) out.open_first_bad_values[key] = it->second.value;
             if (!out.commits.contains(first)) {
                 auto run = db.history().find_runs({}, first + 1, 1);
                 if (!run) return std::unexpected(run.error());
@@ -662,18 +667,28 @@ std::optional<std::pair<std::int64_t, double>> RunHistory::last_good_run(const E
     return out;
 }
 
-std::string RunHistory::describe_run(std::int64_t run_id, const Labels& current_labels) const {
-    const Labels* labels = nullptr;
+std::string RunHistory::commit_of(std::int64_t run_id, const Labels& current_labels) const {
     for (const auto& r : m_baseline.runs)
-        if (r->id == run_id) labels = &r->batch.labels;
-    std::string commit;
-    if (labels != nullptr)
-        commit = label_value(*labels, "commit");
-    else if (auto it = m_baseline.commits.find(run_id); it != m_baseline.commits.end())
-        commit = it->second;
-    else
-        commit = label_value(current_labels, "commit");
+        if (r->id == run_id) return label_value(r->batch.labels, "commit");
+    if (auto it = m_baseline.commits.find(run_id); it != m_baseline.commits.end()) return it->second;
+    return label_value(current_labels, "commit");
+}
+
+std::string RunHistory::describe_run(std::int64_t run_id, const Labels& current_labels) const {
+    const std::string commit = commit_of(run_id, current_labels);
     return commit.empty() ? fmt::format("run {}", run_id) : fmt::format("commit {} (run {})", commit, run_id);
+}
+
+std::optional<double> RunHistory::level_at(const Entity& entity, std::string_view metric, std::int64_t run_id,
+                                           std::int64_t current_run) const {
+    if (run_id == current_run) return level(entity, metric);
+    const auto& m = matches(entity);
+    for (std::size_t i = 0; i < m.size(); ++i)
+        if (m_baseline.runs[i]->id == run_id && m[i] != nullptr) return level(*m[i], metric);
+    const std::tuple key{entity.kind, entity.kind == EntityKind::run ? std::string() : entity.name, std::string(metric)};
+    if (auto it = m_baseline.open_first_bad.find(key); it != m_baseline.open_first_bad.end() && it->second == run_id)
+        if (auto v = m_baseline.open_first_bad_values.find(key); v != m_baseline.open_first_bad_values.end()) return v->second;
+    return std::nullopt;
 }
 
 }  // namespace perfwatch

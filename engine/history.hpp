@@ -47,6 +47,8 @@ struct Baseline {
     // (decided when it opened, and kept), with the commit of that run where it has one.
     std::map<std::tuple<EntityKind, std::string, std::string>, std::int64_t> open_first_bad;
     std::map<std::int64_t, std::string> commits;
+    // The stored value of each open regression's metric at its first bad run (not a baseline run).
+    std::map<std::tuple<EntityKind, std::string, std::string>, double> open_first_bad_values;
     // The long-horizon reference: the comparable runs just before `runs` (oldest first), so a
     // slow drift the window follows is still seen. Empty unless the window is full and at least
     // k_min_history_runs runs precede it.
@@ -152,6 +154,13 @@ public:
                                                                  std::int64_t current_run) const;
     // "commit abc1234 (run 7)" or "run 7".
     std::string describe_run(std::int64_t run_id, const Labels& current_labels) const;
+    // The commit label of a baseline run, of an open regression's first bad run, or else of the
+    // current run; "" when unlabelled.
+    std::string commit_of(std::int64_t run_id, const Labels& current_labels) const;
+    // The level of `metric` on the entity in run `run_id` (a baseline run, or the current one as
+    // `current_run`); nullopt where history does not hold it.
+    std::optional<double> level_at(const Entity& entity, std::string_view metric, std::int64_t run_id,
+                                   std::int64_t current_run) const;
 
 private:
     // Baseline entities matching `entity`, one per baseline run (nullptr where absent).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <tuple>
 
 namespace perfwatch {
 
@@ -51,46 +52,97 @@ std::string series_title(std::string_view key) {
     return out;
 }
 
-SeriesIndex::SeriesIndex(const std::vector<RunIndexRow>& rows, const BaselineSpec& spec) {
-    std::map<std::string, std::size_t> by_key;
+SeriesIndex::SeriesIndex(const std::vector<RunIndexRow>& rows, const BaselineSpec& spec) : m_spec(spec) { add(rows); }
+
+void SeriesIndex::add(const std::vector<RunIndexRow>& rows) {
     for (const RunIndexRow& row : rows) {
         const Labels labels = parse_labels_key(row.labels_key);
-        const std::string key = series_key(labels, spec);
-        auto [it, added] = by_key.emplace(key, m_series.size());
-        if (added) {
+        std::string key = series_key(labels, m_spec);
+        auto it = m_series.find(key);
+        if (it == m_series.end()) {
             SeriesEntry e;
             e.key = key;
             for (const auto& [k, v] : labels)
                 if (!is_identity_label(k) || k == "branch") e.labels.emplace(k, v);
-            if (!e.labels.contains("branch")) e.labels.emplace("branch", spec.branch);
+            if (!e.labels.contains("branch")) e.labels.emplace("branch", m_spec.branch);
             e.format = row.format;
-            m_series.push_back(std::move(e));
+            it = m_series.emplace(std::move(key), std::move(e)).first;
         }
         SeriesRun run{row.id, label_value(labels, "commit"), row.ingested_at, {}};
         for (const auto& [k, v] : labels)
             if (is_environment_label(k)) run.environment += (run.environment.empty() ? "" : " ") + k + "=" + v;
-        m_series[it->second].runs.push_back(std::move(run));
+        SeriesEntry& entry = it->second;
+        m_runs[row.id] = {&entry, entry.runs.size()};
+        entry.runs.push_back(std::move(run));
+        m_newest = std::max(m_newest, row.id);
     }
-    // By key, so lists are stable; then the run map.
-    std::sort(m_series.begin(), m_series.end(), [](const SeriesEntry& a, const SeriesEntry& b) { return a.key < b.key; });
-    for (std::size_t s = 0; s < m_series.size(); ++s)
-        for (std::size_t i = 0; i < m_series[s].runs.size(); ++i) m_runs.emplace(m_series[s].runs[i].id, std::pair{s, i});
+}
+
+std::vector<const SeriesEntry*> SeriesIndex::series() const {
+    std::vector<const SeriesEntry*> out;
+    out.reserve(m_series.size());
+    for (const auto& [key, entry] : m_series) out.push_back(&entry);
+    return out;
 }
 
 const SeriesEntry* SeriesIndex::find(std::string_view key) const {
-    auto it = std::lower_bound(m_series.begin(), m_series.end(), key,
-                               [](const SeriesEntry& e, std::string_view k) { return e.key < k; });
-    return it != m_series.end() && it->key == key ? &*it : nullptr;
+    auto it = m_series.find(key);
+    return it == m_series.end() ? nullptr : &it->second;
 }
 
 const SeriesEntry* SeriesIndex::of_run(std::int64_t run) const {
     auto it = m_runs.find(run);
-    return it == m_runs.end() ? nullptr : &m_series[it->second.first];
+    return it == m_runs.end() ? nullptr : it->second.first;
 }
 
 std::size_t SeriesIndex::position(std::int64_t run) const {
     auto it = m_runs.find(run);
     return it == m_runs.end() ? std::string::npos : it->second.second;
+}
+
+Result<std::vector<BisectEnds>> bisect_ends(const Db& db, const SeriesIndex& index,
+                                            const std::vector<const RegressionState*>& regressions) {
+    std::vector<BisectEnds> out(regressions.size());
+    // Runs whose values are needed, per entity and metric.
+    std::map<std::tuple<EntityKind, std::string, std::string>, std::vector<std::int64_t>> wanted;
+    for (std::size_t i = 0; i < regressions.size(); ++i) {
+        const RegressionState& r = *regressions[i];
+        BisectEnds& e = out[i];
+        e.first_bad_run = r.first_bad_run.value_or(r.opened_run);
+        const SeriesEntry* s = index.find(r.series);
+        if (s != nullptr) {
+            auto it = std::lower_bound(s->runs.begin(), s->runs.end(), e.first_bad_run,
+                                       [](const SeriesRun& a, std::int64_t v) { return a.id < v; });
+            if (it != s->runs.end() && it->id == e.first_bad_run) e.first_bad_commit = it->commit;
+            if (it != s->runs.begin()) {
+                e.last_good_run = std::prev(it)->id;
+                e.last_good_commit = std::prev(it)->commit;
+            }
+        } else if (const SeriesEntry* of = index.of_run(e.first_bad_run); of != nullptr) {
+            e.first_bad_commit = of->runs[index.position(e.first_bad_run)].commit;
+        }
+        auto& runs = wanted[{r.entity_kind, r.entity_kind == EntityKind::run ? std::string() : r.entity_name, r.metric}];
+        runs.push_back(e.first_bad_run);
+        if (e.last_good_run) runs.push_back(*e.last_good_run);
+    }
+    std::map<std::tuple<EntityKind, std::string, std::string>, std::map<std::int64_t, RunValue>> values;
+    for (auto& [key, runs] : wanted) {
+        std::sort(runs.begin(), runs.end());
+        runs.erase(std::unique(runs.begin(), runs.end()), runs.end());
+        const auto& [kind, name, metric] = key;
+        auto v = db.browse().metric_values(kind, kind == EntityKind::run ? std::nullopt : std::optional(name), metric, runs);
+        if (!v) return std::unexpected(v.error());
+        values[key] = std::move(*v);
+    }
+    for (std::size_t i = 0; i < regressions.size(); ++i) {
+        const RegressionState& r = *regressions[i];
+        const auto& v = values[{r.entity_kind, r.entity_kind == EntityKind::run ? std::string() : r.entity_name, r.metric}];
+        BisectEnds& e = out[i];
+        if (auto it = v.find(e.first_bad_run); it != v.end()) e.first_bad_value = it->second.value;
+        if (e.last_good_run)
+            if (auto it = v.find(*e.last_good_run); it != v.end()) e.last_good_value = it->second.value;
+    }
+    return out;
 }
 
 }  // namespace perfwatch

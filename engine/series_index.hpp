@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/history.hpp"
+#include "storage/db.hpp"
 #include "storage/browse.hpp"
 
 namespace perfwatch {
@@ -28,22 +29,48 @@ struct SeriesEntry {
     std::vector<SeriesRun> runs;
 };
 
-// Every run of the history grouped into its series (the default baseline spec), from one read of
+// Every run of the history grouped into its series (the default baseline spec), from reads of
 // the run index: for browsing, never for judging (rules may match on fewer labels).
 class SeriesIndex {
 public:
+    explicit SeriesIndex(const BaselineSpec& spec = {}) : m_spec(spec) {}
     explicit SeriesIndex(const std::vector<RunIndexRow>& rows, const BaselineSpec& spec = {});
 
-    const std::vector<SeriesEntry>& series() const { return m_series; }
+    // Adds runs stored after every run already here (ids ascending).
+    void add(const std::vector<RunIndexRow>& rows);
+
+    // Every series, by key.
+    std::vector<const SeriesEntry*> series() const;
     const SeriesEntry* find(std::string_view key) const;
     const SeriesEntry* of_run(std::int64_t run) const;
     // The run's position in its series; npos when unknown.
     std::size_t position(std::int64_t run) const;
+    std::size_t runs() const { return m_runs.size(); }
+    std::int64_t newest_run() const { return m_newest; }
 
 private:
-    std::vector<SeriesEntry> m_series;  // by key
-    std::unordered_map<std::int64_t, std::pair<std::size_t, std::size_t>> m_runs;  // run -> series, position
+    BaselineSpec m_spec;
+    std::map<std::string, SeriesEntry, std::less<>> m_series;
+    std::unordered_map<std::int64_t, std::pair<const SeriesEntry*, std::size_t>> m_runs;  // run -> series, position
+    std::int64_t m_newest = 0;
 };
+
+// Where a bisection of a regression starts and ends: the newest run of its series before its first
+// bad run (the last good), the first bad run, their commits ("" when unlabelled) and the
+// regression metric's value at each where the run has it.
+struct BisectEnds {
+    std::optional<std::int64_t> last_good_run;
+    std::string last_good_commit;
+    std::optional<double> last_good_value;
+    std::int64_t first_bad_run = 0;
+    std::string first_bad_commit;
+    std::optional<double> first_bad_value;
+};
+
+// The bisection ends of each of `regressions` (in their order), from `index` and one statement
+// per entity and metric among them.
+Result<std::vector<BisectEnds>> bisect_ends(const Db& db, const SeriesIndex& index,
+                                            const std::vector<const RegressionState*>& regressions);
 
 // Labels from core's labels_key() text.
 Labels parse_labels_key(std::string_view text);

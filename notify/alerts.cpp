@@ -1,5 +1,7 @@
 #include "notify/alerts.hpp"
 
+#include "notify/comparison_json.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fnmatch.h>
@@ -113,7 +115,7 @@ std::string AlertGroup::key() const {
 
 std::string to_json(const AlertGroup& g) {
     nlohmann::json alerts = nlohmann::json::array();
-    for (const AlertItem& a : g.alerts)
+    for (const AlertItem& a : g.alerts) {
         alerts.push_back({{"rule", a.rule},
                           {"title", a.title},
                           {"severity", std::string(to_string(a.severity))},
@@ -122,6 +124,9 @@ std::string to_json(const AlertGroup& g) {
                           {"metrics", a.metrics},
                           {"impact", a.impact ? nlohmann::json(*a.impact) : nlohmann::json(nullptr)},
                           {"source", a.source}});
+        if (a.comparison) alerts.back()["comparison"] = comparison_json(*a.comparison);
+        if (!a.url.empty()) alerts.back()["url"] = a.url;
+    }
     nlohmann::json doc = {{"receiver", g.receiver},   {"status", g.status},       {"group_key", g.group_key},
                           {"group_labels", g.group_labels}, {"run", g.run_id},     {"source", g.source},
                           {"labels", g.run_labels},   {"title", g.title()},       {"alerts", alerts},
@@ -154,6 +159,8 @@ Result<AlertGroup> alert_group_from_json(const std::string& text) {
             item.metrics = a.at("metrics").get<std::map<std::string, double>>();
             if (!a.at("impact").is_null()) item.impact = a.at("impact").get<double>();
             item.source = a.value("source", std::string());
+            if (a.contains("comparison")) item.comparison = comparison_from_json(a.at("comparison"));
+            item.url = a.value("url", std::string());
             g.alerts.push_back(std::move(item));
         }
         return g;
@@ -233,11 +240,11 @@ std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, co
         }
         add(alert_labels(run, f.labels, f.rule, f.severity), f.severity, "firing",
             AlertItem{f.rule, f.title, f.severity, std::string(to_string(f.entity_kind)), f.entity_name, f.message,
-                      f.metrics, f.impact, {}});
+                      f.metrics, f.impact, {}, f.comparison, {}});
     }
     for (const ResolvedAlert& r : resolved)
         add(alert_labels(run, {}, r.rule, r.severity), r.severity, "resolved",
-            AlertItem{r.rule, "Regression resolved", r.severity, r.entity_kind, r.entity_name, r.message, {}, {}, {}});
+            AlertItem{r.rule, "Regression resolved", r.severity, r.entity_kind, r.entity_name, r.message, {}, {}, {}, {}, {}});
     std::vector<AlertGroup> out;
     for (auto& [key, g] : groups) {
         // As `check` ranks findings: estimated impact, then severity.

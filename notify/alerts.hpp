@@ -66,6 +66,8 @@ struct AlertItem {
     std::map<std::string, double> metrics;
     std::optional<double> impact;
     std::string source;  // the report it came from, in a message of several runs (else empty)
+    std::optional<FindingComparison> comparison;  // a regression's levels and bisection ends
+    std::string url;  // the regression's page on the dashboard, when one is published
 };
 
 // What one message carries: the alerts of one run for one receiver and group.

@@ -1,5 +1,7 @@
 #include "notify/format.hpp"
 
+#include "notify/comparison_json.hpp"
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -85,15 +87,7 @@ std::string format_check_json(const CheckReport& report) {
             {"impact", optional_number(f.impact)},
         });
         if (const auto& c = f.comparison)
-            doc["findings"].back()["comparison"] = {
-                {"metric", c->metric},
-                {"baseline", c->baseline},
-                {"current", c->current},
-                {"change_pct", c->change_pct},
-                {"confidence_pct", optional_number(c->confidence_pct)},
-                {"first_bad_run", c->first_bad_run ? nlohmann::json(*c->first_bad_run) : nlohmann::json(nullptr)},
-                {"reference", c->reference},
-            };
+            doc["findings"].back()["comparison"] = comparison_json(*c);
     }
     doc["summary"] = {{"findings", report.findings.size()},
                       {"evaluated", report.evaluated},

@@ -16,9 +16,18 @@ constexpr std::size_t k_batch = 500;
 
 }  // namespace
 
-Result<std::vector<RunIndexRow>> BrowseReads::run_index() const {
+Result<std::pair<std::int64_t, std::int64_t>> BrowseReads::run_count_and_newest() const {
+    return guarded(m_name, [&]() -> Result<std::pair<std::int64_t, std::int64_t>> {
+        Statement st(*m_db, "SELECT count(*), COALESCE(max(id), 0) FROM runs");
+        st.step();
+        return std::pair{st.column(0).as_int64(), st.column(1).as_int64()};
+    });
+}
+
+Result<std::vector<RunIndexRow>> BrowseReads::run_index(std::int64_t after_id) const {
     return guarded(m_name, [&]() -> Result<std::vector<RunIndexRow>> {
-        Statement st(*m_db, "SELECT id, labels_key, ingested_at, format, source FROM runs ORDER BY id");
+        Statement st(*m_db, "SELECT id, labels_key, ingested_at, format, source FROM runs WHERE id > ? ORDER BY id");
+        st.bind(1, after_id);
         std::vector<RunIndexRow> out;
         while (st.step())
             out.push_back({st.column(0).as_int64(), st.column(1).as_string(), st.column(2).as_string(),

@@ -37,8 +37,10 @@ class BrowseReads {
 public:
     BrowseReads(sql::Connection& db, std::string name) : m_db(&db), m_name(std::move(name)) {}
 
-    // Every run, oldest first, in one statement.
-    Result<std::vector<RunIndexRow>> run_index() const;
+    // Every run stored after `after_id` (all: 0), oldest first, in one statement.
+    Result<std::vector<RunIndexRow>> run_index(std::int64_t after_id = 0) const;
+    // How many runs there are and the newest's id: whether an index read before is still whole.
+    Result<std::pair<std::int64_t, std::int64_t>> run_count_and_newest() const;
     // `metric` of the entity of `kind` in each of `runs` that has it (with `name` where given, the
     // first such entity otherwise), keyed by run id, with the entity's `launches`: one statement
     // per 500 runs.

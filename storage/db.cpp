@@ -236,8 +236,9 @@ Result<void> Db::store_findings(std::int64_t run_id, const std::vector<Finding>&
         Statement ins(*m_db,
                               "INSERT INTO findings(run_id, rule, title, severity, entity_kind, entity_name, "
                               "message, speedup_pct, share_pct, impact, cmp_metric, cmp_baseline, cmp_current, "
-                              "cmp_change_pct, cmp_confidence_pct, cmp_first_bad_run, cmp_reference) "
-                              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
+                              "cmp_change_pct, cmp_confidence_pct, cmp_first_bad_run, cmp_reference, cmp_last_good_run, "
+                              "cmp_last_good_value, cmp_last_good_commit, cmp_first_bad_value, cmp_first_bad_commit) "
+                              "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
         Statement val(*m_db, "INSERT INTO finding_values(finding_id, name, value) VALUES(?,?,?)");
         Statement lab(*m_db, "INSERT INTO finding_labels(finding_id, key, value) VALUES(?,?,?)");
         for (const Finding& f : findings) {
@@ -259,8 +260,13 @@ Result<void> Db::store_findings(std::int64_t run_id, const std::vector<Finding>&
                 ins.bind(15, c->confidence_pct);
                 ins.bind(16, c->first_bad_run);
                 ins.bind(17, c->reference);
+                ins.bind(18, c->last_good_run);
+                ins.bind(19, c->last_good_value);
+                ins.bind(20, c->last_good_commit);
+                ins.bind(21, c->first_bad_value);
+                ins.bind(22, c->first_bad_commit);
             } else {
-                for (int i = 11; i <= 17; ++i) ins.bind(i);
+                for (int i = 11; i <= 22; ++i) ins.bind(i);
             }
             const std::int64_t fid = ins.insert_returning_id();
             for (const auto& [k, v] : f.metrics) {
@@ -288,7 +294,8 @@ Result<std::vector<Finding>> Db::load_findings(std::int64_t run_id) const {
         Statement st(*m_db,
                              "SELECT id, rule, title, severity, entity_kind, entity_name, message, speedup_pct, "
                              "share_pct, impact, cmp_metric, cmp_baseline, cmp_current, cmp_change_pct, "
-                             "cmp_confidence_pct, cmp_first_bad_run, cmp_reference FROM findings WHERE run_id = ? "
+                             "cmp_confidence_pct, cmp_first_bad_run, cmp_reference, cmp_last_good_run, cmp_last_good_value, "
+                             "cmp_last_good_commit, cmp_first_bad_value, cmp_first_bad_commit FROM findings WHERE run_id = ? "
                              "ORDER BY id");
         st.bind(1, run_id);
         Statement val(*m_db, "SELECT name, value FROM finding_values WHERE finding_id = ?");
@@ -307,14 +314,22 @@ Result<std::vector<Finding>> Db::load_findings(std::int64_t run_id) const {
             f.estimated_speedup_pct = st.column(7).as_optional_double();
             f.share_pct = st.column(8).as_optional_double();
             f.impact = st.column(9).as_optional_double();
-            if (!st.column(10).is_null())
-                f.comparison = FindingComparison{st.column(10).as_string(),
-                                                 st.column(11).as_double(),
-                                                 st.column(12).as_double(),
-                                                 st.column(13).as_double(),
-                                                 st.column(14).as_optional_double(),
-                                                 st.column(15).as_optional_int64(),
-                                                 st.column(16).as_string()};
+            if (!st.column(10).is_null()) {
+                FindingComparison c;
+                c.metric = st.column(10).as_string();
+                c.baseline = st.column(11).as_double();
+                c.current = st.column(12).as_double();
+                c.change_pct = st.column(13).as_double();
+                c.confidence_pct = st.column(14).as_optional_double();
+                c.first_bad_run = st.column(15).as_optional_int64();
+                c.reference = st.column(16).as_string();
+                c.last_good_run = st.column(17).as_optional_int64();
+                c.last_good_value = st.column(18).as_optional_double();
+                c.last_good_commit = st.column(19).is_null() ? "" : st.column(19).as_string();
+                c.first_bad_value = st.column(20).as_optional_double();
+                c.first_bad_commit = st.column(21).is_null() ? "" : st.column(21).as_string();
+                f.comparison = std::move(c);
+            }
             val.bind(1, fid);
             while (val.step()) f.metrics[val.column(0).as_string()] = val.column(1).as_double();
             val.reset();

@@ -243,6 +243,14 @@ CREATE TABLE job_ranks(
 ) WITHOUT ROWID;
 CREATE INDEX job_ranks_run ON job_ranks(run_id);
 )sql",
+    // Bisection-ready findings: the last good run and both ends' commits and levels.
+    R"sql(
+ALTER TABLE findings ADD COLUMN cmp_last_good_run INTEGER;
+ALTER TABLE findings ADD COLUMN cmp_last_good_value REAL;
+ALTER TABLE findings ADD COLUMN cmp_last_good_commit TEXT;
+ALTER TABLE findings ADD COLUMN cmp_first_bad_value REAL;
+ALTER TABLE findings ADD COLUMN cmp_first_bad_commit TEXT;
+)sql",
 };
 
 // The schema at current_schema_version(), once for both backends, tables in the order their
@@ -336,7 +344,12 @@ CREATE TABLE findings(
     cmp_change_pct {real},
     cmp_confidence_pct {real},
     cmp_first_bad_run {int},
-    cmp_reference TEXT
+    cmp_reference TEXT,
+    cmp_last_good_run {int},
+    cmp_last_good_value {real},
+    cmp_last_good_commit TEXT,
+    cmp_first_bad_value {real},
+    cmp_first_bad_commit TEXT
 );
 CREATE INDEX findings_run ON findings(run_id);
 CREATE TABLE finding_values(
@@ -472,6 +485,13 @@ CREATE TABLE job_ranks(
     PRIMARY KEY(job_run, rank_no)
 );
 CREATE INDEX job_ranks_run ON job_ranks(run_id);
+)sql"},
+    {10, R"sql(
+ALTER TABLE findings ADD COLUMN cmp_last_good_run BIGINT;
+ALTER TABLE findings ADD COLUMN cmp_last_good_value DOUBLE PRECISION;
+ALTER TABLE findings ADD COLUMN cmp_last_good_commit TEXT;
+ALTER TABLE findings ADD COLUMN cmp_first_bad_value DOUBLE PRECISION;
+ALTER TABLE findings ADD COLUMN cmp_first_bad_commit TEXT;
 )sql"},
 };
 

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include <zlib.h>
+#include <fmt/format.h>
+#include <algorithm>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -195,7 +197,10 @@ std::optional<int> BackgroundProcess::wait_exit(double timeout_s) {
     return std::nullopt;
 }
 
-HttpReply http_get(unsigned short port, const std::string& target) {
+HttpReply http_get(unsigned short port, const std::string& target) { return http_request(port, "GET", target, "", {}); }
+
+HttpReply http_request(unsigned short port, const std::string& method, const std::string& target, const std::string& body,
+                       const std::vector<std::pair<std::string, std::string>>& headers) {
     namespace beast = boost::beast;
     namespace http = beast::http;
     HttpReply reply;
@@ -204,18 +209,38 @@ HttpReply http_get(unsigned short port, const std::string& target) {
         beast::tcp_stream stream(io);
         stream.expires_after(std::chrono::seconds(10));
         stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
-        http::request<http::empty_body> req{http::verb::get, target, 11};
-        req.set(http::field::host, "127.0.0.1");
+        http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+        req.set(http::field::host, fmt::format("127.0.0.1:{}", port));
+        for (const auto& [k, v] : headers) req.set(k, v);
+        req.body() = body;
+        req.prepare_payload();
         http::write(stream, req);
         beast::flat_buffer buffer;
         http::response<http::string_body> res;
         http::read(stream, buffer, res);
         reply.status = static_cast<int>(res.result_int());
         reply.body = res.body();
+        for (const auto& field : res) {
+            std::string name(field.name_string());
+            std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            reply.headers[name] = std::string(field.value());
+        }
     } catch (const std::exception&) {
         reply.status = 0;
     }
     return reply;
+}
+
+Rendered chromium(const std::string& url, const std::string& screenshot) {
+    std::vector<std::string> args{"/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
+                                  "--hide-scrollbars", "--enable-logging=stderr", "--v=0", "--window-size=1280,2000"};
+    if (!screenshot.empty())
+        args.push_back("--screenshot=" + screenshot);
+    else
+        args.push_back("--dump-dom");
+    args.push_back(url);
+    const auto r = run_program(args);
+    return {r.exit_code, r.out, r.err};
 }
 
 std::string write_kineto_trace(const TempDir& dir, const std::string& name, double dur_us, int launches,

@@ -103,9 +103,22 @@ bool eventually(Pred pred, std::chrono::milliseconds timeout) {
 struct HttpReply {
     int status = 0;  // 0: no connection
     std::string body;
+    std::map<std::string, std::string> headers;  // names in lower case
 };
 
 // GET http://127.0.0.1:port/target.
 HttpReply http_get(unsigned short port, const std::string& target);
+// Any request to http://127.0.0.1:port/target with `body` and extra `headers`.
+HttpReply http_request(unsigned short port, const std::string& method, const std::string& target, const std::string& body,
+                       const std::vector<std::pair<std::string, std::string>>& headers);
+
+// Headless Chromium (Debian's /usr/bin/chromium) on `url`: the DOM after its scripts ran, or with
+// `screenshot` a PNG of the page written there; what it logged (console messages as CONSOLE lines).
+struct Rendered {
+    int exit_code = -1;
+    std::string dom;
+    std::string log;
+};
+Rendered chromium(const std::string& url, const std::string& screenshot = "");
 
 }  // namespace perfwatch::test

@@ -73,9 +73,9 @@ std::string series_chart(const ChartInput& in) {
     const double step = n > 1 ? plot_w / static_cast<double>(n - 1) : plot_w;
     for (const ChartSpan& s : in.spans) {
         const double x0 = x_of(s.from) - step / 2, x1 = x_of(std::min(s.to, n - 1)) + step / 2;
-        svg += fmt::format("<a href=\"{}\"><rect class=\"{} span\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{:.0f}\">"
-                           "<title>{}</title></rect></a>\n",
-                           h(s.href), s.css, std::max<double>(x0, left), top, std::max(x1 - std::max<double>(x0, left), 2.0),
+        svg += fmt::format("<a href=\"{}\"><rect class=\"{} span\" data-first=\"{}\" data-last=\"{}\" x=\"{:.1f}\" y=\"{}\" "
+                           "width=\"{:.1f}\" height=\"{:.0f}\"><title>{}</title></rect></a>\n",
+                           h(s.href), s.css, s.first_run, s.last_run, std::max<double>(x0, left), top, std::max(x1 - std::max<double>(x0, left), 2.0),
                            plot_h, h(s.label));
     }
     // The band as a polygon over the points that have one, in runs of consecutive points.

@@ -22,6 +22,7 @@ struct ChartPoint {
 // A span of runs drawn behind the points: a regression from its first bad run to its last.
 struct ChartSpan {
     std::size_t from = 0, to = 0;  // point indices, inclusive
+    std::int64_t first_run = 0, last_run = 0;  // the regression's first and last bad runs
     std::string css;               // reg-open, reg-resolved, reg-accepted
     std::string label;
     std::string href;

@@ -37,6 +37,28 @@ std::string_view origin_host(std::string_view origin) {
 
 }  // namespace
 
+Result<const SeriesIndex*> PageContext::series_index() {
+    auto stats = db.browse().run_count_and_newest();
+    if (!stats) return std::unexpected(stats.error());
+    const auto [count, newest] = *stats;
+    // Runs only ever come with higher ids; fewer runs than indexed below the newest means some went.
+    const bool whole = index && static_cast<std::int64_t>(index->runs()) <= count && index->newest_run() <= newest;
+    if (!whole) index = std::make_unique<SeriesIndex>();
+    if (newest > index->newest_run()) {
+        auto rows = db.browse().run_index(index->newest_run());
+        if (!rows) return std::unexpected(rows.error());
+        index->add(*rows);
+    }
+    if (static_cast<std::int64_t>(index->runs()) != count) {
+        // Some indexed run was deleted: read everything again.
+        index = std::make_unique<SeriesIndex>();
+        auto rows = db.browse().run_index();
+        if (!rows) return std::unexpected(rows.error());
+        index->add(*rows);
+    }
+    return index.get();
+}
+
 Dashboard::Dashboard(Db db, DashboardOptions options) : m_db(std::move(db)), m_options(std::move(options)) {}
 
 std::optional<HttpResponse> Dashboard::handle(const HttpRequest& request) {
@@ -63,7 +85,7 @@ HttpResponse Dashboard::get(std::string_view path, std::string_view query) {
     }
     auto q = Query::parse(query);
     if (!q) return error_response(400, q.error().message);
-    PageContext ctx{m_db, !m_options.token.empty()};
+    PageContext ctx{m_db, !m_options.token.empty(), m_index};
     if (path == "/") return overview_page(ctx, *q);
     if (path == "/series") return series_page(ctx, *q);
     if (path == "/compare") return compare_page(ctx, *q);
@@ -88,7 +110,7 @@ HttpResponse Dashboard::post(const HttpRequest& request, std::string_view path) 
     std::string token = form->get("token");
     if (token.empty() && request.authorization.starts_with("Bearer ")) token = request.authorization.substr(7);
     if (!same_secret(token, m_options.token)) return error_response(403, "a valid token is needed to change state");
-    PageContext ctx{m_db, true};
+    PageContext ctx{m_db, true, m_index};
     if (auto id = id_after(path, "/regression/", "/accept")) return accept_action(ctx, *id, *form);
     if (path == "/silences") return silence_add_action(ctx, *form);
     if (auto id = id_after(path, "/silence/", "/expire")) return silence_expire_action(ctx, *id);

@@ -1,8 +1,10 @@
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "engine/series_index.hpp"
 #include "storage/db.hpp"
 #include "web/http_server.hpp"
 
@@ -33,6 +35,7 @@ private:
 
     Db m_db;
     DashboardOptions m_options;
+    std::unique_ptr<SeriesIndex> m_index;  // read once, then grown with the runs stored since
 };
 
 }  // namespace perfwatch::web

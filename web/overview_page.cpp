@@ -29,9 +29,9 @@ std::size_t page_of(const Query& q, std::size_t pages) {
 }  // namespace
 
 HttpResponse overview_page(PageContext& ctx, const Query& q) {
-    auto rows = ctx.db.browse().run_index();
-    if (!rows) return error_response(500, rows.error().to_string());
-    const SeriesIndex index(*rows);
+    auto indexed = ctx.series_index();
+    if (!indexed) return error_response(500, indexed.error().to_string());
+    const SeriesIndex& index = **indexed;
     auto open = ctx.db.browse().open_regressions_by_series();
     if (!open) return error_response(500, open.error().to_string());
 
@@ -43,8 +43,8 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
     }
     const std::string text = q.get("q");
     std::vector<const SeriesEntry*> shown;
-    for (const SeriesEntry& s : index.series())
-        if (passes(s, filters, text)) shown.push_back(&s);
+    for (const SeriesEntry* s : index.series())
+        if (passes(*s, filters, text)) shown.push_back(s);
 
     const std::string sort = q.has("sort") ? q.get("sort") : "-latest";
     const bool desc = sort.starts_with('-');
@@ -83,7 +83,7 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
     if (q.has("sort")) params.emplace_back("sort", sort);
 
     std::string body = fmt::format("<h1>Series</h1>\n<p class=\"note\">{} series, {} runs in {}.</p>\n",
-                                   index.series().size(), rows->size(), h(ctx.db.name()));
+                                   index.series().size(), index.runs(), h(ctx.db.name()));
     body += "<form class=\"filters\" method=\"get\" action=\"/\">";
     for (const auto& [k, v] : filters)
         body += fmt::format("<input type=\"hidden\" name=\"label\" value=\"{}\"><span class=\"mono\">{}={}</span>",

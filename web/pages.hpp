@@ -3,13 +3,10 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/series_index.hpp"
 #include "storage/db.hpp"
 #include "web/http_server.hpp"
 #include "web/query.hpp"
-
-namespace perfwatch {
-struct SeriesEntry;
-}
 
 namespace perfwatch::web {
 
@@ -17,6 +14,12 @@ namespace perfwatch::web {
 struct PageContext {
     Db& db;
     bool writable = false;  // a token is configured: the action forms are shown
+    // The dashboard's series index, kept between requests.
+    std::unique_ptr<SeriesIndex>& index;
+
+    // The series index brought up to date: the runs stored since the last request are added (two
+    // statements); when runs went (retention), it is read again whole.
+    Result<const SeriesIndex*> series_index();
 };
 
 // The pages, one per file (web/*_page.cpp); each a bounded number of queries.

@@ -59,9 +59,9 @@ HttpResponse run_page(PageContext& ctx, std::int64_t run_id) {
     const StoredRun& r = **run;
     auto findings = ctx.db.load_findings(run_id);
     if (!findings) return error_response(500, findings.error().to_string());
-    auto rows = ctx.db.browse().run_index();
-    if (!rows) return error_response(500, rows.error().to_string());
-    const SeriesIndex index(*rows);
+    auto indexed = ctx.series_index();
+    if (!indexed) return error_response(500, indexed.error().to_string());
+    const SeriesIndex& index = **indexed;
     const SeriesEntry* series = index.of_run(run_id);
     std::optional<std::int64_t> previous;
     if (series != nullptr) {

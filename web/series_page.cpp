@@ -130,10 +130,15 @@ std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Q
         if (!a || !b) continue;
         const std::size_t to = chart.points[*b].run > last && *b > 0 ? *b - 1 : *b;
         for (std::size_t i = *a; i <= to && i < chart.points.size(); ++i) chart.points[i].bad = true;
-        chart.spans.push_back({*a, std::max(*a, to), "reg-" + std::string(to_string(r.status)),
+        chart.spans.push_back({*a, std::max(*a, to), first, last, "reg-" + std::string(to_string(r.status)),
                                fmt::format("regression #{} ({}): {} {}{}", r.id, to_string(r.status), r.rule, metric,
                                            r.change_pct ? fmt::format(" {:+.1f}%", *r.change_pct) : ""),
                                fmt::format("/regression/{}", r.id)});
+        // Where it ended: back inside the band, or accepted.
+        if (r.resolved_run && *r.resolved_run >= chart.points.front().run && *r.resolved_run <= chart.points.back().run)
+            if (const auto end = point_of(*r.resolved_run))
+                chart.marks.push_back({*end, "end", fmt::format("regression #{} {} at run {}{}", r.id, r.resolution, *r.resolved_run,
+                                                                 r.comment.empty() ? "" : ": " + r.comment)});
     }
     std::vector<double> window_values;
     for (const ChartPoint& p : chart.points) window_values.push_back(p.value);
@@ -175,7 +180,7 @@ std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Q
     const std::string legend =
         "<div class=\"legend\"><span>shaded: baseline band (median &plusmn; 3 robust &sigma; of the 10 runs before)</span>"
         "<span>red spans: open regressions, green: resolved, violet: accepted</span>"
-        "<span>dashed violet: change point; dotted: environment change</span>"
+        "<span>dashed violet: change point; dotted: environment change; green: where a regression ended</span>"
         "<span>hover a point for its commit, value and launches; click to open the run</span></div>\n";
     return nav + series_chart(chart) + legend;
 }
@@ -183,9 +188,9 @@ std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Q
 HttpResponse series_page(PageContext& ctx, const Query& q) {
     const std::string key = q.get("key");
     if (key.empty()) return error_response(400, "which series? (key=...)");
-    auto rows = ctx.db.browse().run_index();
-    if (!rows) return error_response(500, rows.error().to_string());
-    const SeriesIndex index(*rows);
+    auto indexed = ctx.series_index();
+    if (!indexed) return error_response(500, indexed.error().to_string());
+    const SeriesIndex& index = **indexed;
     const SeriesEntry* s = index.find(key);
     if (s == nullptr) return error_response(404, "no series " + key);
     std::string error;
@@ -207,6 +212,8 @@ HttpResponse series_page(PageContext& ctx, const Query& q) {
                                          : std::vector<std::string>(std::begin(k_kernel_metrics), std::end(k_kernel_metrics));
     for (const std::string& m : choices)
         body += fmt::format("<option value=\"{}\"{}>{}</option>", h(m), m == metric ? " selected" : "", h(m));
+    if (std::find(choices.begin(), choices.end(), metric) == choices.end())
+        body += fmt::format("<option value=\"{0}\" selected>{0}</option>", h(metric));
     body += "</select><button type=\"submit\">Show</button></form>\n";
     body += chart;
     body += "<h2>Kernels of the latest run (by GPU time)</h2>\n<ul id=\"top-kernels\">";

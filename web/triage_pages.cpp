@@ -28,20 +28,15 @@ std::string ms_text(std::int64_t ms) {
     return buf;
 }
 
-std::string run_ref(const SeriesIndex& index, std::int64_t run) {
-    std::string commit;
-    if (const SeriesEntry* s = index.of_run(run); s != nullptr) commit = s->runs[index.position(run)].commit;
-    return fmt::format("<a href=\"/run/{0}\">{1}run {0}</a>", run, commit.empty() ? "" : "commit " + h(commit) + ", ");
+// "commit abc, run 7 (1.2 ms)" linking to the run.
+std::string run_ref(std::int64_t run, const std::string& commit, const std::optional<double>& value, const std::string& metric) {
+    return fmt::format("<a href=\"/run/{0}\">{1}run {0}</a>{2}", run, commit.empty() ? "" : "commit " + h(commit) + ", ",
+                       value ? " (" + h(format_metric(metric, *value)) + ")" : "");
 }
 
-// The newest run of the regression's series before its first bad run.
-std::optional<std::int64_t> last_good(const SeriesIndex& index, const RegressionState& r) {
-    const SeriesEntry* s = index.find(r.series);
-    const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
-    if (s == nullptr) return std::nullopt;
-    auto it = std::lower_bound(s->runs.begin(), s->runs.end(), first, [](const SeriesRun& a, std::int64_t v) { return a.id < v; });
-    if (it == s->runs.begin()) return std::nullopt;
-    return std::prev(it)->id;
+std::string bisect_text(const BisectEnds& e, const std::string& metric) {
+    return fmt::format("{} .. {}", e.last_good_run ? run_ref(*e.last_good_run, e.last_good_commit, e.last_good_value, metric) : "none before",
+                       run_ref(e.first_bad_run, e.first_bad_commit, e.first_bad_value, metric));
 }
 
 std::string change_text(const RegressionState& r) {
@@ -70,9 +65,9 @@ HttpResponse regressions_page(PageContext& ctx, const Query& q) {
         return error_response(400, fmt::format("status '{}' is not open, resolved, accepted or all", status));
     auto all = ctx.db.regressions().list(status == "open");
     if (!all) return error_response(500, all.error().to_string());
-    auto rows = ctx.db.browse().run_index();
-    if (!rows) return error_response(500, rows.error().to_string());
-    const SeriesIndex index(*rows);
+    auto indexed = ctx.series_index();
+    if (!indexed) return error_response(500, indexed.error().to_string());
+    const SeriesIndex& index = **indexed;
     const std::string series = q.get("series"), rule = q.get("rule");
     std::vector<const RegressionState*> shown;
     for (const RegressionState& r : *all) {
@@ -107,22 +102,22 @@ HttpResponse regressions_page(PageContext& ctx, const Query& q) {
     }
     body += "<table id=\"regressions\"><thead><tr><th>#</th><th>State</th><th>Series</th><th>On</th><th>Rule, metric</th>"
             "<th>Change</th><th>Last good .. first bad</th><th>Since</th><th></th></tr></thead><tbody>\n";
-    std::string group;
-    for (std::size_t i = (page_no - 1) * k_page_size; i < shown.size() && i < page_no * k_page_size; ++i) {
-        const RegressionState& r = *shown[i];
-        const auto good = last_good(index, r);
-        const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
+    std::vector<const RegressionState*> on_page(shown.begin() + static_cast<std::ptrdiff_t>((page_no - 1) * k_page_size),
+                                                shown.begin() + static_cast<std::ptrdiff_t>(std::min(shown.size(), page_no * k_page_size)));
+    auto ends = bisect_ends(ctx.db, index, on_page);
+    if (!ends) return error_response(500, ends.error().to_string());
+    for (std::size_t i = 0; i < on_page.size(); ++i) {
+        const RegressionState& r = *on_page[i];
         std::string action = r.status == RegressionStatus::open && ctx.writable ? accept_form(r) : h(r.comment);
         if (r.status != RegressionStatus::open)
             action = h(r.resolution) + (r.resolved_run ? fmt::format(" at <a href=\"/run/{0}\">run {0}</a>", *r.resolved_run) : "") +
                      (r.comment.empty() ? "" : ": " + h(r.comment));
         body += fmt::format("<tr data-regression=\"{0}\"><td><a href=\"/regression/{0}\">#{0}</a></td><td class=\"state-{1}\">{1}</td>"
                             "<td><a href=\"{2}\">{3}</a></td><td>{4}</td><td>{5}<br><span class=\"note\">{6}</span></td>"
-                            "<td>{7}</td><td>{8} .. {9}</td><td>{10}</td><td>{11}</td></tr>\n",
+                            "<td>{7}</td><td>{8}</td><td>{9}</td><td>{10}</td></tr>\n",
                             r.id, to_string(r.status), h(make_url("/series", {{"key", r.series}})),
-                            r.series == group ? "&#12291;" : h(series_title(r.series)), entity_text(r), h(r.rule), h(r.metric),
-                            h(change_text(r)), good ? run_ref(index, *good) : "none before", run_ref(index, first), h(r.since), action);
-        group = r.series;
+                            h(series_title(r.series)), entity_text(r), h(r.rule), h(r.metric),
+                            h(change_text(r)), bisect_text((*ends)[i], r.metric), h(r.since), action);
     }
     body += "</tbody></table>\n" + pager("/regressions", params, page_no, pages);
     return html_response(page("Regressions", "Regressions", body));
@@ -134,10 +129,11 @@ HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
     auto it = std::find_if(all->begin(), all->end(), [&](const RegressionState& r) { return r.id == id; });
     if (it == all->end()) return error_response(404, fmt::format("no regression #{}", id));
     const RegressionState& r = *it;
-    auto rows = ctx.db.browse().run_index();
-    if (!rows) return error_response(500, rows.error().to_string());
-    const SeriesIndex index(*rows);
-    const auto good = last_good(index, r);
+    auto indexed = ctx.series_index();
+    if (!indexed) return error_response(500, indexed.error().to_string());
+    const SeriesIndex& index = **indexed;
+    auto ends = bisect_ends(ctx.db, index, {&r});
+    if (!ends) return error_response(500, ends.error().to_string());
     const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
 
     std::string body = fmt::format("<h1>Regression #{} <span class=\"state-{}\">{}</span></h1>\n", r.id, to_string(r.status),
@@ -147,8 +143,7 @@ HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
                         h(series_title(r.series)));
     body += fmt::format("<tr><th>On</th><td>{}</td></tr>\n<tr><th>Rule</th><td>{} ({})</td></tr>\n", entity_text(r), h(r.rule), h(r.metric));
     body += fmt::format("<tr><th>Change</th><td>{}</td></tr>\n", h(change_text(r)));
-    body += fmt::format("<tr><th>Bisect</th><td>last good {} .. first bad {}</td></tr>\n", good ? run_ref(index, *good) : "none before",
-                        run_ref(index, first));
+    body += fmt::format("<tr><th>Bisect</th><td>last good .. first bad: {}</td></tr>\n", bisect_text(ends->front(), r.metric));
     body += fmt::format("<tr><th>Opened</th><td>at <a href=\"/run/{0}\">run {0}</a> {1}; last bad run {2}</td></tr>\n", r.opened_run,
                         h(r.since), r.last_bad_run);
     if (r.status != RegressionStatus::open)

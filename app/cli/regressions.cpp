@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <map>
 #include "core/vocabulary.hpp"
+#include "engine/series_index.hpp"
 #include "app/cli/command.hpp"
 #include "app/cli/common.hpp"
 
@@ -29,23 +30,15 @@ std::string run_text(const Db& db, std::int64_t run_id, std::map<std::int64_t, s
     return it->second.empty() ? fmt::format("run {}", run_id) : fmt::format("commit {} (run {})", it->second, run_id);
 }
 
-// The series key without the machinery: "benchmark=bert;gpu=NVIDIA H100;branch=main" as
-// "bert on NVIDIA H100, main", other labels after.
-std::string series_text(const std::string& series) {
-    std::map<std::string, std::string> parts;
-    std::size_t at = 0;
-    while (at < series.size()) {
-        const std::size_t end = std::min(series.find(';', at), series.size());
-        const std::string item = series.substr(at, end - at);
-        if (const auto eq = item.find('='); eq != std::string::npos) parts[item.substr(0, eq)] = item.substr(eq + 1);
-        at = end + 1;
-    }
-    std::string out = parts.contains("benchmark") ? parts["benchmark"] : "(no benchmark)";
-    if (!parts["gpu"].empty()) out += " on " + parts["gpu"];
-    if (!parts["branch"].empty()) out += ", " + parts["branch"];
-    for (const auto& [k, v] : parts)
-        if (k != "benchmark" && k != "gpu" && k != "branch") out += fmt::format(", {}={}", k, v);
-    return out;
+// "commit abc123 (run 7) at 1.2 ms" for one end of a bisection.
+std::string end_text(std::int64_t run, const std::string& commit, const std::optional<double>& value, const std::string& metric) {
+    return fmt::format("{}{}", commit.empty() ? fmt::format("run {}", run) : fmt::format("commit {} (run {})", commit, run),
+                       value ? " at " + format_metric(metric, *value) : "");
+}
+
+nlohmann::json end_json(const std::optional<std::int64_t>& run, const std::string& commit, const std::optional<double>& value) {
+    if (!run) return nullptr;
+    return {{"run", *run}, {"commit", commit}, {"value", value ? nlohmann::json(*value) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace
@@ -59,9 +52,24 @@ int run_regressions_list(const std::string& db_path, bool open_only, const std::
         return 2;
     }
     std::map<std::int64_t, std::string> commits;
+    auto rows = db->browse().run_index();
+    if (!rows) {
+        print_error(rows.error());
+        return 2;
+    }
+    const SeriesIndex index(*rows);
+    std::vector<const RegressionState*> listed;
+    for (const RegressionState& r : *regressions) listed.push_back(&r);
+    auto ends = bisect_ends(*db, index, listed);
+    if (!ends) {
+        print_error(ends.error());
+        return 2;
+    }
     if (format == "json") {
         nlohmann::json doc = nlohmann::json::array();
-        for (const RegressionState& r : *regressions) {
+        for (std::size_t i = 0; i < listed.size(); ++i) {
+            const RegressionState& r = *listed[i];
+            const BisectEnds& e = (*ends)[i];
             const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
             doc.push_back({
                 {"id", r.id},
@@ -76,6 +84,8 @@ int run_regressions_list(const std::string& db_path, bool open_only, const std::
                 {"change_pct", r.change_pct ? nlohmann::json(*r.change_pct) : nlohmann::json(nullptr)},
                 {"first_bad_run", first},
                 {"first_bad", run_text(*db, first, commits)},
+                {"bisect", {{"last_good", end_json(e.last_good_run, e.last_good_commit, e.last_good_value)},
+                            {"first_bad", end_json(e.first_bad_run, e.first_bad_commit, e.first_bad_value)}}},
                 {"opened_run", r.opened_run},
                 {"last_bad_run", r.last_bad_run},
                 {"resolved_run", r.resolved_run ? nlohmann::json(*r.resolved_run) : nlohmann::json(nullptr)},
@@ -91,7 +101,9 @@ int run_regressions_list(const std::string& db_path, bool open_only, const std::
         fmt::print("no {}regressions\n", open_only ? "open " : "");
         return 0;
     }
-    for (const RegressionState& r : *regressions) {
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+        const RegressionState& r = *listed[i];
+        const BisectEnds& e = (*ends)[i];
         const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
         std::string change;
         if (r.change_pct) change = fmt::format(" {:+.1f}%", *r.change_pct);
@@ -99,11 +111,85 @@ int run_regressions_list(const std::string& db_path, bool open_only, const std::
         else change += fmt::format(" (baseline {})", format_metric(r.metric, r.baseline));
         fmt::print("#{} {:<8} {} '{}' {} {}{}\n", r.id, to_string(r.status), to_string(r.entity_kind),
                    r.entity_kind == EntityKind::run ? "run" : r.entity_name, r.rule, r.metric, change);
-        fmt::print("    series: {}\n    first bad: {}; opened at run {}{}; last bad run {}\n", series_text(r.series),
+        fmt::print("    series: {}\n    first bad: {}; opened at run {}{}; last bad run {}\n", series_title(r.series),
                    run_text(*db, first, commits), r.opened_run, r.since.empty() ? "" : " on " + r.since, r.last_bad_run);
+        fmt::print("    bisect: last good {} .. first bad {}\n",
+                   e.last_good_run ? end_text(*e.last_good_run, e.last_good_commit, e.last_good_value, r.metric) : "(none before)",
+                   end_text(e.first_bad_run, e.first_bad_commit, e.first_bad_value, r.metric));
         if (r.status != RegressionStatus::open)
             fmt::print("    {} at run {}{}\n", r.resolution, r.resolved_run.value_or(0),
                        r.comment.empty() ? "" : fmt::format(": {}", r.comment));
+    }
+    return 0;
+}
+
+// `perfwatch regressions show ID`: the regression and its series around the change, run by run
+// (10 runs before the first bad one to 5 after the last bad one), each with its commit and value.
+// Exit 0, or 2 when there is no regression ID.
+int run_regressions_show(const std::string& db_path, std::int64_t id) {
+    auto db = open_db(db_path);
+    if (!db) return 2;
+    auto all = db->regressions().list(false);
+    if (!all) {
+        print_error(all.error());
+        return 2;
+    }
+    const auto it = std::find_if(all->begin(), all->end(), [&](const RegressionState& r) { return r.id == id; });
+    if (it == all->end()) {
+        fmt::print(stderr, "perfwatch: error: {}: no regression #{} (see `perfwatch regressions list`)\n", db->name(), id);
+        return 2;
+    }
+    const RegressionState& r = *it;
+    auto rows = db->browse().run_index();
+    if (!rows) {
+        print_error(rows.error());
+        return 2;
+    }
+    const SeriesIndex index(*rows);
+    auto ends = bisect_ends(*db, index, {&r});
+    if (!ends) {
+        print_error(ends.error());
+        return 2;
+    }
+    const BisectEnds& e = ends->front();
+    fmt::print("#{} {} {} '{}' {} {}{}\n", r.id, to_string(r.status), to_string(r.entity_kind),
+               r.entity_kind == EntityKind::run ? "run" : r.entity_name, r.rule, r.metric,
+               r.change_pct ? fmt::format(" {:+.1f}%", *r.change_pct) : "");
+    fmt::print("series: {}\nbisect: last good {} .. first bad {}\n", series_title(r.series),
+               e.last_good_run ? end_text(*e.last_good_run, e.last_good_commit, e.last_good_value, r.metric) : "(none before)",
+               end_text(e.first_bad_run, e.first_bad_commit, e.first_bad_value, r.metric));
+    const SeriesEntry* s = index.find(r.series);
+    if (s == nullptr) {
+        fmt::print("(the series' runs are not in this database any more)\n");
+        return 0;
+    }
+    const auto pos = [&](std::int64_t run) {
+        return static_cast<std::size_t>(std::lower_bound(s->runs.begin(), s->runs.end(), run,
+                                                         [](const SeriesRun& a, std::int64_t v) { return a.id < v; }) - s->runs.begin());
+    };
+    const std::size_t first_at = pos(e.first_bad_run);
+    const std::int64_t end_run = std::max(r.last_bad_run, r.resolved_run.value_or(0));
+    const std::size_t from = first_at > 10 ? first_at - 10 : 0;
+    const std::size_t to = std::min(s->runs.size(), pos(end_run) + 6);
+    std::vector<std::int64_t> runs;
+    for (std::size_t i = from; i < to; ++i) runs.push_back(s->runs[i].id);
+    auto values = db->browse().metric_values(r.entity_kind,
+                                             r.entity_kind == EntityKind::run ? std::nullopt : std::optional(r.entity_name),
+                                             r.metric, runs);
+    if (!values) {
+        print_error(values.error());
+        return 2;
+    }
+    fmt::print("\n{:>7}  {:<14} {:>12}  {}\n", "run", "commit", r.metric, "");
+    for (std::size_t i = from; i < to; ++i) {
+        const SeriesRun& run = s->runs[i];
+        const auto v = values->find(run.id);
+        std::string mark;
+        if (e.last_good_run && run.id == *e.last_good_run) mark = "last good";
+        else if (run.id == e.first_bad_run) mark = "first bad";
+        else if (run.id > e.first_bad_run && run.id <= r.last_bad_run) mark = "bad";
+        if (r.resolved_run && run.id == *r.resolved_run) mark += (mark.empty() ? "" : ", ") + r.resolution;
+        fmt::print("{:>7}  {:<14} {:>12}  {}\n", run.id, run.commit, v == values->end() ? "-" : format_metric(r.metric, v->second.value), mark);
     }
     return 0;
 }
@@ -133,7 +219,7 @@ int run_regressions_accept(const std::string& db_path, long long id, const std::
 class RegressionsCommand final : public Command {
 public:
     CLI::App* add(CLI::App& app) override {
-        auto* cmd = app.add_subcommand("regressions", "Regressions followed over history: list, accept");
+        auto* cmd = app.add_subcommand("regressions", "Regressions followed over history: list, show, accept");
         cmd->require_subcommand(1);
         cmd->add_option("--db", m_db, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or the configuration's)");
         m_list = cmd->add_subcommand(
@@ -144,16 +230,21 @@ public:
             "accept", "Accept an open regression's new level: its series' baseline becomes the runs from its first bad run on");
         accept->add_option("id", m_id, "Regression id (regressions list)")->required();
         accept->add_option("--comment", m_comment, "Why (shown by regressions list)");
+        m_show = cmd->add_subcommand("show", "A regression and its series around the change, run by run");
+        m_show->add_option("id", m_show_id, "Regression id (regressions list)")->required();
         return cmd;
     }
     int run(const Context& c) override {
         const std::string db = c.db_or_default(m_db);
         if (m_list->parsed()) return run_regressions_list(db, m_open, m_format);
+        if (m_show->parsed()) return run_regressions_show(db, m_show_id);
         return run_regressions_accept(db, m_id, m_comment);
     }
 
 private:
     CLI::App* m_list = nullptr;
+    CLI::App* m_show = nullptr;
+    std::int64_t m_show_id = 0;
     std::string m_db, m_format = "text", m_comment;
     bool m_open = false;
     long long m_id = 0;

@@ -24,9 +24,10 @@ std::string discord_message(const AlertGroup& g, const std::string&) {
     std::size_t shown = 0;
     for (const AlertItem& a : g.alerts) {
         const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, source_of(g, a));
-        std::string line = fmt::format("- **[{}] {}** {} {}{}{}: {}\n", severity_text(a.severity), esc(a.title),
+        std::string line = fmt::format("- **[{}] {}** {} {}{}{}: {}{}\n", severity_text(a.severity), esc(a.title),
                                        esc(kind), code_span(Medium::discord, name), esc(origin_text(g, a)),
-                                       impact_text(a), esc(a.message));
+                                       impact_text(a), esc(a.message),
+                                       a.url.empty() ? "" : fmt::format(" [regression page](<{}>)", a.url));
         if (text.size() + line.size() > k_discord_content_bytes - 200) break;
         text += line;
         ++shown;

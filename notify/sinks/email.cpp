@@ -161,8 +161,9 @@ std::string email_text(const AlertGroup& g) {
     text += "\n";
     for (const AlertItem& a : g.alerts) {
         const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, source_of(g, a));
-        text += fmt::format("[{}] {}: {} '{}'{}{}\n  {}\n  rule {}\n\n", severity_text(a.severity), esc(a.title),
-                            esc(kind), esc(name), esc(origin_text(g, a)), impact_text(a), esc(a.message), esc(a.rule));
+        text += fmt::format("[{}] {}: {} '{}'{}{}\n  {}\n  rule {}\n{}\n", severity_text(a.severity), esc(a.title),
+                            esc(kind), esc(name), esc(origin_text(g, a)), impact_text(a), esc(a.message), esc(a.rule),
+                            a.url.empty() ? "" : "  regression page: " + a.url + "\n");
     }
     if (!g.report_url.empty()) text += fmt::format("Report: {}\n", g.report_url);
     return text + esc(footer(g)) + "\n";
@@ -176,9 +177,10 @@ std::string email_html(const AlertGroup& g) {
     html += "</table><ul>";
     for (const AlertItem& a : g.alerts) {
         const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, source_of(g, a));
-        html += fmt::format("<li><b>[{}] {}</b>: {} <code>{}</code>{}{}<br>{}<br><small>rule {}</small></li>",
+        html += fmt::format("<li><b>[{}] {}</b>: {} <code>{}</code>{}{}<br>{}<br><small>rule {}</small>{}</li>",
                             severity_text(a.severity), esc(a.title), esc(kind), esc(name), esc(origin_text(g, a)),
-                            esc(impact_text(a)), esc(a.message), esc(a.rule));
+                            esc(impact_text(a)), esc(a.message), esc(a.rule),
+                            a.url.empty() ? "" : fmt::format("<br><a href=\"{}\">regression page</a>", escape_for(Medium::html, a.url)));
     }
     if (!g.report_url.empty())
         html += fmt::format("</ul><p><a href=\"{}\">HTML report</a></p><ul>",

@@ -17,8 +17,9 @@ std::string mattermost_message(const AlertGroup& g) {
     std::string text = fmt::format("#### {}\n", esc(g.title()));
     for (const AlertItem& a : g.alerts) {
         const auto [kind, name] = shown_entity(a.entity_kind, a.entity_name, source_of(g, a));
-        text += fmt::format("- **[{}] {}** {} {}{}{}: {}\n", severity_text(a.severity), esc(a.title), esc(kind),
-                            code_span(Medium::mattermost, name), esc(origin_text(g, a)), impact_text(a), esc(a.message));
+        text += fmt::format("- **[{}] {}** {} {}{}{}: {}{}\n", severity_text(a.severity), esc(a.title), esc(kind),
+                            code_span(Medium::mattermost, name), esc(origin_text(g, a)), impact_text(a), esc(a.message),
+                            a.url.empty() ? "" : fmt::format(" [regression page]({})", a.url));
     }
     text += "_" + esc(footer(g)) + "_";
     if (!g.report_url.empty()) text += fmt::format(" [HTML report]({})", g.report_url);

@@ -29,6 +29,7 @@ std::string slack_message(const AlertGroup& g) {
                                        code_span(Medium::slack, name), esc(origin_text(g, a)), impact_text(a),
                                        esc(a.message));
         if (text.size() > 2900) text = std::string(utf8_prefix(text, 2900)) + "...";
+        if (!a.url.empty()) text += fmt::format("\n<{}|regression page>", a.url);
         blocks.push_back({{"type", "section"}, {"text", {{"type", "mrkdwn"}, {"text", text}}}});
         fallback += fmt::format("\n[{}] {} {}", severity_text(a.severity), esc(a.title), esc(name));
         ++shown;

@@ -28,6 +28,8 @@ std::string teams_message(const AlertGroup& g) {
                         {"wrap", true},
                         {"color", a.severity == Severity::error ? "Attention" : "Default"}});
         body.push_back({{"type", "TextBlock"}, {"text", esc(a.message)}, {"wrap", true}, {"isSubtle", true}});
+        if (!a.url.empty())
+            body.push_back({{"type", "TextBlock"}, {"text", fmt::format("[regression page]({})", a.url)}, {"wrap", true}});
     }
     body.push_back({{"type", "TextBlock"}, {"text", esc(footer(g))}, {"wrap", true}, {"size", "Small"}});
     json card = {{"$schema", "http://adaptivecards.io/schemas/adaptive-card.json"},

@@ -492,7 +492,9 @@ TEST(Alerts, ARegressionThatGoesAwaySendsAResolvedMessage) {
     const fs::path reports = dir.path() / "reports";
     fs::create_directories(reports);
     write_file(dir.path() / "hook.url", fmt::format("http://127.0.0.1:{}/hook", receiver.port()));
-    write_file(dir.path() / "perfwatch.yaml", config_with_webhook(reports, dir.path() / "hook.url"));
+    // With a dashboard published, messages link to its run and regression pages.
+    write_file(dir.path() / "perfwatch.yaml", config_with_webhook(reports, dir.path() / "hook.url") +
+                                                  "dashboard:\n  base_url: http://dash.example/\n");
     test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
     test::TempDir scratch;
@@ -518,6 +520,22 @@ TEST(Alerts, ARegressionThatGoesAwaySendsAResolvedMessage) {
     const auto opened = find_message("firing");
     ASSERT_TRUE(opened.has_value());
     EXPECT_EQ((*opened)["labels"]["commit"], "c8");
+    EXPECT_EQ((*opened)["report_url"], "http://dash.example/run/9");
+    // The regression's alert carries its page and where a bisection starts: c7 at 101 us (the
+    // trace's launches average exactly the value written) .. c8 at 125 us.
+    bool linked = false;
+    for (const auto& a : (*opened)["alerts"]) {
+        if (a["rule"] != "kernel-time-regression") continue;
+        linked = true;
+        EXPECT_TRUE(a["url"].get<std::string>().starts_with("http://dash.example/regression/")) << a.dump(2);
+        const auto& c = a["comparison"];
+        EXPECT_EQ(c["last_good"]["commit"], "c7") << c.dump(2);
+        EXPECT_EQ(c["last_good"]["run"], 8);
+        EXPECT_NEAR(c["last_good"]["value"].get<double>(), 101e3, 1e-6);
+        EXPECT_EQ(c["first_bad"]["commit"], "c8");
+        EXPECT_NEAR(c["first_bad"]["value"].get<double>(), 125e3, 1e-6);
+    }
+    EXPECT_TRUE(linked) << opened->dump(2);
     const auto resolved = *find_message("resolved");
     EXPECT_EQ(resolved["labels"]["commit"], "c11");
     bool kernel = false;

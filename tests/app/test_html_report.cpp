@@ -16,24 +16,8 @@ long count(const std::string& text, const std::string& pattern) {
     return static_cast<long>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
-// Headless Chromium on a local file: the DOM it parsed, and what it logged (console messages
-// appear there as CONSOLE lines).
-struct Rendered {
-    int exit_code = -1;
-    std::string dom;
-    std::string log;
-};
-
-Rendered render(const std::string& html, const std::string& screenshot = "") {
-    std::vector<std::string> args{"/usr/bin/chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
-                                  "--hide-scrollbars", "--enable-logging=stderr", "--v=0", "--window-size=1280,2000"};
-    if (!screenshot.empty())
-        args.push_back("--screenshot=" + screenshot);
-    else
-        args.push_back("--dump-dom");
-    args.push_back("file://" + html);
-    const auto r = test::run_program(args);
-    return {r.exit_code, r.out, r.err};
+test::Rendered render(const std::string& html, const std::string& screenshot = "") {
+    return test::chromium("file://" + html, screenshot);
 }
 
 }  // namespace
@@ -53,7 +37,7 @@ TEST(HtmlReport, ChromiumRendersACorpusTraceReportWithItsCharts) {
     EXPECT_EQ(source.find("<script"), std::string::npos);
     EXPECT_EQ(count(source, "(src|href)=\"https?:"), 0) << "the report must not reach the network";
 
-    const Rendered page = render(html);
+    const test::Rendered page = render(html);
     ASSERT_EQ(page.exit_code, 0) << page.log;
     EXPECT_EQ(page.log.find("CONSOLE"), std::string::npos) << page.log;
     EXPECT_NE(page.dom.find("<h1>perfwatch: run 1</h1>"), std::string::npos);
@@ -71,7 +55,7 @@ TEST(HtmlReport, ChromiumRendersACorpusTraceReportWithItsCharts) {
     std::filesystem::create_directories(PERFWATCH_ARTIFACT_DIR);
     const std::string shot = std::string(PERFWATCH_ARTIFACT_DIR) + "/html_report_resnet50.png";
     std::filesystem::remove(shot);
-    const Rendered shot_run = render(html, shot);
+    const test::Rendered shot_run = render(html, shot);
     EXPECT_EQ(shot_run.exit_code, 0) << shot_run.log;
     ASSERT_TRUE(std::filesystem::exists(shot));
     EXPECT_GT(std::filesystem::file_size(shot), 20000u);
@@ -92,7 +76,7 @@ TEST(HtmlReport, RegressionTrendChartHasBandSeriesAndChangePoint) {
     }
     const std::string html = dir.file("report.html");
     ASSERT_EQ(test::run_perfwatch({"report", "9", "--db", db, "--html", html}).exit_code, 0);
-    const Rendered page = render(html);
+    const test::Rendered page = render(html);
     ASSERT_EQ(page.exit_code, 0) << page.log;
     EXPECT_EQ(page.log.find("CONSOLE"), std::string::npos) << page.log;
     const auto start = page.dom.find("id=\"trend-0\"");

@@ -66,6 +66,29 @@ TEST(RegressionsCli, AShiftStaysOpenUntilAcceptedThenTheNewLevelIsTheBaseline) {
               std::string::npos)
         << text.out;
     EXPECT_NE(text.out.find("series: gemm on NVIDIA H100, main"), std::string::npos) << text.out;
+    // Bisection-ready: the last good and first bad commits with their levels (the traces' launches
+    // average exactly 100 and 115 us).
+    EXPECT_NE(text.out.find("bisect: last good commit c7 (run 8) at 100 us .. first bad commit c8 (run 9) at 115 us"),
+              std::string::npos)
+        << text.out;
+    for (const auto& r : open) {
+        EXPECT_EQ(r["bisect"]["last_good"]["run"], 8) << r.dump(2);
+        EXPECT_EQ(r["bisect"]["last_good"]["commit"], "c7");
+        EXPECT_EQ(r["bisect"]["first_bad"]["run"], 9);
+        EXPECT_EQ(r["bisect"]["first_bad"]["commit"], "c8");
+        if (r["entity"]["kind"] == "kernel") {
+            EXPECT_NEAR(r["bisect"]["last_good"]["value"].get<double>(), 100e3, 1e-6);
+            EXPECT_NEAR(r["bisect"]["first_bad"]["value"].get<double>(), 115e3, 1e-6);
+        }
+    }
+    // `regressions show` prints the series around the change, run by run.
+    const int kernel_id = open[0]["entity"]["kind"] == "kernel" ? open[0]["id"].get<int>() : open[1]["id"].get<int>();
+    const auto shown = run_perfwatch({"regressions", "show", std::to_string(kernel_id), "--db", db});
+    EXPECT_EQ(shown.exit_code, 0) << shown.err;
+    for (const char* line : {"      8  c7                   100 us  last good", "      9  c8                   115 us  first bad",
+                             "     15  c14                  115 us  bad", "      1  c0                   100 us"})
+        EXPECT_NE(shown.out.find(line), std::string::npos) << line << "\n" << shown.out;
+    EXPECT_EQ(run_perfwatch({"regressions", "show", "999", "--db", db}).exit_code, 2);
 
     for (const auto& r : open) {
         const auto accepted = run_perfwatch({"regressions", "accept", std::to_string(r["id"].get<int>()), "--db", db,
@@ -91,7 +114,25 @@ TEST(RegressionsCli, ARevertedShiftResolvesAndItsRunsStayOutOfTheBaseline) {
     test::TempDir dir;
     const std::string db = dir.file("r.db");
     for (int i = 0; i < 6; ++i) ASSERT_EQ(check_run(dir, db, i, 100).exit_code, 0) << i;
-    for (int i = 6; i < 9; ++i) EXPECT_EQ(check_run(dir, db, i, 120).exit_code, 1) << i;
+    for (int i = 6; i < 8; ++i) EXPECT_EQ(check_run(dir, db, i, 120).exit_code, 1) << i;
+    // The finding and its JSON carry where a bisection starts: c5 (run 6) good at 100 us, c6 (run 7) bad at 120 us.
+    const std::string trace = test::write_kineto_trace(dir, "c8/gemm.json", 120, 40, "NVIDIA H100", 9000.0);
+    const auto json_run = run_perfwatch({"check", "--db", db, "--label", "commit=c8", "--format", "json", trace});
+    EXPECT_EQ(json_run.exit_code, 1) << json_run.err;
+    bool seen = false;
+    const nlohmann::json doc = nlohmann::json::parse(json_run.out);
+    for (const auto& f : doc["findings"]) {
+        if (f["rule"] != "kernel-time-regression") continue;
+        seen = true;
+        const auto& c = f["comparison"];
+        EXPECT_EQ(c["last_good"]["run"], 6) << c.dump(2);
+        EXPECT_EQ(c["last_good"]["commit"], "c5");
+        EXPECT_NEAR(c["last_good"]["value"].get<double>(), 100e3, 1e-6);
+        EXPECT_EQ(c["first_bad"]["run"], 7);
+        EXPECT_EQ(c["first_bad"]["commit"], "c6");
+        EXPECT_NEAR(c["first_bad"]["value"].get<double>(), 120e3, 1e-6);
+    }
+    EXPECT_TRUE(seen) << json_run.out;
     test::ProcessResult back;
     for (int i = 9; i < 12; ++i) back = check_run(dir, db, i, 100);
     EXPECT_EQ(back.exit_code, 0) << back.out;

@@ -93,5 +93,26 @@ TEST(Stats, EDivisiveFindsTwoShifts) {
     EXPECT_EQ(change_points(series), (std::vector<std::size_t>{12, 24}));
 }
 
+// The band of each value is the median +- 3 MAD sigma of the usable values before it: computed
+// by hand here for a short series with one unusable (bad) run.
+TEST(Stats, RollingBandSkipsUnusableRuns) {
+    const std::vector<double> series{10, 12, 11, 30, 13, 9};
+    const std::vector<bool> usable{true, true, true, false, true, true};
+    const auto bands = rolling_band(series, usable, 10, 3, 0.0, 3);
+    ASSERT_EQ(bands.size(), series.size());
+    EXPECT_FALSE(bands[0] || bands[1] || bands[2]);
+    // Before index 3 and 4: {10, 12, 11} (30 is not usable): median 11, MAD 1 -> sigma 1.4826.
+    for (const std::size_t i : {3u, 4u}) {
+        ASSERT_TRUE(bands[i]);
+        EXPECT_DOUBLE_EQ(bands[i]->median, 11);
+        EXPECT_NEAR(bands[i]->high, 11 + 3 * 1.4826, 1e-12);
+        EXPECT_NEAR(bands[i]->low, 11 - 3 * 1.4826, 1e-12);
+    }
+    // Before index 5: {10, 12, 11, 13}: median 11.5, deviations {1.5, .5, .5, 1.5} -> MAD 1.
+    ASSERT_TRUE(bands[5]);
+    EXPECT_DOUBLE_EQ(bands[5]->median, 11.5);
+    EXPECT_NEAR(bands[5]->high, 11.5 + 3 * 1.4826, 1e-12);
+}
+
 }  // namespace
 }  // namespace perfwatch

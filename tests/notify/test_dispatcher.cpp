@@ -22,7 +22,7 @@ std::int64_t enqueue(Db& db, const std::vector<std::string>& receivers) {
         AlertGroup g;
         g.receiver = receivers[i];
         g.run_id = stored->run_id;
-        g.alerts.push_back({"rule", "title", Severity::warning, "kernel", "gemm", "slow", {}, std::nullopt, ""});
+        g.alerts.push_back({"rule", "title", Severity::warning, "kernel", "gemm", "slow", {}, std::nullopt, "", {}, {}});
         OutboxMessage m;
         m.key = "key-" + std::to_string(i);
         m.receiver = receivers[i];

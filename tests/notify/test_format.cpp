@@ -39,7 +39,7 @@ TEST(Format, RunLevelFindingsNameTheirReport) {
 
     AlertGroup g;
     g.source = report.runs[0].source;
-    g.alerts.push_back({f.rule, f.title, f.severity, "run", "run", f.message, {}, {}, {}});
+    g.alerts.push_back({f.rule, f.title, f.severity, "run", "run", f.message, {}, {}, {}, {}, {}});
     EXPECT_NE(email_text(g).find("report 'bert.json.gz'"), std::string::npos) << email_text(g);
     EXPECT_NE(slack_message(g).find("report `bert.json.gz`"), std::string::npos) << slack_message(g);
 }
@@ -106,7 +106,7 @@ TEST(Format, MarkdownOfFiveHundredFindingsStaysUnderTheLimitWorstFirst) {
         f.share_pct = 1;
         f.metrics["duration"] = 1000.0 + i;
         if (f.severity == Severity::error)
-            f.comparison = FindingComparison{"duration", 900, 1000.0 + i, 100.0 * (1000.0 + i - 900) / 900, 99.95, 10, "window"};
+            f.comparison = FindingComparison{"duration", 900, 1000.0 + i, 100.0 * (1000.0 + i - 900) / 900, 99.95, 10, "window", {}, {}, {}, {}, {}};
         report.findings.push_back(f);
     }
     const std::string md = format_check_markdown(report);

@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "web/chart.hpp"
+
+namespace perfwatch::web {
+namespace {
+
+std::size_t count(const std::string& text, const std::string& pattern) {
+    const std::regex re(pattern);
+    return static_cast<std::size_t>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+}
+
+}  // namespace
+
+// 10,000 runs are drawn as at most k_max_drawn_points circles, and the extremes and the bad runs
+// of the series are among them.
+TEST(WebChart, LongSeriesAreDrawnByBucketExtremesKeepingBadRuns) {
+    ChartInput in;
+    in.metric = "duration";
+    for (int i = 0; i < 10'000; ++i)
+        in.points.push_back({i + 1, 1000.0 + (i * 37) % 101, std::nullopt, "", std::nullopt, false});
+    in.points[4321].value = 5000;  // the highest
+    in.points[777].value = 10;     // the lowest
+    in.points[9000].bad = in.points[9001].bad = true;
+    const std::string svg = series_chart(in);
+    const std::size_t circles = count(svg, "<circle ");
+    EXPECT_LE(circles, k_max_drawn_points + 2);
+    EXPECT_GE(circles, k_max_drawn_points / 2);
+    EXPECT_NE(svg.find("data-run=\"4322\" data-value=\"5000\""), std::string::npos);
+    EXPECT_NE(svg.find("data-run=\"778\" data-value=\"10\""), std::string::npos);
+    EXPECT_EQ(count(svg, "class=\"point bad\""), 2u);
+    EXPECT_NE(svg.find("data-points=\"10000\""), std::string::npos);
+}
+
+// A short series is drawn whole, a point per run, with its tooltip text escaped.
+TEST(WebChart, ShortSeriesDrawEveryPointWithEscapedTooltips) {
+    ChartInput in;
+    in.metric = "duration";
+    for (int i = 0; i < 50; ++i) in.points.push_back({i + 1, 100.0 + i, 40.0, "<b>c</b>", std::nullopt, false});
+    const std::string svg = series_chart(in);
+    EXPECT_EQ(count(svg, "<circle "), 50u);
+    EXPECT_EQ(svg.find("<b>"), std::string::npos);
+    EXPECT_NE(svg.find("commit &lt;b&gt;c&lt;/b&gt;"), std::string::npos);
+    EXPECT_NE(svg.find("40 launches"), std::string::npos);
+}
+
+}  // namespace perfwatch::web

@@ -1,0 +1,298 @@
+#include <gtest/gtest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "tests/support.hpp"
+
+namespace perfwatch {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_perfwatch;
+
+constexpr const char* k_hostile = "<script>alert(1)</script> @channel";
+constexpr const char* k_token = "dashboard-token-0123456789";
+
+// A Kineto trace of two kernels: gemm at `gemm_us` per launch and the hostile-named one at 30 us.
+std::string write_trace(const test::TempDir& dir, const std::string& name, double gemm_us, double start_us) {
+    nlohmann::json events = nlohmann::json::array();
+    double t = start_us;
+    for (int i = 0; i < 40; ++i)
+        for (const auto& [kernel, us] : {std::pair<std::string, double>{"gemm", gemm_us}, {k_hostile, 30.0}}) {
+            const double d = us * (1 + 0.002 * ((i * 7) % 5 - 2));
+            events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", kernel}, {"pid", 0}, {"tid", 7}, {"ts", t},
+                              {"dur", d}, {"args", {{"device", 0}, {"stream", 7}}}});
+            t += d + 5;
+        }
+    const nlohmann::json trace = {
+        {"schemaVersion", 1},
+        {"deviceProperties", {{{"id", 0}, {"name", "NVIDIA H100"}, {"computeMajor", 9}, {"computeMinor", 0}, {"numSms", 132}}}},
+        {"traceEvents", events}};
+    const std::string path = dir.file(name);
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path) << trace.dump();
+    return path;
+}
+
+// Every match of group 1 of `pattern` in `text`.
+std::vector<std::string> all_matches(const std::string& text, const std::string& pattern) {
+    std::vector<std::string> out;
+    const std::regex re(pattern);
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
+        out.push_back((*it)[1]);
+    return out;
+}
+
+std::string unescape(std::string s) {
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"&amp;", "&"}, {"&quot;", "\""}, {"&#39;", "'"}}) {
+        for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+            s.replace(at, from.size(), to);
+    }
+    return s;
+}
+
+// Distinct colours of an 8-bit RGB or RGBA PNG (no interlace), read with zlib.
+std::size_t png_distinct_colours(const std::string& path) {
+    const std::string data = test::read_file(path);
+    auto be32 = [&](std::size_t at) {
+        return (static_cast<std::uint32_t>(static_cast<unsigned char>(data[at])) << 24) |
+               (static_cast<std::uint32_t>(static_cast<unsigned char>(data[at + 1])) << 16) |
+               (static_cast<std::uint32_t>(static_cast<unsigned char>(data[at + 2])) << 8) |
+               static_cast<std::uint32_t>(static_cast<unsigned char>(data[at + 3]));
+    };
+    std::uint32_t width = 0, height = 0;
+    int channels = 0;
+    std::string idat;
+    for (std::size_t at = 8; at + 8 <= data.size();) {
+        const std::uint32_t len = be32(at);
+        const std::string type = data.substr(at + 4, 4);
+        if (type == "IHDR") {
+            width = be32(at + 8);
+            height = be32(at + 12);
+            const int colour = static_cast<unsigned char>(data[at + 17]);
+            channels = colour == 6 ? 4 : colour == 2 ? 3 : 0;
+            if (data[at + 16] != 8 || data[at + 20] != 0) channels = 0;
+        } else if (type == "IDAT") {
+            idat += data.substr(at + 8, len);
+        }
+        at += 12 + len;
+    }
+    if (channels == 0 || width == 0) return 0;
+    const std::size_t stride = width * static_cast<std::size_t>(channels);
+    std::string raw((stride + 1) * height, '\0');
+    uLongf raw_len = static_cast<uLongf>(raw.size());
+    if (uncompress(reinterpret_cast<Bytef*>(raw.data()), &raw_len, reinterpret_cast<const Bytef*>(idat.data()),
+                   static_cast<uLong>(idat.size())) != Z_OK)
+        return 0;
+    std::vector<unsigned char> prev(stride, 0), row(stride);
+    std::set<std::uint32_t> colours;
+    for (std::uint32_t y = 0; y < height; ++y) {
+        const unsigned char filter = static_cast<unsigned char>(raw[y * (stride + 1)]);
+        for (std::size_t x = 0; x < stride; ++x) {
+            const int a = x >= static_cast<std::size_t>(channels) ? row[x - static_cast<std::size_t>(channels)] : 0;
+            const int b = prev[x];
+            const int c = x >= static_cast<std::size_t>(channels) ? prev[x - static_cast<std::size_t>(channels)] : 0;
+            int predictor = 0;
+            if (filter == 1) predictor = a;
+            if (filter == 2) predictor = b;
+            if (filter == 3) predictor = (a + b) / 2;
+            if (filter == 4) {
+                const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
+                predictor = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+            }
+            row[x] = static_cast<unsigned char>(static_cast<unsigned char>(raw[y * (stride + 1) + 1 + x]) + predictor);
+        }
+        for (std::size_t x = 0; x + 2 < stride; x += static_cast<std::size_t>(channels))
+            colours.insert((std::uint32_t{row[x]} << 16) | (std::uint32_t{row[x + 1]} << 8) | row[x + 2]);
+        prev = row;
+    }
+    return colours.size();
+}
+
+}  // namespace
+
+// The daemon serves the dashboard over a history of real corpus reports and generated runs with a
+// known regression; headless Chromium drives every page: the chart's points and markers are what
+// the database holds, every link resolves, a screenshot is a drawn chart, actions need the token
+// and a same-origin form, and a hostile kernel name is text.
+TEST(Dashboard, ChromiumDrivesEveryPageAndItShowsWhatTheDatabaseHolds) {
+    if (!fs::exists("/usr/bin/chromium"))
+        GTEST_SKIP() << "chromium is not installed (Debian package chromium; scripts/deps.sh installs it)";
+    test::TempDir dir;
+    const std::string db = dir.file("history.db");
+    // Real reports first, when the corpus is here.
+    std::size_t corpus_runs = 0;
+    if (const auto corpus = test::corpus_dir()) {
+        for (const char* file : {"kineto/kineto__tb_plugin_samples_resnet50_profiler_api_num_workers_0__worker0.pt.trace.json.gz",
+                                 "ncu/text_L4-cc89_ncu2025_fp16_wmma_512_basic.txt"}) {
+            const auto r = run_perfwatch({"check", "--db", db, "--label", "commit=corpus1", (*corpus / file).string()});
+            ASSERT_LE(r.exit_code, 1) << r.err;
+            ++corpus_runs;
+        }
+    } else {
+        std::cerr << "[ note ] ../shared/corpus is absent: the dashboard is driven on generated runs only\n";
+    }
+    // 24 generated runs: gemm 100 us, then 115 us from commit g16 on; the driver changes at g10.
+    for (int i = 0; i < 24; ++i) {
+        const std::string trace = write_trace(dir, fmt::format("g{}/train.json", i), i >= 16 ? 115 : 100, 1000.0 * (i + 1));
+        const auto r = run_perfwatch({"check", "--db", db, "--label", "benchmark=train", "--label", fmt::format("commit=g{}", i),
+                                      "--label", i >= 10 ? "driver=560.1" : "driver=550.2", trace});
+        ASSERT_LE(r.exit_code, 1) << r.err;
+    }
+    SQLite::Database sql(db);
+    const std::int64_t regression = sql.execAndGet(
+        "SELECT id FROM regressions WHERE entity_kind = 'kernel' AND entity_name = 'gemm' AND status = 'open'").getInt64();
+    ASSERT_GT(regression, 0);
+
+    const fs::path token_file = dir.path() / "token";
+    test::write_file(token_file, std::string(k_token) + "\n");
+    fs::permissions(token_file, fs::perms::owner_read | fs::perms::owner_write);
+    fs::create_directories(dir.path() / "reports");
+    const fs::path cfg = dir.path() / "perfwatch.yaml";
+    test::write_file(cfg, fmt::format("database: {}\nwatch:\n  - path: {}\nlisten: 127.0.0.1:0\nquiet_period: 300ms\n"
+                                      "dashboard:\n  base_url: http://127.0.0.1/\n  token_file: {}\n",
+                                      db, (dir.path() / "reports").string(), token_file.string()));
+    test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, dir.file("daemon.log"));
+    ASSERT_TRUE(daemon.wait_for_log("dashboard at", 20)) << daemon.log();
+    std::smatch m;
+    const std::string log = daemon.log();
+    ASSERT_TRUE(std::regex_search(log, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)"))) << log;
+    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+    const std::string base = fmt::format("http://127.0.0.1:{}", port);
+
+    // The series of the generated runs, as the database groups it.
+    const std::string series = sql.execAndGet(fmt::format("SELECT series FROM regressions WHERE id = {}", regression)).getString();
+    const std::string series_url = "/series?key=" + [&] {
+        std::string out;
+        for (const char c : series) {
+            const auto u = static_cast<unsigned char>(c);
+            out += std::isalnum(u) ? std::string(1, c) : fmt::format("%{:02X}", u);
+        }
+        return out;
+    }() + "&entity=gemm";
+
+    std::map<std::string, std::string> doms;
+    for (const std::string& page : {std::string("/"), series_url, fmt::format("/run/{}", corpus_runs + 20), std::string("/regressions?status=all"),
+                                   fmt::format("/regression/{}", regression), std::string("/alerts"),
+                                   fmt::format("/compare?a={}&b={}", corpus_runs + 16, corpus_runs + 17)}) {
+        const auto rendered = test::chromium(base + page);
+        ASSERT_EQ(rendered.exit_code, 0) << page << ": " << rendered.log;
+        ASSERT_NE(rendered.dom.find("</main>"), std::string::npos) << page << ": " << rendered.dom.substr(0, 500);
+        EXPECT_EQ(rendered.log.find("CONSOLE"), std::string::npos) << page << ": " << rendered.log;
+        doms[page] = rendered.dom;
+    }
+
+    // Overview: every run and series counted as the database counts them.
+    const std::int64_t runs = sql.execAndGet("SELECT count(*) FROM runs").getInt64();
+    EXPECT_NE(doms["/"].find(fmt::format("series, {} runs in", runs)), std::string::npos) << doms["/"];
+    EXPECT_NE(doms["/"].find("Open regressions"), std::string::npos);
+
+    // The series chart: one circle per run with gemm, each at the value stored.
+    SQLite::Statement values(sql,
+                             "SELECT r.id, m.value FROM runs r JOIN run_labels l ON l.run_id = r.id AND l.key = 'benchmark' "
+                             "AND l.value = 'train' JOIN entities e ON e.run_id = COALESCE(r.content_run, r.id) AND "
+                             "e.kind = 'kernel' AND e.name = 'gemm' JOIN metrics m ON m.entity_id = e.id AND "
+                             "m.name = 'duration' ORDER BY r.id");
+    std::vector<std::pair<std::int64_t, double>> expected;
+    while (values.executeStep()) expected.emplace_back(values.getColumn(0).getInt64(), values.getColumn(1).getDouble());
+    ASSERT_EQ(expected.size(), 24u);
+    const std::string& chart = doms[series_url];
+    const auto point_runs = all_matches(chart, "data-run=\"([0-9]+)\"");
+    const auto point_values = all_matches(chart, "data-value=\"([-0-9.e+]+)\"");
+    ASSERT_EQ(point_runs.size(), expected.size()) << chart;
+    ASSERT_EQ(point_values.size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(std::stoll(point_runs[i]), expected[i].first) << i;
+        EXPECT_NEAR(std::stod(point_values[i]), expected[i].second, 1e-9 * expected[i].second) << i;
+    }
+    // Its markers: the regression's span from its first to its last bad run, and one environment change.
+    const std::int64_t first_bad = sql.execAndGet(fmt::format("SELECT cmp_first_bad_run FROM findings WHERE rule = 'kernel-time-regression' "
+                                                              "AND cmp_first_bad_run IS NOT NULL ORDER BY id DESC LIMIT 1"))
+                                       .getInt64();
+    const std::int64_t stored_first = sql.execAndGet(fmt::format("SELECT first_bad_run FROM regressions WHERE id = {}", regression)).getInt64();
+    const std::int64_t last_bad = sql.execAndGet(fmt::format("SELECT last_bad_run FROM regressions WHERE id = {}", regression)).getInt64();
+    EXPECT_EQ(first_bad, stored_first);
+    const auto spans = all_matches(chart, "class=\"reg-open span\" data-first=\"([0-9]+)\"");
+    const auto span_ends = all_matches(chart, "class=\"reg-open span\" data-first=\"[0-9]+\" data-last=\"([0-9]+)\"");
+    ASSERT_EQ(spans.size(), 1u) << chart;
+    EXPECT_EQ(std::stoll(spans[0]), stored_first);
+    EXPECT_EQ(std::stoll(span_ends[0]), last_bad);
+    const auto bad_points = all_matches(chart, "class=\"point bad\"[^>]*data-run=\"([0-9]+)\"");
+    EXPECT_EQ(bad_points.size(), static_cast<std::size_t>(last_bad - stored_first + 1)) << chart;
+    EXPECT_EQ(all_matches(chart, "class=\"(env) mark\"").size(), 1u) << chart;
+
+    // A screenshot of the series page is a drawn chart, not a blank page.
+    const std::string shot = dir.file("series.png");
+    ASSERT_EQ(test::chromium(base + series_url, shot).exit_code, 0);
+    EXPECT_GE(png_distinct_colours(shot), 16u) << shot;
+
+    // Every link of every page resolves.
+    std::set<std::string> links;
+    for (const auto& [page, dom] : doms)
+        for (const std::string& href : all_matches(dom, "href=\"(/[^\"]*)\"")) links.insert(unescape(href));
+    EXPECT_GT(links.size(), 20u);
+    for (const std::string& link : links) EXPECT_EQ(test::http_get(port, link).status, 200) << link;
+
+    // A hostile kernel name is text wherever it appears.
+    const std::string& run_dom = doms[fmt::format("/run/{}", corpus_runs + 20)];
+    EXPECT_NE(run_dom.find("&lt;script&gt;alert(1)&lt;/script&gt; @channel"), std::string::npos) << run_dom;
+    for (const auto& [page, dom] : doms) EXPECT_EQ(dom.find("<script"), std::string::npos) << page;
+    const auto plain = test::http_get(port, fmt::format("/run/{}", corpus_runs + 20));
+    EXPECT_EQ(plain.body.find(k_hostile), std::string::npos);
+
+    // Accepting: refused without the token, refused cross-site with it, then done.
+    const std::string accept = fmt::format("/regression/{}/accept", regression);
+    const std::vector<std::pair<std::string, std::string>> form{{"Content-Type", "application/x-www-form-urlencoded"}};
+    EXPECT_EQ(test::http_request(port, "POST", accept, "comment=intended", form).status, 403);
+    EXPECT_EQ(test::http_request(port, "GET", accept, "", {}).status, 404);  // no state change on GET
+    auto cross = form;
+    cross.emplace_back("Origin", "http://evil.example");
+    EXPECT_EQ(test::http_request(port, "POST", accept, fmt::format("comment=x&token={}", k_token), cross).status, 403);
+    auto same = form;
+    same.emplace_back("Origin", base);
+    const auto accepted = test::http_request(port, "POST", accept, fmt::format("comment=new+kernel+tiling&token={}", k_token), same);
+    EXPECT_EQ(accepted.status, 303) << accepted.body;
+    EXPECT_EQ(accepted.headers.count("location") ? accepted.headers.at("location") : "", fmt::format("/regression/{}", regression));
+    const auto listed = run_perfwatch({"regressions", "list", "--db", db});
+    EXPECT_NE(listed.out.find(fmt::format("#{} accepted", regression)), std::string::npos) << listed.out;
+    EXPECT_NE(listed.out.find("new kernel tiling"), std::string::npos) << listed.out;
+    // Pages carry a policy forbidding inline script.
+    const auto page = test::http_get(port, "/");
+    EXPECT_NE(page.headers.at("content-security-policy").find("default-src 'none'"), std::string::npos);
+}
+
+// `perfwatch serve` without a token is read-only: no action form, and every POST refused.
+TEST(Dashboard, ServeWithoutATokenIsReadOnly) {
+    test::TempDir dir;
+    const std::string db = dir.file("h.db");
+    const std::string trace = write_trace(dir, "a/t.json", 100, 1000);
+    ASSERT_LE(run_perfwatch({"check", "--db", db, "--label", "benchmark=x", trace}).exit_code, 1);
+    test::BackgroundProcess serve({"serve", "--db", db, "--listen", "127.0.0.1:0"}, dir.file("serve.log"));
+    ASSERT_TRUE(serve.wait_for_log("read-only", 20)) << serve.log();
+    std::smatch m;
+    const std::string log = serve.log();
+    ASSERT_TRUE(std::regex_search(log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) << log;
+    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+    const auto run = test::http_get(port, "/run/1");
+    EXPECT_EQ(run.status, 200);
+    EXPECT_EQ(run.body.find("method=\"post\""), std::string::npos);
+    const std::vector<std::pair<std::string, std::string>> form{{"Content-Type", "application/x-www-form-urlencoded"}};
+    EXPECT_EQ(test::http_request(port, "POST", "/run/1/pin", fmt::format("token={}", k_token), form).status, 403);
+    EXPECT_EQ(test::http_request(port, "POST", "/silences", "matchers=rule%3Dx&hours=1", form).status, 403);
+    // Bounded parameters: an overlong value or too many parameters is a 400, not a query.
+    EXPECT_EQ(test::http_get(port, "/series?key=" + std::string(3000, 'a')).status, 400);
+    std::string many = "/?";
+    for (int i = 0; i < 80; ++i) many += fmt::format("label=a{}%3Db&", i);
+    EXPECT_EQ(test::http_get(port, many).status, 400);
+    EXPECT_EQ(test::http_get(port, "/run/999").status, 404);
+}
+
+}  // namespace perfwatch
