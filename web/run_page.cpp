@@ -106,6 +106,27 @@ HttpResponse run_page(PageContext& ctx, std::int64_t run_id) {
         body += "</tbody></table>\n";
     }
 
+    // A distributed job's own run: its ranks, each with its figures and a link to its own run.
+    if (r.batch.format == "job") {
+        body += "<h2>Ranks</h2>\n<table id=\"ranks\"><thead><tr><th>Rank</th><th>Run</th><th class=\"num\">Step</th>"
+                "<th class=\"num\">Waits in collectives</th><th class=\"num\">Arrived last</th><th class=\"num\">Wait caused</th>"
+                "<th class=\"num\">Computation over the median</th></tr></thead><tbody>\n";
+        auto cell = [](const Entity& e, const char* metric) {
+            const auto v = e.value(metric);
+            return v ? h(format_metric(metric, *v)) : std::string();
+        };
+        for (const Entity& e : r.batch.entities) {
+            if (e.kind != EntityKind::rank) continue;
+            const auto member = e.attributes.find("run");
+            body += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                                "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                                h(e.name), member == e.attributes.end() ? "" : fmt::format("<a href=\"/run/{0}\">run {0}</a>", h(member->second)),
+                                cell(e, "step_time"), cell(e, "collective_wait_time"), cell(e, "last_arrival_pct"),
+                                cell(e, "wait_caused"), cell(e, "compute_excess_pct"));
+        }
+        body += "</tbody></table>\n";
+    }
+
     // Kernels by GPU time.
     std::vector<const Entity*> kernels;
     double total = 0;

@@ -268,6 +268,32 @@ TEST(Jobs, EightRankFilesArrivingOverSecondsGiveOneJobAndOneMessage) {
     EXPECT_NE(daemon.log().find("job run 9: ranks 0-7 of 8"), std::string::npos) << daemon.log();
     daemon.signal(SIGTERM);
     EXPECT_EQ(daemon.wait_exit(10), 0);
+
+    // The dashboard shows the job as one run with its 8 ranks, each linking to its own run, with
+    // the share of collectives each reached last as stored.
+    test::BackgroundProcess serve({"serve", "--db", db.string(), "--listen", "127.0.0.1:0"}, dir.file("serve.log"));
+    ASSERT_TRUE(serve.wait_for_log("dashboard of", 20)) << serve.log();
+    std::smatch m;
+    const std::string serve_log = serve.log();
+    ASSERT_TRUE(std::regex_search(serve_log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) << serve_log;
+    const auto page = test::http_get(static_cast<unsigned short>(std::stoi(m[1])), "/run/9");
+    ASSERT_EQ(page.status, 200) << page.body;
+    const std::string ranks = page.body.substr(page.body.find("<table id=\"ranks\""));
+    const std::string table = ranks.substr(0, ranks.find("</table>"));
+    const std::regex row("<tr><td>rank ");
+    EXPECT_EQ(std::distance(std::sregex_iterator(table.begin(), table.end(), row), std::sregex_iterator()), 8) << table;
+    for (int rank = 0; rank < 8; ++rank) {
+        const std::int64_t member = test::query_int(db, fmt::format("SELECT run_id FROM job_ranks WHERE job_run = 9 AND rank_no = {}", rank));
+        EXPECT_NE(ranks.find(fmt::format("<tr><td>rank {}</td><td><a href=\"/run/{}\">", rank, member)), std::string::npos) << ranks;
+    }
+    // Rank 7's row: its share of last arrivals in tenths of a percent, as the database holds it.
+    const std::int64_t tenths = test::query_int(
+        db, "SELECT CAST(round(m.value * 10) AS INTEGER) FROM entities e JOIN metrics m ON m.entity_id = e.id "
+            "WHERE e.run_id = 9 AND e.kind = 'rank' AND e.name = 'rank 7' AND m.name = 'last_arrival_pct'");
+    const std::string row7 = ranks.substr(ranks.find("<tr><td>rank 7</td>"));
+    EXPECT_NE(row7.substr(0, row7.find("</tr>")).find(fmt::format("<td class=\"num\">{}.{}%</td>", tenths / 10, tenths % 10)),
+              std::string::npos)
+        << row7;
 }
 
 }  // namespace perfwatch
