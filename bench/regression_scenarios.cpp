@@ -36,6 +36,13 @@ double factor(const SeriesSpec& s, std::size_t kernel, int r) {
         case C::ramp: return kernel == 0 ? 1 + s.size * (r - s.at + 1) : 1.0;
         case C::uniform: return r == s.at ? 1 + s.size : 1.0;
         case C::revert: return kernel == 0 && r < s.at + s.revert_after ? 1 + s.size : 1.0;
+        case C::bimodal: {
+            // A coin per run from the seed and the run alone (the noise's generator untouched).
+            std::uint64_t z = s.seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(r) * 0xbf58476d1ce4e5b9ULL;
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+            return kernel == 0 && ((z ^ (z >> 31)) & 1) ? 1 + s.size : 1.0;
+        }
         case C::none: break;
     }
     return 1.0;
@@ -125,7 +132,8 @@ bool is_alert(const RunRecord& run) {
 void tally(const SeriesSpec& spec, const std::vector<RunRecord>& runs, Tally& t) {
     using C = SeriesSpec::Change;
     ++t.series;
-    const int changed_at = spec.change == C::none ? spec.runs : spec.at;
+    const bool unchanged = spec.change == C::none || spec.change == C::bimodal;
+    const int changed_at = unchanged ? spec.runs : spec.at;
     for (const RunRecord& run : runs) {
         if (run.index < changed_at) {
             if (run.index >= 5) ++t.comparisons;
@@ -146,7 +154,12 @@ void tally(const SeriesSpec& spec, const std::vector<RunRecord>& runs, Tally& t)
             else if (is_alert(run)) ++t.false_alerts;
         }
     }
-    if (spec.change == C::none || spec.size < 0) return;
+    if (spec.change == C::bimodal)
+        for (const RunRecord& run : runs)
+            if (run.index >= 5 && std::any_of(run.findings.begin(), run.findings.end(),
+                                               [](const Finding& f) { return f.rule == "run-time-bimodal"; }))
+                ++t.bimodal_told;
+    if (unchanged || spec.size < 0) return;
     const std::int64_t change_run = runs[static_cast<std::size_t>(spec.at)].run_id;
     if (spec.change == C::shift || spec.change == C::ramp || spec.change == C::revert) {
         const int window = spec.change == C::ramp ? 10 : 3;

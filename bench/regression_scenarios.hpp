@@ -19,6 +19,8 @@ struct SeriesSpec {
         ramp,     // the largest kernel x (1 + size * (r - at + 1)) from run `at` on
         uniform,  // run `at` alone: every kernel x (1 + size) (a throttled GPU)
         revert,   // the largest kernel x (1 + size) for `revert_after` runs from `at`, then back
+        bimodal,  // the largest kernel x (1 + size) in about half the runs, chosen at random per run
+                  // (an autotuner picking either of two algorithms): nothing changes
     };
     Change change = Change::none;
     double cv = 0.05;
@@ -62,6 +64,7 @@ struct Tally {
     int uniform_single = 0;   // uniform: exactly one whole-run finding and no regression at the change
     int per_kernel_alerts = 0;   // uniform: regressions opened at the change (should be none)
     int resolved = 0;         // revert: every regression opened was resolved by the end
+    int bimodal_told = 0;     // bimodal: runs judged (5 baseline runs on) told their series has two modes
 };
 void tally(const SeriesSpec& spec, const std::vector<RunRecord>& runs, Tally& into);
 

@@ -268,6 +268,14 @@ Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const B
     }
     if (!out.reference.empty())
         out.description += fmt::format("; reference: the {} run(s) before them", out.reference.size());
+    // The recent runs whatever the regressions, mostly the window's again (the cache has them).
+    if (cut) {
+        auto recent = comparable_runs(db, labels, spec, current.id, &branch, 2 * spec.runs);
+        if (!recent) return std::unexpected(recent.error());
+        if (auto r = load_runs(db, *recent, out.recent, cache); !r) return std::unexpected(r.error());
+    } else {
+        out.recent.assign(loaded.begin(), loaded.end());
+    }
     return out;
 }
 
@@ -315,10 +323,13 @@ RunHistory::RunHistory(Baseline baseline, const RunBatch& current) : m_baseline(
     };
     index_runs(m_baseline.runs, m_index);
     index_runs(m_baseline.reference, m_reference_index);
+    index_runs(m_baseline.recent, m_recent_index);
     index_launches(current);
 }
 
 void RunHistory::index_launches(const RunBatch& batch) {
+    // A run may be in the window, the reference and the recent runs alike: indexed once.
+    if (!m_launch_indexed.insert(&batch).second) return;
     for (std::size_t i = 0; i < batch.entities.size(); ++i) {
         const Entity& e = batch.entities[i];
         if (e.kind == EntityKind::launch && e.parent >= 0 && static_cast<std::size_t>(e.parent) < batch.entities.size())
@@ -403,15 +414,19 @@ std::optional<Comparison> RunHistory::compare_with(const Entity& entity, std::st
     // kernel for a run's GPU time. The rank test adds the pooled per-launch samples.
     const std::vector<double> current_samples = samples_of(entity, metric);
     std::vector<double> levels, pooled;
+    std::vector<const Entity*> counted;
     for (const Entity* e : baseline) {
         if (e == nullptr) continue;
         const auto v = level(*e, metric);
         if (!v) continue;
         levels.push_back(*v);
+        counted.push_back(e);
+    }
+    if (levels.empty()) return std::nullopt;
+    for (const Entity* e : counted) {
         const std::vector<double> s = samples_of(*e, metric);
         pooled.insert(pooled.end(), s.begin(), s.end());
     }
-    if (levels.empty()) return std::nullopt;
     std::optional<Comparison> result;
     if (!m_baseline.given && levels.size() < k_min_history_runs)
         result = compare_to_baseline(*current, {}, levels, {}, 0.005, k_min_history_runs);  // too little history: no test
@@ -500,9 +515,44 @@ std::optional<double> RunHistory::relative_confidence(const Entity& entity, std:
     return up ? c.confidence_up : c.confidence_down;
 }
 
+std::optional<RunHistory::ModeBaseline> RunHistory::mode_baseline(const Entity& entity, std::string_view metric) const {
+    const auto current = level(entity, metric);
+    if (!current) return std::nullopt;
+    std::vector<double> levels;
+    std::vector<const Entity*> entities;
+    for (const Entity* e : find_matches(entity, m_recent_index, m_recent_matches)) {
+        if (e == nullptr) continue;
+        if (const auto v = level(*e, metric)) {
+            levels.push_back(*v);
+            entities.push_back(e);
+        }
+    }
+    auto modes = two_modes(levels);
+    if (!modes) return std::nullopt;
+    // Modes alternate in time (two switches or more); one switch is a shift, judged as such.
+    const double split = (modes->low + modes->high) / 2;
+    std::size_t switches = 0;
+    for (std::size_t i = 1; i < levels.size(); ++i) switches += (levels[i] > split) != (levels[i - 1] > split) ? 1 : 0;
+    if (switches < 2) return std::nullopt;
+    ModeBaseline out{*modes, {}};
+    const bool high = std::fabs(*current - modes->high) < std::fabs(*current - modes->low);
+    for (std::size_t i = 0; i < levels.size(); ++i)
+        if ((levels[i] > split) == high) out.runs.push_back(entities[i]);
+    return out;
+}
+
 std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_view metric) const {
     const auto key = std::make_pair(&entity, std::string(metric));
     if (auto it = m_memo.find(key); it != m_memo.end()) return it->second;
+    // A series in two modes is judged against the recent runs of the mode nearest to this run: a
+    // switch between modes is no regression, a move away from both still is.
+    if (const auto modal = mode_baseline(entity, metric)) {
+        const double floor = std::max(0.005, entity.kind == EntityKind::kernel ? 0.75 * typical_spread(metric, false) : 0.0);
+        std::optional<Comparison> result = compare_with(entity, metric, modal->runs, floor);
+        if (result) result->modes = modal->modes;
+        m_memo.emplace(key, result);
+        return result;
+    }
     // A kernel's spread is floored at three quarters of the typical kernel's, so a kernel whose
     // few baseline runs happen to agree closely does not make every change look certain.
     const bool kernel = entity.kind == EntityKind::kernel;

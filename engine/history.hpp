@@ -6,6 +6,7 @@
 #include <memory>
 #include <unordered_map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -53,6 +54,9 @@ struct Baseline {
     // slow drift the window follows is still seen. Empty unless the window is full and at least
     // k_min_history_runs runs precede it.
     std::vector<std::shared_ptr<const StoredRun>> reference;
+    // The last 2 x `runs` comparable runs on the branch, oldest first, regressions or not: where a
+    // series' modes are seen (a regression's runs are cut from the window, a mode's must not be).
+    std::vector<std::shared_ptr<const StoredRun>> recent;
     bool given = false;  // chosen by the user (check --baseline), not from history
     std::string description;  // "last 10 comparable runs on main", "pinned run 7 ...", "run 3 (given)"
 };
@@ -129,6 +133,13 @@ public:
     // samples where it has them; for a run's gpu_time, launches x median launch time summed over
     // its kernels (outlier launches move neither); else its value.
     std::optional<double> level(const Entity& entity, std::string_view metric) const;
+    // The recent runs' entities in the mode nearest to `entity`'s level, when the series' recent
+    // levels fall in two alternating modes (stats' two_modes, two switches or more).
+    struct ModeBaseline {
+        Modes modes;
+        std::vector<const Entity*> runs;
+    };
+    std::optional<ModeBaseline> mode_baseline(const Entity& entity, std::string_view metric) const;
     // The common change of the current run's kernels in `metric` (a whole run slower: the
     // machine, not the code).
     std::optional<UniformChange> uniform_change(std::string_view metric) const;
@@ -192,10 +203,12 @@ private:
     using Index = std::map<std::pair<EntityKind, std::string>, const Entity*>;
     std::vector<Index> m_index;            // per baseline run
     std::vector<Index> m_reference_index;  // per reference run
+    std::vector<Index> m_recent_index;     // per recent run
+    std::set<const RunBatch*> m_launch_indexed;  // runs whose launches index_launches has seen
     std::map<const Entity*, std::vector<const Entity*>> m_launches;  // kernel -> its launches
     std::map<const RunBatch*, std::vector<const Entity*>> m_kernels;  // every batch's kernels
     std::map<const Entity*, const RunBatch*> m_batch_of;              // run entity -> its batch
-    mutable std::map<const Entity*, std::vector<const Entity*>> m_matches, m_reference_matches;
+    mutable std::map<const Entity*, std::vector<const Entity*>> m_matches, m_reference_matches, m_recent_matches;
     mutable std::map<std::pair<const Entity*, std::string>, std::optional<Comparison>> m_memo;
     mutable std::map<std::string, UniformChange, std::less<>> m_uniform;
     mutable std::map<std::string, double, std::less<>> m_typical_window, m_typical_reference;

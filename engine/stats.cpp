@@ -31,6 +31,25 @@ double mad_sigma(const std::vector<double>& values) {
     return 1.4826 * median(std::move(dev));
 }
 
+std::optional<Modes> two_modes(std::vector<double> values, std::size_t min_count, double separation, double min_gap) {
+    if (min_count == 0 || values.size() < 2 * min_count) return std::nullopt;
+    std::sort(values.begin(), values.end());
+    std::size_t split = 0;
+    double widest = 0;
+    for (std::size_t i = min_count; i + min_count <= values.size(); ++i)
+        if (values[i] - values[i - 1] > widest) {
+            widest = values[i] - values[i - 1];
+            split = i;
+        }
+    if (split == 0) return std::nullopt;
+    const std::vector<double> low(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(split));
+    const std::vector<double> high(values.begin() + static_cast<std::ptrdiff_t>(split), values.end());
+    const double mid = std::fabs(median(values));
+    const double sigma = std::max({mad_sigma(low), mad_sigma(high), 0.005 * mid});
+    if (widest < min_gap * mid || widest < separation * sigma) return std::nullopt;
+    return Modes{median(low), median(high), low.size(), high.size()};
+}
+
 std::vector<std::optional<Band>> rolling_band(const std::vector<double>& series, const std::vector<bool>& usable,
                                               std::size_t window, double k, double min_cv, std::size_t min_runs) {
     std::vector<std::optional<Band>> out(series.size());

@@ -29,6 +29,19 @@ RankTest mann_whitney(const std::vector<double>& before, const std::vector<doubl
 // at most `max_side` evenly spaced values of each side (sorted), so the cost stays bounded.
 double hodges_lehmann(const std::vector<double>& before, const std::vector<double>& after, std::size_t max_side = 256);
 
+// A series whose values fall in two modes (a GPU that runs either of two clock or placement
+// states, say): each mode's median and how many values it holds.
+struct Modes {
+    double low = 0, high = 0;  // the modes' medians
+    std::size_t low_count = 0, high_count = 0;
+};
+
+// The two modes of `values` when their widest gap (sorted) leaves at least `min_count` values on
+// each side, is at least `min_gap` of the median, and is `separation` times wider than the
+// spread inside either side (MAD sigma, floored at 0.5% of the median); nullopt otherwise.
+std::optional<Modes> two_modes(std::vector<double> values, std::size_t min_count = 3, double separation = 4,
+                               double min_gap = 0.03);
+
 // One metric of one entity compared with its baseline.
 struct Comparison {
     double current = 0;
@@ -43,6 +56,8 @@ struct Comparison {
     bool window_test = false;  // the run-to-run test was used (3 or more baseline runs)
     bool rank_test = false;    // the Mann-Whitney test on per-instance samples was used
     bool horizon = false;      // against the long-horizon reference rather than the recent window
+    // The baseline runs fall in two modes: the run was judged against the mode nearest to it.
+    std::optional<Modes> modes;
 };
 
 // How the kernels of a run moved together against their baselines.

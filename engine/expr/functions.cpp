@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/vocabulary.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -58,6 +60,15 @@ Value first_bad(const Node& n, const EvalScope& s) {
 Value last_good(const Node& n, const EvalScope& s) {
     if (auto v = s.last_good(n.check.metric, n.check.run_level)) return *v;
     return {};
+}
+
+// "22.5 ms (6 runs) and 25.5 ms (4 runs)": the baseline's two modes; missing unless it has two.
+Value modes(const Node& n, const EvalScope& s) {
+    const auto c = compared(n, s);
+    if (!c || !c->modes) return {};
+    const std::string metric = n.check.metric.starts_with("run.") ? n.check.metric.substr(4) : n.check.metric;
+    return fmt::format("{} ({} runs) and {} ({} runs)", format_metric(metric, c->modes->low), c->modes->low_count,
+                       format_metric(metric, c->modes->high), c->modes->high_count);
 }
 
 Value uniform_change(const Node& n, const EvalScope& s) {
@@ -159,6 +170,7 @@ constexpr auto k_functions = std::to_array<FunctionDef>({
     history("changed", VT::boolean, HA::metric, &changed),
     history("first_bad", VT::string, HA::metric, &first_bad),
     history("last_good", VT::string, HA::metric, &last_good),
+    history("modes", VT::string, HA::metric, &modes),
     history("uniform_change", VT::number, HA::metric, &uniform_change),
     history("uniform_kernels", VT::number, HA::metric, &uniform_kernels),
     history("is_new", VT::boolean, HA::none, &is_new),
