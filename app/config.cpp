@@ -312,6 +312,17 @@ private:
         return value;
     }
 
+    // A `base_url`: http:// or https://, given a trailing slash.
+    std::optional<std::string> base_url(const YAML::Node& n) {
+        auto v = scalar(n, "base_url");
+        if (!v) return std::nullopt;
+        if (!v->starts_with("http://") && !v->starts_with("https://")) {
+            diag(n.Mark(), fmt::format("'base_url' must start with http:// or https://; found '{}'", *v));
+            return std::nullopt;
+        }
+        return v->ends_with('/') ? *v : *v + "/";
+    }
+
     void reports(const YAML::Node& n) {
         if (!n.IsMap()) {
             diag(n.Mark(), "'reports' must be a mapping with 'directory' (and 'base_url')");
@@ -322,12 +333,7 @@ private:
             if (key == "directory") {
                 if (auto v = scalar(kv.second, key)) m_out.config.reports_directory = resolve(*v);
             } else if (key == "base_url") {
-                if (auto v = scalar(kv.second, key)) {
-                    if (!v->starts_with("http://") && !v->starts_with("https://"))
-                        diag(kv.second.Mark(), fmt::format("'base_url' must start with http:// or https://; found '{}'", *v));
-                    else
-                        m_out.config.reports_base_url = v->ends_with('/') ? *v : *v + "/";
-                }
+                if (auto v = base_url(kv.second)) m_out.config.reports_base_url = *v;
             } else {
                 diag(kv.first.Mark(), fmt::format("unknown reports setting '{}' (expected directory or base_url)", key));
             }
@@ -344,12 +350,7 @@ private:
         for (const auto& kv : n) {
             const std::string key = kv.first.as<std::string>("");
             if (key == "base_url") {
-                if (auto v = scalar(kv.second, key)) {
-                    if (!v->starts_with("http://") && !v->starts_with("https://"))
-                        diag(kv.second.Mark(), fmt::format("'base_url' must start with http:// or https://; found '{}'", *v));
-                    else
-                        m_out.config.dashboard_base_url = v->ends_with('/') ? *v : *v + "/";
-                }
+                if (auto v = base_url(kv.second)) m_out.config.dashboard_base_url = *v;
             } else if (key == "token_file") {
                 if (auto v = scalar(kv.second, key)) {
                     m_out.config.dashboard_token_file = resolve(*v);

@@ -414,19 +414,15 @@ std::optional<Comparison> RunHistory::compare_with(const Entity& entity, std::st
     // kernel for a run's GPU time. The rank test adds the pooled per-launch samples.
     const std::vector<double> current_samples = samples_of(entity, metric);
     std::vector<double> levels, pooled;
-    std::vector<const Entity*> counted;
     for (const Entity* e : baseline) {
         if (e == nullptr) continue;
         const auto v = level(*e, metric);
         if (!v) continue;
         levels.push_back(*v);
-        counted.push_back(e);
-    }
-    if (levels.empty()) return std::nullopt;
-    for (const Entity* e : counted) {
         const std::vector<double> s = samples_of(*e, metric);
         pooled.insert(pooled.end(), s.begin(), s.end());
     }
+    if (levels.empty()) return std::nullopt;
     std::optional<Comparison> result;
     if (!m_baseline.given && levels.size() < k_min_history_runs)
         result = compare_to_baseline(*current, {}, levels, {}, 0.005, k_min_history_runs);  // too little history: no test

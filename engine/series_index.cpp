@@ -52,6 +52,12 @@ std::string series_title(std::string_view key) {
     return out;
 }
 
+std::size_t SeriesEntry::position_from(std::int64_t run) const {
+    return static_cast<std::size_t>(
+        std::lower_bound(runs.begin(), runs.end(), run, [](const SeriesRun& a, std::int64_t v) { return a.id < v; }) -
+        runs.begin());
+}
+
 SeriesIndex::SeriesIndex(const std::vector<RunIndexRow>& rows, const BaselineSpec& spec) : m_spec(spec) { add(rows); }
 
 void SeriesIndex::add(const std::vector<RunIndexRow>& rows) {
@@ -111,8 +117,7 @@ Result<std::vector<BisectEnds>> bisect_ends(const Db& db, const SeriesIndex& ind
         e.first_bad_run = r.first_bad_run.value_or(r.opened_run);
         const SeriesEntry* s = index.find(r.series);
         if (s != nullptr) {
-            auto it = std::lower_bound(s->runs.begin(), s->runs.end(), e.first_bad_run,
-                                       [](const SeriesRun& a, std::int64_t v) { return a.id < v; });
+            const auto it = s->runs.begin() + static_cast<std::ptrdiff_t>(s->position_from(e.first_bad_run));
             if (it != s->runs.end() && it->id == e.first_bad_run) e.first_bad_commit = it->commit;
             if (it != s->runs.begin()) {
                 e.last_good_run = std::prev(it)->id;

@@ -27,6 +27,9 @@ struct SeriesEntry {
     Labels labels;  // the configuration labels, gpu and branch
     std::string format;
     std::vector<SeriesRun> runs;
+
+    // The index of its first run stored at or after run `run` (runs.size() when none).
+    std::size_t position_from(std::int64_t run) const;
 };
 
 // Every run of the history grouped into its series (the default baseline spec), from reads of

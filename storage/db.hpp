@@ -124,7 +124,7 @@ public:
     // processed. Returns how many were new.
     Result<std::size_t> complete_run(std::int64_t run_id, const std::vector<OutboxMessage>& messages);
     // The parts of this database, each with its own records: history reads (runs of a series, a
-    // window of runs in one batch, a metric over runs), the alert outbox, the regressions
+    // window of runs in one batch), the alert outbox, the regressions
     // followed over history, reads for browsing it (the dashboard), pinned baselines, silences, and the daemon's marks of watched files.
     Outbox& outbox() { return m_outbox; }
     const Outbox& outbox() const { return m_outbox; }

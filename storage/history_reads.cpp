@@ -194,24 +194,4 @@ Result<std::vector<RunLabels>> HistoryReads::find_runs(const std::map<std::strin
     });
 }
 
-Result<std::vector<SeriesPoint>> HistoryReads::metric_series(EntityKind kind, const std::string& name, const std::string& metric,
-                                                   const std::vector<std::int64_t>& runs) const {
-    return guarded(m_name, [&]() -> Result<std::vector<SeriesPoint>> {
-        Statement st(*m_db,
-                             "SELECT m.value FROM runs r JOIN entities e ON e.run_id = COALESCE(r.content_run, r.id) "
-                             "JOIN metrics m ON m.entity_id = e.id "
-                             "WHERE r.id = ? AND e.kind = ? AND e.name = ? AND m.name = ? LIMIT 1");
-        std::vector<SeriesPoint> out;
-        for (std::int64_t run : runs) {
-            st.bind(1, run);
-            st.bind(2, std::string(to_string(kind)));
-            st.bind(3, name);
-            st.bind(4, metric);
-            if (st.step()) out.push_back({run, st.column(0).as_double()});
-            st.reset();
-        }
-        return out;
-    });
-}
-
 }  // namespace perfwatch

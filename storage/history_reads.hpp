@@ -20,12 +20,6 @@ struct RunLabels {
     std::map<std::string, std::string> labels;
 };
 
-// One point of a metric's history.
-struct SeriesPoint {
-    std::int64_t run_id = 0;
-    double value = 0;
-};
-
 // The reads history is judged on: a part of the database (Db::history()). Each reads a whole
 // window in a fixed number of statements, however many runs it holds.
 class HistoryReads {
@@ -39,9 +33,6 @@ public:
     // Reads runs back as Db::load() does, in the order of `run_ids` (ids without a run skipped),
     // in eight statements for up to 500 runs whatever their number: a history window in one go.
     Result<std::vector<StoredRun>> load_runs(const std::vector<std::int64_t>& run_ids) const;
-    // Values of `metric` on the entity of `kind` named `name` in each of `runs` that has it.
-    Result<std::vector<SeriesPoint>> metric_series(EntityKind kind, const std::string& name, const std::string& metric,
-                                                   const std::vector<std::int64_t>& runs) const;
 
 private:
     sql::Connection* m_db;

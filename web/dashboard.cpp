@@ -41,20 +41,17 @@ Result<const SeriesIndex*> PageContext::series_index() {
     auto stats = db.browse().run_count_and_newest();
     if (!stats) return std::unexpected(stats.error());
     const auto [count, newest] = *stats;
-    // Runs only ever come with higher ids; fewer runs than indexed below the newest means some went.
-    const bool whole = index && static_cast<std::int64_t>(index->runs()) <= count && index->newest_run() <= newest;
-    if (!whole) index = std::make_unique<SeriesIndex>();
-    if (newest > index->newest_run()) {
-        auto rows = db.browse().run_index(index->newest_run());
-        if (!rows) return std::unexpected(rows.error());
-        index->add(*rows);
-    }
-    if (static_cast<std::int64_t>(index->runs()) != count) {
-        // Some indexed run was deleted: read everything again.
-        index = std::make_unique<SeriesIndex>();
-        auto rows = db.browse().run_index();
-        if (!rows) return std::unexpected(rows.error());
-        index->add(*rows);
+    // Runs only ever come with higher ids: the newer ones are added; should the index then hold
+    // another number of runs than the database, some went (retention) and it is read again.
+    for (int pass = 0; pass < 2; ++pass) {
+        if (!index) index = std::make_unique<SeriesIndex>();
+        if (newest > index->newest_run()) {
+            auto rows = db.browse().run_index(index->newest_run());
+            if (!rows) return std::unexpected(rows.error());
+            index->add(*rows);
+        }
+        if (static_cast<std::int64_t>(index->runs()) == count || pass == 1) break;
+        index.reset();
     }
     return index.get();
 }

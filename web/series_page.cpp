@@ -58,12 +58,8 @@ std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Q
 
     // The window: [from, to] run ids, default the whole series.
     std::size_t lo = 0, hi = s.runs.size();
-    if (auto from = q.id("from"))
-        lo = static_cast<std::size_t>(std::lower_bound(s.runs.begin(), s.runs.end(), *from,
-                                                       [](const SeriesRun& r, std::int64_t v) { return r.id < v; }) - s.runs.begin());
-    if (auto to = q.id("to"))
-        hi = static_cast<std::size_t>(std::upper_bound(s.runs.begin(), s.runs.end(), *to,
-                                                       [](std::int64_t v, const SeriesRun& r) { return v < r.id; }) - s.runs.begin());
+    if (auto from = q.id("from")) lo = s.position_from(*from);
+    if (auto to = q.id("to")) hi = s.position_from(*to + 1);
     if (lo >= hi) {
         lo = 0;
         hi = s.runs.size();

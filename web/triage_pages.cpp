@@ -153,9 +153,7 @@ HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
     if (r.status == RegressionStatus::open && ctx.writable) body += "<div class=\"box\">" + accept_form(r) + "</div>\n";
     if (const SeriesEntry* s = index.find(r.series); s != nullptr) {
         // The series around the change: 30 runs before the first bad one to 10 after the last.
-        const std::size_t at = static_cast<std::size_t>(
-            std::lower_bound(s->runs.begin(), s->runs.end(), first, [](const SeriesRun& a, std::int64_t v) { return a.id < v; }) -
-            s->runs.begin());
+        const std::size_t at = s->position_from(first);
         const std::size_t last_at = std::min(s->runs.size() - 1, index.position(r.last_bad_run) == std::string::npos
                                                                        ? at
                                                                        : index.position(r.last_bad_run));

@@ -40,15 +40,23 @@ int run_history(const HistoryOptions& options) {
     }
     const EntityKind kind = options.entity.empty() ? EntityKind::run
                                                    : entity_kind_from_string(options.kind).value_or(EntityKind::kernel);
-    auto series = db->history().metric_series(kind, options.entity.empty() ? "run" : options.entity, options.metric, ids);
-    if (!series) {
-        print_error(series.error());
+    auto read = db->browse().metric_values(kind, options.entity.empty() ? std::nullopt : std::optional(options.entity),
+                                           options.metric, ids);
+    if (!read) {
+        print_error(read.error());
         return 2;
     }
+    // In run order (ids ascending, as the map keeps them).
+    struct SeriesPoint {
+        std::int64_t run_id = 0;
+        double value = 0;
+    };
+    std::vector<SeriesPoint> series;
+    for (const auto& [run, v] : *read) series.push_back({run, v.value});
     std::set<std::string> gpus;
-    for (const SeriesPoint& p : *series) gpus.insert(gpu_of(*labels_of.at(p.run_id)));
+    for (const SeriesPoint& p : series) gpus.insert(gpu_of(*labels_of.at(p.run_id)));
     std::vector<double> values;
-    for (const SeriesPoint& p : *series) values.push_back(p.value);
+    for (const SeriesPoint& p : series) values.push_back(p.value);
     const std::vector<std::size_t> cps = change_points(values);
     // Median of each segment, for the size of each shift.
     std::vector<double> seg_median;
@@ -61,10 +69,10 @@ int run_history(const HistoryOptions& options) {
     auto show = [&](double v) { return format_metric(options.metric, v); };
     if (options.format == "json") {
         nlohmann::json points = nlohmann::json::array(), changes = nlohmann::json::array();
-        for (const SeriesPoint& p : *series)
+        for (const SeriesPoint& p : series)
             points.push_back({{"run", p.run_id}, {"value", p.value}, {"labels", *labels_of.at(p.run_id)}});
         for (std::size_t i = 0; i < cps.size(); ++i)
-            changes.push_back({{"run", (*series)[cps[i]].run_id},
+            changes.push_back({{"run", series[cps[i]].run_id},
                                {"index", cps[i]},
                                {"before_median", seg_median[i]},
                                {"after_median", seg_median[i + 1]}});
@@ -77,12 +85,12 @@ int run_history(const HistoryOptions& options) {
     }
     fmt::print("{} of {} over {} run(s)\n", options.metric,
                options.entity.empty() ? std::string("the run") : fmt::format("{} '{}'", to_string(kind), options.entity),
-               series->size());
+               series.size());
     if (gpus.size() > 1)
         fmt::print("note: these runs ran on {} GPU models; narrow with --label gpu=...\n", gpus.size());
     std::size_t next = 0;
-    for (std::size_t i = 0; i < series->size(); ++i) {
-        const SeriesPoint& p = (*series)[i];
+    for (std::size_t i = 0; i < series.size(); ++i) {
+        const SeriesPoint& p = series[i];
         const Labels& l = *labels_of.at(p.run_id);
         auto label = [&](const char* k) {
             auto it = l.find(k);

@@ -18,22 +18,14 @@ namespace {
 // regression ID.
 namespace {
 
-// "commit abc123 (run 7)" or "run 7", from the run's labels.
-std::string run_text(const Db& db, std::int64_t run_id, std::map<std::int64_t, std::string>& commits) {
-    auto it = commits.find(run_id);
-    if (it == commits.end()) {
-        std::string commit;
-        if (auto runs = db.history().find_runs({}, run_id + 1, 1); runs && !runs->empty() && runs->front().id == run_id)
-            commit = label_value(runs->front().labels, "commit");
-        it = commits.emplace(run_id, commit).first;
-    }
-    return it->second.empty() ? fmt::format("run {}", run_id) : fmt::format("commit {} (run {})", it->second, run_id);
+// "commit abc123 (run 7)", or "run 7" without a commit.
+std::string run_text(std::int64_t run_id, const std::string& commit) {
+    return commit.empty() ? fmt::format("run {}", run_id) : fmt::format("commit {} (run {})", commit, run_id);
 }
 
 // "commit abc123 (run 7) at 1.2 ms" for one end of a bisection.
 std::string end_text(std::int64_t run, const std::string& commit, const std::optional<double>& value, const std::string& metric) {
-    return fmt::format("{}{}", commit.empty() ? fmt::format("run {}", run) : fmt::format("commit {} (run {})", commit, run),
-                       value ? " at " + format_metric(metric, *value) : "");
+    return run_text(run, commit) + (value ? " at " + format_metric(metric, *value) : "");
 }
 
 nlohmann::json end_json(const std::optional<std::int64_t>& run, const std::string& commit, const std::optional<double>& value) {
@@ -51,7 +43,6 @@ int run_regressions_list(const std::string& db_path, bool open_only, const std::
         print_error(regressions.error());
         return 2;
     }
-    std::map<std::int64_t, std::string> commits;
     auto rows = db->browse().run_index();
     if (!rows) {
         print_error(rows.error());
@@ -83,7 +74,7 @@ int run_regressions_list(const std::string& db_path, bool open_only, const std::
                 {"current", r.current ? nlohmann::json(*r.current) : nlohmann::json(nullptr)},
                 {"change_pct", r.change_pct ? nlohmann::json(*r.change_pct) : nlohmann::json(nullptr)},
                 {"first_bad_run", first},
-                {"first_bad", run_text(*db, first, commits)},
+                {"first_bad", run_text(first, e.first_bad_commit)},
                 {"bisect", {{"last_good", end_json(e.last_good_run, e.last_good_commit, e.last_good_value)},
                             {"first_bad", end_json(e.first_bad_run, e.first_bad_commit, e.first_bad_value)}}},
                 {"opened_run", r.opened_run},
@@ -112,7 +103,7 @@ int run_regressions_list(const std::string& db_path, bool open_only, const std::
         fmt::print("#{} {:<8} {} '{}' {} {}{}\n", r.id, to_string(r.status), to_string(r.entity_kind),
                    r.entity_kind == EntityKind::run ? "run" : r.entity_name, r.rule, r.metric, change);
         fmt::print("    series: {}\n    first bad: {}; opened at run {}{}; last bad run {}\n", series_title(r.series),
-                   run_text(*db, first, commits), r.opened_run, r.since.empty() ? "" : " on " + r.since, r.last_bad_run);
+                   run_text(first, e.first_bad_commit), r.opened_run, r.since.empty() ? "" : " on " + r.since, r.last_bad_run);
         fmt::print("    bisect: last good {} .. first bad {}\n",
                    e.last_good_run ? end_text(*e.last_good_run, e.last_good_commit, e.last_good_value, r.metric) : "(none before)",
                    end_text(e.first_bad_run, e.first_bad_commit, e.first_bad_value, r.metric));
@@ -163,14 +154,10 @@ int run_regressions_show(const std::string& db_path, std::int64_t id) {
         fmt::print("(the series' runs are not in this database any more)\n");
         return 0;
     }
-    const auto pos = [&](std::int64_t run) {
-        return static_cast<std::size_t>(std::lower_bound(s->runs.begin(), s->runs.end(), run,
-                                                         [](const SeriesRun& a, std::int64_t v) { return a.id < v; }) - s->runs.begin());
-    };
-    const std::size_t first_at = pos(e.first_bad_run);
+    const std::size_t first_at = s->position_from(e.first_bad_run);
     const std::int64_t end_run = std::max(r.last_bad_run, r.resolved_run.value_or(0));
     const std::size_t from = first_at > 10 ? first_at - 10 : 0;
-    const std::size_t to = std::min(s->runs.size(), pos(end_run) + 6);
+    const std::size_t to = std::min(s->runs.size(), s->position_from(end_run) + 6);
     std::vector<std::int64_t> runs;
     for (std::size_t i = from; i < to; ++i) runs.push_back(s->runs[i].id);
     auto values = db->browse().metric_values(r.entity_kind,
@@ -208,11 +195,13 @@ int run_regressions_accept(const std::string& db_path, long long id, const std::
         return 2;
     }
     const RegressionState& r = **accepted;
-    std::map<std::int64_t, std::string> commits;
     const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
+    std::string commit;
+    if (auto runs = db->history().find_runs({}, first + 1, 1); runs && !runs->empty() && runs->front().id == first)
+        commit = label_value(runs->front().labels, "commit");
     fmt::print("regression #{} accepted: {} '{}' ({}){}; its series' baseline is now the runs from {} on\n", r.id,
                to_string(r.entity_kind), r.entity_kind == EntityKind::run ? "run" : r.entity_name, r.rule,
-               r.change_pct ? fmt::format(" at {:+.1f}%", *r.change_pct) : "", run_text(*db, first, commits));
+               r.change_pct ? fmt::format(" at {:+.1f}%", *r.change_pct) : "", run_text(first, commit));
     return 0;
 }
 
