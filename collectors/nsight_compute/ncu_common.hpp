@@ -84,6 +84,10 @@ private:
 };
 
 // Convenience: feeds `launches` to an NcuEntityBuilder and finishes into `batch`.
+// ncu's note when it profiled without locking the clocks (--clock-control none); such a run gets
+// the environment label clocks=unlocked.
+bool says_unlocked_clocks(std::string_view line);
+
 void build_ncu_entities(RunBatch& batch, std::vector<NcuLaunch> launches);
 
 }  // namespace perfwatch

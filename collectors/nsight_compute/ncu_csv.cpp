@@ -103,8 +103,10 @@ Result<RunBatch> csv_error(const std::string& path, const CsvStream& reader) {
 }
 
 // Positions `reader` at the header line; an error when there is none.
-Result<std::uint64_t> seek_header(const std::string& path, CsvStream& reader) {
-    auto found = reader.skip_to_line_starting_with({"\"ID\",\"Process ID\"", "ID,Process ID,"});
+// Sets `unlocked` when a line before it says ncu ran with unmodified clocks.
+Result<std::uint64_t> seek_header(const std::string& path, CsvStream& reader, bool& unlocked) {
+    auto found = reader.skip_to_line_starting_with({"\"ID\",\"Process ID\"", "ID,Process ID,"},
+                                                   [&](std::string_view line) { unlocked |= says_unlocked_clocks(line); });
     if (!found) return std::unexpected(found.error());
     if (!*found) return fail(path, 0, "no Nsight Compute CSV header (a line starting with \"ID\",\"Process ID\")");
     return reader.line();
@@ -130,7 +132,8 @@ public:
 
     Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
         CsvStream reader(source);
-        const auto header_line = seek_header(path, reader);
+        bool unlocked = false;
+        const auto header_line = seek_header(path, reader, unlocked);
         if (!header_line) return std::unexpected(header_line.error());
         std::vector<std::string> header, row;
         if (auto got = next_record(path, reader, header); !got || !*got)
@@ -149,6 +152,7 @@ public:
 
         RunBatch batch;
         batch.format = std::string(id());
+        if (unlocked) batch.labels["clocks"] = "unlocked";
         batch.format_detail = rule_name >= 0     ? "details page with rule results (2023+ header)"
                               : ident.block >= 0 ? "details page (2021-2022 header)"
                                                  : "details page (2020 header)";
@@ -228,7 +232,8 @@ public:
 
     Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
         CsvStream reader(source);
-        const auto header_line = seek_header(path, reader);
+        bool unlocked = false;
+        const auto header_line = seek_header(path, reader, unlocked);
         if (!header_line) return std::unexpected(header_line.error());
         std::vector<std::string> header, units, row;
         if (auto got = next_record(path, reader, header); !got || !*got)
@@ -239,6 +244,7 @@ public:
 
         RunBatch batch;
         batch.format = std::string(id());
+        if (unlocked) batch.labels["clocks"] = "unlocked";
         batch.format_detail = "raw page";
         NcuEntityBuilder builder;
         bool have_units = false;

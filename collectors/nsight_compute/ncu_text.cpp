@@ -206,6 +206,7 @@ public:
                                                 : "default sections (2019-2021 layout)";
         batch.captured_at = m_captured_at;
         build_ncu_entities(batch, std::move(m_launches));
+        if (m_unlocked) batch.labels["clocks"] = "unlocked";
         if (!m_errors.empty()) {
             Entity& run = batch.entities[batch.run_entity()];
             run.set(Metric{"profiler_errors", static_cast<double>(m_errors.size()), "count", "==ERROR== lines", ""});
@@ -223,6 +224,7 @@ private:
 
         if (line.starts_with("==")) {  // ==PROF== / ==WARNING== / ==ERROR== lines
             end_rule();
+            m_unlocked |= says_unlocked_clocks(line);
             if (line.starts_with("==ERROR==")) {
                 if (m_errors.empty()) m_first_error = std::string(trim(line.substr(9)));
                 m_errors.push_back(line_no);
@@ -421,6 +423,7 @@ private:
     std::string m_process;
     std::optional<std::string> m_captured_at;
     std::vector<std::uint64_t> m_errors;  // lines of ==ERROR== messages
+    bool m_unlocked = false;              // ncu said it left the GPU clocks unmodified
     std::string m_first_error;
     ToolFinding m_rule;
     bool m_rule_active = false;

@@ -95,7 +95,8 @@ Result<void> CsvStream::fill() {
     return {};
 }
 
-Result<bool> CsvStream::skip_to_line_starting_with(std::initializer_list<std::string_view> prefixes) {
+Result<bool> CsvStream::skip_to_line_starting_with(std::initializer_list<std::string_view> prefixes,
+                                                   const std::function<void(std::string_view)>& on_skipped) {
     while (true) {
         while (m_pos < m_window) {
             const std::string_view rest(m_buffer.data() + m_pos, m_window - m_pos);
@@ -104,6 +105,7 @@ Result<bool> CsvStream::skip_to_line_starting_with(std::initializer_list<std::st
             const std::size_t nl = rest.find('\n');
             // A line shorter than the longest prefix at the window's end: read more first.
             if (nl == std::string_view::npos) break;
+            if (on_skipped) on_skipped(rest.substr(0, nl));
             m_pos += nl + 1;
             ++m_line;
         }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -46,7 +47,8 @@ public:
     explicit CsvStream(ByteSource& source) : m_source(source) {}
 
     // Skips lines until one starting with one of `prefixes` (true), or the end (false).
-    Result<bool> skip_to_line_starting_with(std::initializer_list<std::string_view> prefixes);
+    Result<bool> skip_to_line_starting_with(std::initializer_list<std::string_view> prefixes,
+                                            const std::function<void(std::string_view)>& on_skipped = {});
     // As CsvReader::next; read errors come back as the Error.
     Result<CsvReader::Status> next(std::vector<std::string>& fields);
     // The next raw line without its line ending (for line formats that are not quoted CSV); false
