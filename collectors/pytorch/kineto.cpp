@@ -17,6 +17,7 @@
 
 #include "collectors/readers/byte_source.hpp"
 #include "collectors/readers/comm_kernels.hpp"
+#include "collectors/readers/idle_causes.hpp"
 #include "collectors/readers/json_number.hpp"
 #include "collectors/readers/json_stream.hpp"
 #include "collectors/readers/span_set.hpp"
@@ -38,7 +39,7 @@ constexpr double k_launch_delay_outlier_ns = 100'000;
 constexpr double k_runtime_outlier_ns = 50'000;
 constexpr double k_short_cpu_ns = 50'000;
 
-enum class Cat { kernel, memcpy, memset, runtime, cpu_op, annotation, sync, other };
+enum class Cat { kernel, memcpy, memset, runtime, cpu_op, annotation, sync, overhead, other };
 
 Cat category(std::string_view cat) {
     if (cat == "kernel" || cat == "Kernel") return Cat::kernel;
@@ -48,6 +49,7 @@ Cat category(std::string_view cat) {
     if (cat == "cpu_op" || cat == "Operator") return Cat::cpu_op;
     if (cat == "user_annotation") return Cat::annotation;
     if (cat == "cuda_sync") return Cat::sync;
+    if (cat == "overhead") return Cat::overhead;
     return Cat::other;
 }
 
@@ -59,12 +61,23 @@ constexpr std::size_t k_max_idle_kernels = 1 << 20;
 // HTA's consecutive_kernel_delay: a gap below this between kernels of one stream is kernel wait.
 constexpr double k_kernel_wait_ns = 30;
 
-// One kernel execution for the idle-time categories: when it ran, on which stream, and when
-// the host's launch call for it ended (-infinity: no launch call matched; times before the
-// trace's first event are negative).
-struct KernelRun {
-    double start = 0, end = 0, launch_end = -std::numeric_limits<double>::infinity();
-    std::uint32_t device = 0, stream = 0;
+// A first call this long, ten times its later calls' mean, is one-time start-up work (lazy module
+// loading, library handles, autotuning); so is a launch, function or module call this long.
+constexpr double k_startup_call_ns = 1'000'000;
+// Most one-time intervals kept; later ones are not told apart from other host work.
+constexpr std::size_t k_max_startup_spans = 4096;
+
+// Runtime calls that load code: a long one is start-up, not launch overhead.
+bool loads_code(std::string_view call) {
+    for (std::string_view p : {"cudaLaunch", "cuLaunch", "cudaFunc", "cuFunc", "cuModule", "cuLibrary",
+                               "cudaGetFuncBySymbol", "hipLaunch", "hipModule", "hipFunc", "hipExtLaunch"})
+        if (call.starts_with(p)) return true;
+    return false;
+}
+
+// A CPU operator's earliest call and the total of its other calls.
+struct FirstCall {
+    double start = 0, length = 0, calls = 0, later_total = 0;
 };
 
 // A communication kernel execution, kept in order for matching across ranks.
@@ -100,7 +113,8 @@ constexpr std::size_t k_max_sync_calls = 1 << 16;
 // A kernel waiting for its launch call (or the reverse), by correlation ID.
 struct PendingSpan {
     double start = 0, length = 0;
-    std::int64_t kernel = -1;  // index in the kept kernel runs
+    std::int64_t kernel = -1;  // index in the kept device operations
+    bool memory = false;       // a copy or set: no kernel launch statistics
 };
 
 // Communication and computation kernel intervals of one device.
@@ -231,12 +245,16 @@ private:
         if (m_base && hints.ph == "X" && !hints.cat.empty()) {
             const Cat c = category(hints.cat);
             if (c == Cat::other) return {};
-            // A CPU operator only counts, except a legacy trace's step (read below).
-            if (c == Cat::cpu_op && !hints.name.starts_with("ProfilerStep#")) {
+            double ts = 0, dur = 0;
+            // A CPU operator only counts and times its first call, except a legacy trace's step (read below).
+            if (c == Cat::cpu_op && !hints.name.starts_with("ProfilerStep#") && plain_number(hints.ts, ts) &&
+                plain_number(hints.dur, dur)) {
                 ++m_cpu_ops;
+                if (auto ok = check_times(hints.name, ts, dur); !ok) return ok;
+                const auto [start, length] = span_of(ts, dur);
+                first_call(hints.name, start, length);
                 return {};
             }
-            double ts = 0, dur = 0;
             // A name or args that is not UTF-8 takes the full parse below, which repairs it.
             if (!hints.name.empty() && plain_number(hints.ts, ts) && plain_number(hints.dur, dur) &&
                 is_valid_utf8(hints.name) && simdjson::validate_utf8(hints.args.data(), hints.args.size())) {
@@ -331,6 +349,7 @@ private:
         if (name.find("Synchronize") != std::string_view::npos && m_sync_calls.size() < k_max_sync_calls)
             m_sync_calls.push_back({start, start + length, std::string(name)});
         if (length > k_runtime_outlier_ns) ++m_runtime_outliers;
+        if (length >= k_startup_call_ns && loads_code(name)) keep_startup(start, length);
         if (correlation >= 0) match_runtime(correlation, start, length);
         return {};
     }
@@ -377,9 +396,13 @@ private:
                         if (m_collectives.size() < k_max_collectives) m_collectives.push_back(std::move(run));
                         ++m_collective_count;
                     }
-                    const std::int64_t kept = keep_kernel_run(device, stream, start, length);
-                    if (correlation >= 0) match_kernel(correlation, start, length, kept);
+                    const std::int64_t kept = keep_device_op(device, stream, start, length, false);
+                    if (correlation >= 0) match_kernel(correlation, start, length, kept, false);
                 } else {
+                    double stream = -1;
+                    if (has_args) field(args, "stream", stream);
+                    const std::int64_t kept = keep_device_op(device, stream, start, length, true);
+                    if (correlation >= 0) match_kernel(correlation, start, length, kept, true);
                     m_memory_time += length;
                     double bytes = 0;
                     if (has_args && field(args, "bytes", bytes)) entry(m_bytes, name) += bytes;
@@ -401,6 +424,14 @@ private:
                 ++m_cpu_ops;
                 // Legacy traces (the TensorBoard plugin's) mark a step as an operator.
                 if (name.starts_with("ProfilerStep#")) m_steps.add(length);
+                else first_call(name, start, length);
+                break;
+            case Cat::overhead:
+                // CUPTI's "Runtime Triggered Module Loading" and "Lazy Function Loading".
+                if (name.find("Loading") != std::string_view::npos) {
+                    m_module_loading += length;
+                    keep_startup(start, length);
+                }
                 break;
             case Cat::other:
                 break;
@@ -485,21 +516,37 @@ private:
         if (!(correlation >= 0 && correlation < 9.0e15) || correlation != std::floor(correlation)) return std::nullopt;
         return static_cast<std::int64_t>(correlation);
     }
-    void match_kernel(double correlation, double start, double length, std::int64_t kept) {
+    void match_kernel(double correlation, double start, double length, std::int64_t kept, bool memory) {
         const auto id = correlation_id(correlation);
         if (!id) return;
-        if (auto cpu = m_pending_runtime.take(*id)) record_launch({cpu->start, cpu->length}, {start, length}, kept);
-        else m_pending_kernels.put(*id, {start, length, kept});
+        if (auto cpu = m_pending_runtime.take(*id))
+            record_launch({cpu->start, cpu->length}, {start, length}, kept, memory);
+        else m_pending_kernels.put(*id, {start, length, kept, memory});
     }
     void match_runtime(double correlation, double start, double length) {
         const auto id = correlation_id(correlation);
         if (!id) return;
-        if (auto gpu = m_pending_kernels.take(*id)) record_launch({start, length}, {gpu->start, gpu->length}, gpu->kernel);
+        if (auto gpu = m_pending_kernels.take(*id))
+            record_launch({start, length}, {gpu->start, gpu->length}, gpu->kernel, gpu->memory);
         else m_pending_runtime.put(*id, {start, length});
     }
 
-    // Keeps a kernel execution for the idle-time categories; its index, or -1 past the bound.
-    std::int64_t keep_kernel_run(double device, double stream, double start, double length) {
+    void keep_startup(double start, double length) {
+        if (m_startup.size() < k_max_startup_spans) m_startup.push_back({start, start + length});
+    }
+    void first_call(std::string_view name, double start, double length) {
+        FirstCall& f = entry(m_first_calls, name);
+        if (f.calls++ == 0 || start < f.start) {
+            if (f.calls > 1) f.later_total += f.length;
+            f.start = start;
+            f.length = length;
+        } else {
+            f.later_total += length;
+        }
+    }
+
+    // Keeps a device operation for the idle-time categories; its index, or -1 past the bound.
+    std::int64_t keep_device_op(double device, double stream, double start, double length, bool memory) {
         if (m_kernel_runs.size() >= k_max_idle_kernels) {
             m_idle_unkept = true;
             return -1;
@@ -509,8 +556,8 @@ private:
             if (it == map.end()) it = map.emplace(v, static_cast<std::uint32_t>(map.size())).first;
             return it->second;
         };
-        m_kernel_runs.push_back({start, start + length, -std::numeric_limits<double>::infinity(), key(m_device_ids, device),
-                                  key(m_stream_ids, stream)});
+        m_kernel_runs.push_back({start, start + length, -std::numeric_limits<double>::infinity(),
+                                 key(m_device_ids, device), key(m_stream_ids, stream), memory});
         return static_cast<std::int64_t>(m_kernel_runs.size() - 1);
     }
 
@@ -519,21 +566,23 @@ private:
     // host); a gap shorter than 30 ns is kernel wait; every other gap is other wait.
     void set_idle_categories(Entity& run) {
         if (m_idle_unkept || m_kernel_runs.empty()) return;
-        std::sort(m_kernel_runs.begin(), m_kernel_runs.end(), [](const KernelRun& a, const KernelRun& b) {
+        std::sort(m_kernel_runs.begin(), m_kernel_runs.end(), [](const DeviceOp& a, const DeviceOp& b) {
             return std::tie(a.device, a.stream, a.start) < std::tie(b.device, b.stream, b.start);
         });
         double host = 0, kernel = 0, other = 0;
-        double stream_end = m_kernel_runs.front().end;
-        for (std::size_t i = 1; i < m_kernel_runs.size(); ++i) {
-            const KernelRun& k = m_kernel_runs[i];
-            const KernelRun& prev = m_kernel_runs[i - 1];
-            if (k.device != prev.device || k.stream != prev.stream) {
+        const DeviceOp* prev = nullptr;  // the stream's previous kernel (copies and sets do not count here)
+        double stream_end = 0;
+        for (const DeviceOp& k : m_kernel_runs) {
+            if (k.memory) continue;
+            if (prev == nullptr || k.device != prev->device || k.stream != prev->stream) {
+                prev = &k;
                 stream_end = k.end;
                 continue;
             }
+            prev = &k;
             const double gap = k.start - stream_end;
             if (gap > 0) {
-                if (k.launch_end > stream_end) host += gap;
+                if (k.issued > stream_end) host += gap;
                 else if (gap < k_kernel_wait_ns) kernel += gap;
                 else other += gap;
             }
@@ -544,8 +593,58 @@ private:
         run.set(plain("idle_other_wait", other, "ns"));
     }
 
-    void record_launch(std::pair<double, double> cpu, std::pair<double, double> gpu, std::int64_t kept) {
-        if (kept >= 0) m_kernel_runs[static_cast<std::size_t>(kept)].launch_end = cpu.first + cpu.second;
+    // The idle figures by cause (collectors/readers/idle_causes.hpp), with the one-time host work:
+    // long code-loading calls, module loading, and CPU operators whose earliest call took
+    // k_startup_call_ns or more and ten times their other calls' mean.
+    void set_idle_causes(Entity& run) {
+        if (m_idle_unkept || m_kernel_runs.empty()) return;
+        std::vector<Span> once = m_startup;
+        // The call named is the one covering most of the devices' timelines (the outermost of
+        // nested operators that tie): a first call over before the first kernel idled no GPU.
+        double first = m_kernel_runs.front().start, last = m_kernel_runs.front().end;
+        for (const DeviceOp& op : m_kernel_runs) {
+            first = std::min(first, op.start);
+            last = std::max(last, op.end);
+        }
+        const auto within = [&](const FirstCall& f) { return std::min(f.start + f.length, last) - std::max(f.start, first); };
+        const std::pair<const std::string, FirstCall>* longest = nullptr;
+        for (const auto& call : m_first_calls) {
+            const FirstCall& f = call.second;
+            if (f.calls < 3 || f.length < k_startup_call_ns || f.length < 10 * f.later_total / (f.calls - 1)) continue;
+            if (once.size() < k_max_startup_spans) once.push_back({f.start, f.start + f.length});
+            if (within(f) <= 0) continue;
+            if (longest == nullptr ||
+                std::tuple(within(f), -f.start, f.length, call.first) >
+                    std::tuple(within(longest->second), -longest->second.start, longest->second.length, longest->first))
+                longest = &call;
+        }
+        const IdleCauses c = idle_causes(m_kernel_runs, std::move(once));
+        // Causes are told only where most idle time ends at work with a known issuing call.
+        if (!(c.span > 0) || c.unmatched > c.idle / 2) return;
+        const auto pct = [&](double t) { return 100.0 * t / c.span; };
+        run.set(plain("idle_startup", c.startup, "ns"));
+        run.set(plain("idle_startup_pct", pct(c.startup), "percent"));
+        if (c.span > c.startup) run.set(plain("idle_steady_pct", 100.0 * (c.idle - c.startup) / (c.span - c.startup), "percent"));
+        run.set(plain("idle_launch_pct", pct(c.launch), "percent"));
+        run.set(plain("idle_host_gaps_pct", pct(c.host_gaps), "percent"));
+        run.set(plain("host_gaps", c.host_gap_count, "count"));
+        if (c.host_gap_count > 0) run.set(plain("host_gap_median", c.host_gap_median, "ns"));
+        run.set(plain("idle_dependency_pct", pct(c.dependency), "percent"));
+        if (c.issued_launches > 0) {
+            run.set(plain("launch_delay_median", c.delay_median, "ns"));
+            run.set(plain("launches_waited", c.waited, "count"));
+            run.set(plain("launches_queued", c.queued, "count"));
+        }
+        if (m_module_loading > 0) run.set(plain("module_loading_time", m_module_loading, "ns"));
+        if (longest != nullptr) {
+            run.attributes["startup_call"] = longest->first;
+            run.set(plain("startup_call_time", longest->second.length, "ns"));
+        }
+    }
+
+    void record_launch(std::pair<double, double> cpu, std::pair<double, double> gpu, std::int64_t kept, bool memory) {
+        if (kept >= 0) m_kernel_runs[static_cast<std::size_t>(kept)].issued = cpu.first + cpu.second;
+        if (memory) return;
         const double delay = gpu.first - (cpu.first + cpu.second);
         m_delays.add(delay);
         if (delay > k_launch_delay_outlier_ns) ++m_delay_outliers;
@@ -711,6 +810,7 @@ private:
         if (m_world_size) run.set(plain("world_size", *m_world_size, "count", "distributedInfo.world_size"));
         if (m_base) run.attributes["time_base_us"] = fmt::format("{:.3f}", *m_base);
         set_idle_categories(run);
+        set_idle_causes(run);
         if (m_idle_unkept)
             batch.notes.push_back(fmt::format("more than {} kernel executions: idle time categories not computed",
                                               k_max_idle_kernels));
@@ -783,7 +883,10 @@ private:
     std::vector<CollectiveRun> m_collectives;
     std::size_t m_collective_count = 0;
     double m_collective_bytes = 0;
-    std::vector<KernelRun> m_kernel_runs;
+    std::vector<DeviceOp> m_kernel_runs;  // kernels, copies and sets, for the idle figures
+    std::vector<Span> m_startup;          // one-time host work: long code-loading calls, module loading
+    double m_module_loading = 0;
+    std::unordered_map<std::string, FirstCall, NameHash, std::equal_to<>> m_first_calls;
     std::map<double, std::uint32_t> m_device_ids, m_stream_ids;
     bool m_idle_unkept = false;
     std::vector<SyncCall> m_sync_calls;

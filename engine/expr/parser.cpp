@@ -20,6 +20,7 @@ namespace {
 constexpr auto k_attributes = std::to_array<std::string_view>({
     "name", "kind", "occupancy_limiter", "grid", "block", "cc", "device", "stream", "context", "process", "time",
     "gpu", "direction", "host_memory", "synchronizing", "domain", "style", "kernel_type", "short_name",
+    "startup_call",
 });
 
 int binary_precedence(const Token& t) {

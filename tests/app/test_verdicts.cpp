@@ -32,7 +32,9 @@ std::vector<std::string> split_tabs(const std::string& line) {
     return out;
 }
 
-const std::string k_table = std::string(PERFWATCH_SOURCE_DIR) + "/tests/fixtures/verdicts/kineto_launch_bound.tsv";
+const std::string k_table = std::string(PERFWATCH_SOURCE_DIR) + "/tests/fixtures/verdicts/kineto_timeline.tsv";
+// Figures per trace, as walk_kineto.py prints them after the file name.
+constexpr std::size_t k_figures = 8;
 
 std::vector<Verdict> read_table() {
     std::vector<Verdict> out;
@@ -47,9 +49,11 @@ std::vector<Verdict> read_table() {
         }
         Verdict v;
         v.report = fields.at(0);
-        v.figures.assign(fields.begin() + 1, fields.begin() + 7);
-        v.expected["launch-bound"] = fields.at(7) == "yes";
-        v.expected["host-ahead"] = fields.at(8) == "yes";
+        v.figures.assign(fields.begin() + 1, fields.begin() + 1 + k_figures);
+        v.expected["launch-bound"] = fields.at(1 + k_figures) == "yes";
+        v.expected["host-ahead"] = fields.at(2 + k_figures) == "yes";
+        v.expected["startup"] = fields.at(3 + k_figures) == "yes";
+        v.expected["host-gaps"] = fields.at(4 + k_figures) == "yes";
         out.push_back(std::move(v));
     }
     return out;
@@ -62,10 +66,11 @@ std::string path_of(const std::string& report, const std::filesystem::path& corp
 
 }  // namespace
 
-// The labelled verdict table of launch-bound findings: its figures are recomputed from the files
-// by walk_kineto.py (so the table cannot go stale), perfwatch check runs on each trace, and
-// precision and recall per concern are printed; both must be 100%.
-TEST(Verdicts, LaunchBoundConcernsHoldOnEveryCorpusTrace) {
+// The labelled verdict table of timeline findings (launch-bound, host ahead, start-up, host gaps):
+// its figures are recomputed from the files by walk_kineto.py (so the table cannot go stale),
+// perfwatch check runs on each trace, and precision and recall per concern are printed; both must
+// be 100%.
+TEST(Verdicts, TimelineConcernsHoldOnEveryCorpusTrace) {
     const auto corpus = test::corpus_dir();
     if (!corpus) GTEST_SKIP() << "corpus not found (../shared/corpus or $PERFWATCH_CORPUS)";
     const auto table = read_table();
@@ -82,8 +87,8 @@ TEST(Verdicts, LaunchBoundConcernsHoldOnEveryCorpusTrace) {
         std::string line;
         ASSERT_TRUE(std::getline(lines, line));
         const auto fields = split_tabs(line);
-        ASSERT_GE(fields.size(), 7u) << line;
-        walker[v.report].assign(fields.begin() + 1, fields.begin() + 7);
+        ASSERT_GE(fields.size(), 1 + k_figures) << line;
+        walker[v.report].assign(fields.begin() + 1, fields.begin() + 1 + k_figures);
         EXPECT_EQ(walker[v.report], v.figures)
             << v.report << ": the table's figures differ from walk_kineto.py's; regenerate the table";
     }
@@ -118,7 +123,9 @@ TEST(Verdicts, LaunchBoundConcernsHoldOnEveryCorpusTrace) {
                                            figure("short_launch_pct", "{:.2f}", 1, ""),
                                            figure("launch_delay_outliers", "{:.0f}", 1, "0"),
                                            figure("launch_delay_max", "{:.1f}", 1e-3, ""),
-                                           figure("launches_per_iteration", "{:.1f}", 1, "0")};
+                                           figure("launches_per_iteration", "{:.1f}", 1, "0"),
+                                           figure("idle_startup_pct", "{:.2f}", 1, ""),
+                                           figure("idle_host_gaps_pct", "{:.2f}", 1, "")};
         // Equal up to one unit of the walker's last printed digit (both round a binary fraction).
         const std::vector<std::string>& walked_figures = walker[v.report];
         ASSERT_EQ(own.size(), walked_figures.size());
@@ -129,7 +136,7 @@ TEST(Verdicts, LaunchBoundConcernsHoldOnEveryCorpusTrace) {
             const bool same = own[i] == w || (!own[i].empty() && !w.empty() &&
                                                std::abs(std::stod(own[i]) - std::stod(w)) <= unit + 1e-9);
             EXPECT_TRUE(same) << v.report << ": perfwatch's figure " << i << " (idle %, launches, short %, delay "
-                              << "outliers, max delay us, launches per iteration) is " << own[i] << ", the walker's "
+                              << "outliers, max delay us, launches per iteration, start-up idle %, host-gap idle %) is " << own[i] << ", the walker's "
                               << walked_figures[i];
         }
         for (const auto& f : doc["findings"])
