@@ -100,24 +100,30 @@ public:
                                           : kind == EntityKind::memcpy ? "copy"
                                                                        : "kernel");
         const std::size_t run_index = batch.run_entity();
-        double gpu_time = 0, launches = 0, kernels = 0;
+        double gpu_time = 0, launches = 0, kernels = 0, barriers = 0, barrier_time = 0;
         for (const Row& r : rows) {
+            // A barrier packet is the GPU waiting on a dependency, not a kernel: it is told apart
+            // (the kernel trace readers leave it out the same way), not ranked among the kernels.
+            const bool barrier = kind == EntityKind::kernel && r.name == "<barrier packet>";
             Entity e;
-            e.kind = kind;
+            e.kind = barrier ? EntityKind::api_call : kind;
             e.name = r.name;
             e.parent = static_cast<std::int64_t>(run_index);
-            const std::string count_name = kind == EntityKind::kernel ? "launches" : "count";
+            const std::string count_name = e.kind == EntityKind::kernel ? "launches" : "count";
             e.set(plain(count_name, r.values[0], "count", "Calls"));
             e.set(plain("duration_total", r.values[1], "ns", "TotalDurationNs", "ns"));
             e.set(plain("duration_mean", r.values[2], "ns", "AverageNs", "ns"));
-            if (kind == EntityKind::kernel) e.set(plain("duration", r.values[2], "ns", "AverageNs", "ns"));
+            if (e.kind == EntityKind::kernel) e.set(plain("duration", r.values[2], "ns", "AverageNs", "ns"));
             if (v3) {
                 e.set(plain("duration_min", r.values[4], "ns", "MinNs", "ns"));
                 e.set(plain("duration_max", r.values[5], "ns", "MaxNs", "ns"));
                 e.set(plain("duration_std", r.values[6], "ns", "StdDev", "ns"));
             }
-            if (r.name == "<barrier packet>") e.attributes["pseudo_kernel"] = "true";
-            if (kind == EntityKind::kernel) {
+            if (barrier) {
+                e.attributes["category"] = "barrier";
+                barriers += r.values[0];
+                barrier_time += r.values[1];
+            } else if (kind == EntityKind::kernel) {
                 gpu_time += r.values[1];
                 launches += r.values[0];
                 ++kernels;
@@ -129,6 +135,9 @@ public:
             run.set(plain("gpu_time", gpu_time, "ns"));
             run.set(plain("launches", launches, "count"));
             run.set(plain("kernels", kernels, "count"));
+            if (barriers > 0)
+                batch.notes.push_back(fmt::format("{:.0f} barrier packets ({:.3f} s) are waits, not kernels: left out of the "
+                                                  "kernel time", barriers, barrier_time / 1e9));
         } else {
             batch.notes.push_back(kind == EntityKind::api_call ? "HIP API statistics only: no kernel timings"
                                                                : "copy statistics only: no kernel timings");

@@ -232,6 +232,18 @@ void finish_amd_batch(RunBatch& batch, TimelineBuilder& builder, const std::map<
     }
 }
 
+// Counter collection serializes the dispatches and replays them per pass, with the profiler's own
+// work between them: their times are no timeline, so no idle time is told from them.
+void drop_idle_figures(RunBatch& batch) {
+    for (Entity& e : batch.entities)
+        if (e.kind == EntityKind::device || e.kind == EntityKind::run)
+            std::erase_if(e.metrics, [](const Metric& m) {
+                return m.name == "idle_pct" || m.name == "idle_time" || m.name == "longest_idle_gap";
+            });
+    batch.notes.push_back("counter collection serializes and replays the dispatches: their times are no timeline, so "
+                          "no idle time is told");
+}
+
 class PmcCollector final : public Collector {
 public:
     std::string_view id() const override { return "rocprof-pmc"; }
@@ -367,6 +379,7 @@ public:
             batch.notes.push_back("every dispatch has End <= Start (timestamps rounded, e.g. re-saved by a spreadsheet): "
                                   "durations are lost");
         finish_amd_batch(batch, builder, kernels, sysinfo);
+        if (!counters.empty() && timed > 0) drop_idle_figures(batch);
         return batch;
     }
 
@@ -466,6 +479,7 @@ public:
         if (dispatches.empty()) batch.notes.push_back("no dispatches in this file");
         else if (c_begin < 0) batch.notes.push_back("no timestamps: dispatches are counted, not timed");
         finish_amd_batch(batch, builder, kernels, sysinfo);
+        if (!dispatches.empty() && c_begin >= 0) drop_idle_figures(batch);
         return batch;
     }
 };

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "collectors/nsight_systems/nsys_common.hpp"
+#include "collectors/readers/sync_idle.hpp"
 #include "collectors/readers/timeline.hpp"
 #include "collectors/readers/units.hpp"
 #include "collectors/readers/waiting_map.hpp"
@@ -176,6 +177,24 @@ private:
         std::unordered_map<long long, KernelExtra> extras;
         double latency_count = 0, latency_sum = 0, latency_max = 0;
         std::size_t kernel_rows = 0;
+        // Synchronizing calls first, so that each device operation read below tells how much of
+        // their wait the GPU spent busy (a synchronize behind busy work costs nothing).
+        SyncIdle sync_idle;
+        if (ex.has("CUPTI_ACTIVITY_KIND_RUNTIME")) {
+            std::vector<std::pair<long long, std::string>> sync_names;
+            SQLite::Statement ids(ex.db(), "SELECT id, value FROM StringIds WHERE id IN "
+                                           "(SELECT DISTINCT nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME)");
+            while (ids.executeStep())
+                if (!ids.getColumn(1).isNull() && is_sync_call(ids.getColumn(1).getString()))
+                    sync_names.emplace_back(ids.getColumn(0).getInt64(), api_name(ids.getColumn(1).getString()));
+            SQLite::Statement calls(ex.db(), "SELECT start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId = ?");
+            for (const auto& [id, name] : sync_names) {
+                calls.reset();
+                calls.bind(1, static_cast<int64_t>(id));
+                while (calls.executeStep()) sync_idle.add_call(calls.getColumn(0).getDouble(), calls.getColumn(1).getDouble(), name);
+            }
+        }
+        sync_idle.calls_done();
         if (ex.has("CUPTI_ACTIVITY_KIND_KERNEL")) {
             const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_KERNEL");
             const bool demangled = cols.contains("demangledName");
@@ -207,6 +226,7 @@ private:
                     x.name = std::move(*name);
                 }
                 timeline.add(TimelineEvent::Kind::kernel, x.name, device, start, end);
+                sync_idle.add_busy(start, end);
                 const double duration = end - start;
                 if (duration > x.longest) {
                     x.longest = duration;
@@ -248,6 +268,7 @@ private:
         auto memory_event = [&](const std::string& name, const SQLite::Statement& st) {
             timeline.add(TimelineEvent::Kind::memory, name, device_name(st.getColumn(2).getInt64()),
                          st.getColumn(0).getDouble(), st.getColumn(1).getDouble());
+            sync_idle.add_busy(st.getColumn(0).getDouble(), st.getColumn(1).getDouble());
         };
         if (ex.has("CUPTI_ACTIVITY_KIND_MEMCPY")) {
             const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_MEMCPY");
@@ -348,6 +369,7 @@ private:
 
         // CUDA runtime and driver API calls per name.
         double sync_time = 0, sync_calls = 0, api_calls = 0;
+        const std::map<std::string, double> idle_during = sync_idle.idle_by_name();
         if (ex.has("CUPTI_ACTIVITY_KIND_RUNTIME")) {
             SQLite::Statement st(ex.db(),
                                  "SELECT s.value, g.n, g.total, g.shortest, g.longest FROM "
@@ -367,6 +389,10 @@ private:
                 api_calls += count;
                 if (is_sync_call(raw)) {
                     e.attributes["synchronizing"] = "true";
+                    if (auto idle = idle_during.find(e.name); idle != idle_during.end() && total > 0) {
+                        e.set(plain("gpu_idle_during", idle->second, "ns"));
+                        e.set(plain("gpu_idle_during_pct", 100.0 * idle->second / total, "percent"));
+                    }
                     sync_time += total;
                     sync_calls += count;
                 }

@@ -21,6 +21,7 @@
 #include "collectors/readers/json_number.hpp"
 #include "collectors/readers/json_stream.hpp"
 #include "collectors/readers/span_set.hpp"
+#include "collectors/readers/sync_idle.hpp"
 #include "collectors/readers/timeline.hpp"
 #include "collectors/readers/units.hpp"
 #include "collectors/readers/waiting_map.hpp"
@@ -142,6 +143,7 @@ struct KernelExtra {
     std::map<std::string, double> block_limits;
     std::string limiter;
     std::string device;
+    std::uint32_t id = 0;  // in order of first appearance
 };
 
 class KinetoReader {
@@ -456,7 +458,13 @@ private:
 
     void kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args, bool has_args,
                       double length) {
-        KernelExtra& x = entry(m_kernels, name);
+        auto found = m_kernels.find(name);
+        if (found == m_kernels.end()) {
+            found = m_kernels.emplace(std::string(name), KernelExtra{}).first;
+            found->second.id = static_cast<std::uint32_t>(m_kernels.size() - 1);
+        }
+        KernelExtra& x = found->second;
+        m_last_kernel = x.id;
         x.device = device;
         if (!has_args) return;
         double occ = 0;
@@ -557,7 +565,8 @@ private:
             return it->second;
         };
         m_kernel_runs.push_back({start, start + length, -std::numeric_limits<double>::infinity(),
-                                 key(m_device_ids, device), key(m_stream_ids, stream), memory});
+                                 key(m_device_ids, device), key(m_stream_ids, stream), memory ? 0 : m_last_kernel,
+                                 memory});
         return static_cast<std::int64_t>(m_kernel_runs.size() - 1);
     }
 
@@ -655,35 +664,14 @@ private:
     // ran on any GPU of the trace: the wait the GPU shared. A call whose GPU stayed busy cost the
     // host nothing the GPU could have used.
     std::map<std::string, double> gpu_idle_during_syncs() {
-        std::map<std::string, double> out;
-        if (m_sync_calls.empty()) return out;
+        if (m_sync_calls.empty()) return {};
         if (m_sync_calls.size() >= k_max_sync_calls) m_sync_unkept = true;
-        std::sort(m_sync_calls.begin(), m_sync_calls.end(),
-                  [](const SyncCall& a, const SyncCall& b) { return a.start < b.start; });
-        // The busy spans that meet some call, kept (few); the rest pass by.
-        std::vector<Span> near;
-        double reach = -std::numeric_limits<double>::infinity();
-        std::vector<double> reach_until(m_sync_calls.size());  // the latest end among calls 0..i
-        for (std::size_t i = 0; i < m_sync_calls.size(); ++i) {
-            reach = std::max(reach, m_sync_calls[i].end);
-            reach_until[i] = reach;
-        }
+        SyncIdle idle(k_max_sync_calls);
+        for (const SyncCall& c : m_sync_calls) idle.add_call(c.start, c.end, c.name);
+        idle.calls_done();
         auto merged = m_gpu_busy.merged();
-        while (auto span = merged.next()) {
-            // The last call starting before this span ends: does any call up to it reach the span?
-            auto it = std::upper_bound(m_sync_calls.begin(), m_sync_calls.end(), span->end,
-                                       [](double t, const SyncCall& c) { return t < c.start; });
-            if (it == m_sync_calls.begin()) continue;
-            if (reach_until[static_cast<std::size_t>(it - m_sync_calls.begin()) - 1] > span->start) near.push_back(*span);
-        }
-        for (const SyncCall& c : m_sync_calls) {
-            double busy = 0;
-            auto it = std::lower_bound(near.begin(), near.end(), c.start, [](const Span& s, double t) { return s.end <= t; });
-            for (; it != near.end() && it->start < c.end; ++it)
-                busy += std::max(0.0, std::min(it->end, c.end) - std::max(it->start, c.start));
-            out[c.name] += (c.end - c.start) - busy;
-        }
-        return out;
+        while (auto span = merged.next()) idle.add_busy(span->start, span->end);
+        return idle.idle_by_name();
     }
 
     Result<RunBatch> finish() {
@@ -733,11 +721,17 @@ private:
                                                   e.name, *models.begin()));
             }
         }
+        // Time each kernel ran beside another kernel of its device (past the bound: not told).
+        const std::vector<double> concurrent =
+            m_idle_unkept ? std::vector<double>{} : concurrent_time(m_kernel_runs, m_kernels.size());
         for (Entity& e : batch.entities) {
             if (e.kind == EntityKind::kernel) {
                 auto it = m_kernels.find(e.name);
                 if (it == m_kernels.end()) continue;
                 const KernelExtra& x = it->second;
+                if (x.id < concurrent.size())
+                    if (const auto total = e.value("duration_total"); total && *total > 0)
+                        e.set(plain("concurrent_pct", 100.0 * concurrent[x.id] / *total, "percent"));
                 e.attributes["kernel_type"] = is_comm_kernel(e.name) ? "COMM" : "COMPUTATION";
                 if (x.grid >= 0) e.set(plain("grid_size", x.grid, "count", "grid"));
                 if (x.block >= 0) e.set(plain("block_size", x.block, "count", "block"));
@@ -884,6 +878,7 @@ private:
     std::size_t m_collective_count = 0;
     double m_collective_bytes = 0;
     std::vector<DeviceOp> m_kernel_runs;  // kernels, copies and sets, for the idle figures
+    std::uint32_t m_last_kernel = 0;      // the id of the kernel name read last
     std::vector<Span> m_startup;          // one-time host work: long code-loading calls, module loading
     double m_module_loading = 0;
     std::unordered_map<std::string, FirstCall, NameHash, std::equal_to<>> m_first_calls;

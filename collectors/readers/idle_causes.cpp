@@ -103,4 +103,46 @@ IdleCauses idle_causes(std::vector<DeviceOp>& ops, std::vector<Span> startup) {
     return out;
 }
 
+std::vector<double> concurrent_time(std::vector<DeviceOp>& ops, std::size_t tags) {
+    std::vector<double> out(tags, 0.0);
+    std::sort(ops.begin(), ops.end(),
+              [](const DeviceOp& a, const DeviceOp& b) { return std::tie(a.device, a.start) < std::tie(b.device, b.start); });
+    // Per device, a sweep over starts and ends: between two consecutive instants, every running
+    // kernel gets the time when two or more run.
+    std::vector<std::size_t> running;  // indexes into ops
+    for (std::size_t i = 0; i < ops.size();) {
+        const std::uint32_t device = ops[i].device;
+        std::size_t end_of_device = i;
+        while (end_of_device < ops.size() && ops[end_of_device].device == device) ++end_of_device;
+        running.clear();
+        double now = 0;
+        for (std::size_t next = i; next < end_of_device || !running.empty();) {
+            // The next instant: the earliest end among the running kernels, or the next start.
+            double soonest_end = std::numeric_limits<double>::infinity();
+            std::size_t ending = 0;
+            for (std::size_t r = 0; r < running.size(); ++r)
+                if (ops[running[r]].end < soonest_end) {
+                    soonest_end = ops[running[r]].end;
+                    ending = r;
+                }
+            while (next < end_of_device && ops[next].memory) ++next;
+            const bool start_next = next < end_of_device && ops[next].start < soonest_end;
+            const double t = start_next ? ops[next].start : soonest_end;
+            if (!std::isfinite(t)) break;
+            if (running.size() >= 2)
+                for (std::size_t r : running)
+                    if (ops[r].tag < tags) out[ops[r].tag] += t - now;
+            now = t;
+            if (start_next) {
+                running.push_back(next++);
+            } else {
+                running[ending] = running.back();
+                running.pop_back();
+            }
+        }
+        i = end_of_device;
+    }
+    return out;
+}
+
 }  // namespace perfwatch

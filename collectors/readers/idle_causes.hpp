@@ -20,7 +20,8 @@ struct DeviceOp {
     double start = 0, end = 0;
     double issued = -std::numeric_limits<double>::infinity();
     std::uint32_t device = 0, stream = 0;
-    bool memory = false;  // a copy or set rather than a kernel (idle_causes treats both alike)
+    std::uint32_t tag = 0;  // the reader's own label (Kineto: the kernel name's index)
+    bool memory = false;    // a copy or set rather than a kernel (idle_causes treats both alike)
 };
 
 // Why the devices sat idle and why launches waited, read from when each operation was issued and
@@ -41,5 +42,10 @@ struct IdleCauses {
 
 // Reads `ops` (reordered in place); `startup` holds the one-time host intervals, in any order.
 IdleCauses idle_causes(std::vector<DeviceOp>& ops, std::vector<Span> startup);
+
+// Per tag (below `tags`), the time its kernels ran while another kernel ran on the same device:
+// work that shares the SMs by design (a communication kernel beside a GEMM on another stream).
+// Copies and sets do not count. Reorders `ops`.
+std::vector<double> concurrent_time(std::vector<DeviceOp>& ops, std::size_t tags);
 
 }  // namespace perfwatch

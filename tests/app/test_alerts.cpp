@@ -251,7 +251,7 @@ route:
     const std::string message = decode_quoted_printable(raw);
     const std::int64_t findings = query_int(dir.path() / "perfwatch.db", "SELECT count(*) FROM findings");
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(message, m, std::regex("Subject: (perfwatch: ([0-9]+) findings[^\r\n]*)")))
+    ASSERT_TRUE(std::regex_search(message, m, std::regex("Subject: (perfwatch: ([0-9]+) findings?[^\r\n]*)")))
         << message;
     EXPECT_EQ(std::stoll(m[2]), findings);
     EXPECT_NE(m[1].str().find("in llm/main @ abc123"), std::string::npos) << m[1];
@@ -383,9 +383,11 @@ inhibit_rules:
 )"));
     test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
-    // Three kernels over 1.06 ms: the GPU idles 97% of the time, and gemm is the top kernel.
+    // Five kernels of four names over 1.01 ms, one every 250 us: the GPU idles 97% of the time
+    // between launches, and gemm is the top kernel.
     std::string events;
-    for (const auto& [name, ts, dur] : {std::tuple{"gemm", 1000, 10}, std::tuple{"relu", 2000, 2}, std::tuple{"gemm", 2050, 10}})
+    for (const auto& [name, ts, dur] : {std::tuple{"gemm", 1000, 10}, std::tuple{"relu", 1250, 2}, std::tuple{"add", 1500, 1},
+                                        std::tuple{"mul", 1750, 1}, std::tuple{"gemm", 2000, 10}})
         events += fmt::format(R"({}{{"ph": "X", "cat": "kernel", "name": "{}", "pid": 0, "tid": 7, "ts": {}, "dur": {}, "args": {{"device": 0, "stream": 7}}}})",
                               events.empty() ? "" : ", ", name, ts, dur);
     write_file(reports / "p" / "main" / "c1" / "t.json",
@@ -411,12 +413,12 @@ inhibit_rules:
 
 namespace {
 
-// A small Kineto trace whose GPU idles (launch-gpu-idle fires) with gemm as its top kernel;
+// A small Kineto trace whose GPU idles between launches (launch-gpu-idle fires);
 // `variant` changes a duration so that each is a report of its own.
 std::string idle_trace(int variant) {
     std::string events;
-    for (const auto& [name, ts, dur] : {std::tuple{"gemm", 1000, 10}, std::tuple{"relu", 2000, 2 + variant},
-                                        std::tuple{"gemm", 2050, 10}})
+    for (const auto& [name, ts, dur] : {std::tuple{"gemm", 1000, 10}, std::tuple{"relu", 1500, 2 + variant},
+                                        std::tuple{"gemm", 2000, 10}})
         events += fmt::format(R"({}{{"ph": "X", "cat": "kernel", "name": "{}", "pid": 0, "tid": 7, "ts": {}, "dur": {}, "args": {{"device": 0, "stream": 7}}}})",
                               events.empty() ? "" : ", ", name, ts, dur);
     return R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "numSms": 132}], "traceEvents": [)" +

@@ -48,14 +48,10 @@ TEST(Cli, CheckB200FindsTheTailEffectWithTheReportsSpeedup) {
     EXPECT_EQ((*tail)["severity"], "warning");
     EXPECT_EQ((*tail)["entity"]["kind"], "kernel");
     EXPECT_EQ((*tail)["metrics"]["waves_per_sm"], 1.89);
-    const auto* occ = find_finding(doc, "ncu-theoretical-occupancy", "cutlass3x_sm100");
-    ASSERT_NE(occ, nullptr);
-    EXPECT_EQ((*occ)["estimated_speedup_pct"], 81.25);
-    EXPECT_NE((*occ)["message"].get<std::string>().find("18.8% is limited by registers and shared memory"),
-              std::string::npos)
-        << (*occ)["message"];
-    // Ranked by impact: occupancy (81.25) before tail (50).
-    EXPECT_EQ(doc["findings"][0]["rule"], "ncu-theoretical-occupancy");
+    // The kernel is cuBLASLt's own CUTLASS GEMM: its 18.8% theoretical occupancy (168 registers per
+    // thread) is by design, not advice for its user; the tail effect is the first finding.
+    EXPECT_EQ(find_finding(doc, "ncu-theoretical-occupancy", "cutlass3x_sm100"), nullptr) << r.out;
+    EXPECT_EQ(doc["findings"][0]["rule"], "ncu-tail-effect");
 }
 
 // One rule, both vendors: a register-bound kernel in an Nsight Compute report and a VGPR-bound
@@ -318,26 +314,18 @@ TEST(Cli, CustomRulesAndRuleErrors) {
     EXPECT_NE(bad.err.find("rule 'x'"), std::string::npos) << bad.err;
 }
 
-TEST(Cli, CheckOnProfileMonNamesItsDominantKernels) {
+// The board idles between 60 short OpenCL kernel executions (30 of each of its two kernels): that
+// is the finding; a ranking of two kernels is none.
+TEST(Cli, CheckOnProfileMonTellsTheIdleBoardNotARankingOfTwoKernels) {
     PERFWATCH_CORPUS_FILE(path, "fpga_opencl/gbtl_dev_spmv_merge_profile.mon");
     const auto r = run_perfwatch({"check", "--format", "json", path});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const auto doc = parse_json(r);
     EXPECT_EQ(doc["runs"][0]["format"], "fpga-profile-mon");
-    const auto* spmv = find_finding(doc, "hotspot-top-kernel", "spmv_kernel");
-    ASSERT_NE(spmv, nullptr) << r.out;
-    EXPECT_NE((*spmv)["message"].get<std::string>().find("30 executions"), std::string::npos) << (*spmv)["message"];
-    EXPECT_NE(find_finding(doc, "hotspot-top-kernel", "merge_kernel"), nullptr);
-    // spmv_kernel ranks first: it has the larger share of kernel time.
-    std::vector<std::string> order;
-    for (const auto& f : doc["findings"])
-        if (f["rule"] == "hotspot-top-kernel") order.push_back(f["entity"]["name"]);
-    ASSERT_EQ(order.size(), 2u);
-    EXPECT_EQ(order[0], "spmv_kernel");
-    EXPECT_NE(find_finding(doc, "launch-gpu-idle", "device 0"), nullptr);
-
-    const auto text = run_perfwatch({"check", path});
-    EXPECT_NE(text.out.find("spmv_kernel is #1 by kernel time: 60.0% of the run's 1.99 ms"), std::string::npos) << text.out;
+    EXPECT_EQ(find_finding(doc, "hotspot-top-kernel", "spmv_kernel"), nullptr) << r.out;
+    const auto* idle = find_finding(doc, "launch-gpu-idle", "device 0");
+    ASSERT_NE(idle, nullptr) << r.out;
+    EXPECT_NE((*idle)["message"].get<std::string>().find("across 60 launches"), std::string::npos) << (*idle)["message"];
 }
 
 TEST(Cli, FormatsListsEveryCollector) {

@@ -47,7 +47,8 @@ TEST(ReportFormats, MarkdownOfACorpusReport) {
     PERFWATCH_CORPUS_FILE(csv, "ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log");
     const auto r = test::run_perfwatch({"check", "--format", "markdown", csv});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_TRUE(r.out.starts_with("### perfwatch: 3 findings (0 errors, 3 warnings, 0 info)")) << r.out;
+    // One finding: the tail effect of cuBLASLt's own GEMM (its occupancy is by design, not judged).
+    EXPECT_TRUE(r.out.starts_with("### perfwatch: 1 finding (0 errors, 1 warning, 0 info)")) << r.out;
     EXPECT_NE(r.out.find("#### Findings, largest estimated impact first"), std::string::npos);
     EXPECT_NE(r.out.find("1. **[warning] "), std::string::npos);
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "tests/support.hpp"
 
@@ -160,6 +163,97 @@ TEST(Verdicts, TimelineConcernsHoldOnEveryCorpusTrace) {
         EXPECT_EQ(precision, 100.0) << concern;
         EXPECT_EQ(recall, 100.0) << concern;
     }
+}
+
+}  // namespace perfwatch
+
+namespace perfwatch {
+
+namespace {
+
+// (report, rule, entity) of one finding; a report is "corpus:" and its path below the corpus.
+using FindingKey = std::tuple<std::string, std::string, std::string>;
+
+struct Label {
+    bool truth = false;
+    std::string useful;  // yes, no, or summary (a below-min_impact line: left out of usefulness)
+};
+
+}  // namespace
+
+// Every finding perfwatch check gives on the shared corpus (each report alone, shipped rules) is a
+// row of tests/fixtures/verdicts/corpus_findings.tsv, labelled by hand from the files' own figures;
+// a finding without a row, or a row without a finding, fails. Prints precision and usefulness per
+// rule and overall: precision at least 98% and usefulness at least 80% everywhere.
+TEST(Verdicts, EveryCorpusFindingIsLabelledTrueAndMostAreWorthReading) {
+    const auto corpus = test::corpus_dir();
+    if (!corpus) GTEST_SKIP() << "corpus not found (../shared/corpus or $PERFWATCH_CORPUS)";
+    std::map<FindingKey, std::vector<Label>> table;
+    std::ifstream in(std::string(PERFWATCH_SOURCE_DIR) + "/tests/fixtures/verdicts/corpus_findings.tsv");
+    bool header = true;
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line.starts_with("#")) continue;
+        if (std::exchange(header, false)) continue;
+        const auto f = split_tabs(line);
+        ASSERT_GE(f.size(), 6u) << line;
+        table[{f[0], f[1], f[2]}].push_back({f[3] == "yes", f[4]});
+    }
+    ASSERT_GE(table.size(), 50u);
+
+    std::vector<std::filesystem::path> reports;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(*corpus))
+        if (e.is_regular_file() && !e.path().filename().string().starts_with("README")) reports.push_back(e.path());
+    std::sort(reports.begin(), reports.end());
+    std::map<std::string, std::array<int, 4>> tally;  // rule -> findings, true, useful, judged for use
+    int per_report_max = 0;
+    for (const auto& path : reports) {
+        test::TempDir dir;
+        const auto r = test::run_perfwatch({"check", "--db", dir.file("v.db"), "--format", "json", path.string()});
+        const std::string report = "corpus:" + std::filesystem::relative(path, *corpus).string();
+        if (r.exit_code == 2) {
+            EXPECT_NE(r.err.find("set aside"), std::string::npos) << report << ": " << r.err;
+            continue;
+        }
+        ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << report << ": " << r.err;
+        const auto doc = nlohmann::json::parse(r.out);
+        per_report_max = std::max(per_report_max, static_cast<int>(doc["findings"].size()));
+        for (const auto& f : doc["findings"]) {
+            const FindingKey key{report, f["rule"].get<std::string>(), f["entity"]["name"].get<std::string>()};
+            auto it = table.find(key);
+            if (it == table.end() || it->second.empty()) {
+                ADD_FAILURE() << "a finding no row labels: " << report << " / " << std::get<1>(key) << " / "
+                              << std::get<2>(key) << ": " << f["message"];
+                continue;
+            }
+            const Label label = it->second.back();
+            it->second.pop_back();
+            auto& t = tally[std::get<1>(key)];
+            ++t[0];
+            if (label.truth) ++t[1];
+            if (label.useful != "summary") {
+                ++t[3];
+                if (label.useful == "yes") ++t[2];
+            }
+        }
+    }
+    for (const auto& [key, left] : table)
+        for (std::size_t i = 0; i < left.size(); ++i)
+            ADD_FAILURE() << "a labelled finding perfwatch no longer gives: " << std::get<0>(key) << " / "
+                          << std::get<1>(key) << " / " << std::get<2>(key);
+
+    std::array<int, 4> all{};
+    std::cout << fmt::format("{:<36} {:>8} {:>10} {:>11}\n", "rule", "findings", "precision", "usefulness");
+    const auto pct = [](int a, int b) { return b > 0 ? 100.0 * a / b : 100.0; };
+    for (const auto& [rule, t] : tally) {
+        std::cout << fmt::format("{:<36} {:>8} {:>9.1f}% {:>10.1f}%\n", rule, t[0], pct(t[1], t[0]), pct(t[2], t[3]));
+        EXPECT_GE(pct(t[1], t[0]), 98.0) << rule;
+        EXPECT_GE(pct(t[2], t[3]), 80.0) << rule;
+        for (std::size_t i = 0; i < all.size(); ++i) all[i] += t[i];
+    }
+    std::cout << fmt::format("{:<36} {:>8} {:>9.1f}% {:>10.1f}%\n", "all", all[0], pct(all[1], all[0]), pct(all[2], all[3]))
+              << fmt::format("at most {} findings on one report\n", per_report_max);
+    EXPECT_GE(pct(all[1], all[0]), 98.0);
+    EXPECT_GE(pct(all[2], all[3]), 80.0);
 }
 
 }  // namespace perfwatch

@@ -193,3 +193,46 @@ TEST(NsysSqlite, LaunchLatencyAndBusyTimeMatchSqlOnAGeneratedExport) {
 }
 
 }  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+// A synchronizing call's GPU idle time, read here by brute force: for every call, its length minus
+// the union of the kernel, copy and set intervals inside it (all rows straight from SQL).
+TEST(NsysSqlite, GpuIdleDuringASynchronizeEqualsAnIndependentReading) {
+    for (const char* file : {"nsys/lsaeteurn-vectoraddition_report1_2023.sqlite",
+                             "nsys/p4arth-cuda-perf-sandbox_report1_nsys2025.5.sqlite"}) {
+        PERFWATCH_CORPUS_FILE(path, file);
+        SQLite::Database db(path, SQLite::OPEN_READONLY);
+        std::vector<std::pair<double, double>> busy;
+        for (const char* table : {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"}) {
+            if (!db.tableExists(table)) continue;
+            SQLite::Statement st(db, fmt::format("SELECT start, end FROM {}", table));
+            while (st.executeStep()) busy.emplace_back(st.getColumn(0).getDouble(), st.getColumn(1).getDouble());
+        }
+        std::sort(busy.begin(), busy.end());
+        std::map<std::string, double> expected;
+        SQLite::Statement calls(db, "SELECT s.value, r.start, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s "
+                                    "ON s.id = r.nameId WHERE s.value LIKE 'cudaDeviceSynchronize%'");
+        while (calls.executeStep()) {
+            const double a = calls.getColumn(1).getDouble(), b = calls.getColumn(2).getDouble();
+            double covered = 0, hi = a;
+            for (const auto& [s, e] : busy) {
+                const double lo = std::max(s, hi), top = std::min(e, b);
+                if (top > lo) covered += top - lo;
+                hi = std::max(hi, std::min(e, b));
+            }
+            expected["cudaDeviceSynchronize"] += (b - a) - covered;
+        }
+        ASSERT_EQ(expected.size(), 1u) << file;
+        const RunBatch batch = collect_ok(path);
+        bool found = false;
+        for (const Entity* e : of_kind(batch, EntityKind::api_call))
+            if (e->name == "cudaDeviceSynchronize") {
+                found = true;
+                EXPECT_NEAR(metric(e, "gpu_idle_during"), expected["cudaDeviceSynchronize"], 1) << file;
+            }
+        EXPECT_TRUE(found) << file;
+    }
+}
+
+}  // namespace perfwatch::test

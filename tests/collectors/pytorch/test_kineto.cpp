@@ -274,3 +274,52 @@ TEST(Kineto, GpuIdleDuringASynchronizeEqualsAnIndependentReading) {
 }
 
 }  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+namespace {
+
+// Ten executions of a 20-block kernel on stream 1 (80 us each), and when `beside`, a 112-block
+// GEMM on stream 2 starting with each (90 us) on a GPU of 132 SMs.
+std::string split_trace(bool beside) {
+    std::string events;
+    for (int i = 0; i < 10; ++i) {
+        const int ts = 1000 + 200 * i;
+        events += fmt::format(R"({}{{"ph": "X", "cat": "kernel", "name": "allgather_blocks", "pid": 0, "tid": 1, "ts": {}, )"
+                              R"("dur": 80, "args": {{"device": 0, "stream": 1, "grid": [20, 1, 1], "block": [512, 1, 1]}}}})",
+                              events.empty() ? "" : ", ", ts);
+        if (beside)
+            events += fmt::format(R"(, {{"ph": "X", "cat": "kernel", "name": "gemm_tile", "pid": 0, "tid": 2, "ts": {}, )"
+                                  R"("dur": 90, "args": {{"device": 0, "stream": 2, "grid": [112, 1, 1], "block": [256, 1, 1]}}}})",
+                                  ts);
+    }
+    return R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "numSms": 132, "computeMajor": 9, "computeMinor": 0}], "traceEvents": [)" +
+           events + "]}";
+}
+
+}  // namespace
+
+// A kernel that runs beside another on a second stream shares the SMs by design: its small grid
+// is no finding. The same kernel alone is one. Concurrent shares by construction: the 20-block
+// kernel runs its whole 80 us beside the GEMM (100%), the GEMM 80 of its 90 us (88.9%).
+TEST(Kineto, AKernelBesideAnotherIsConcurrentAndItsSmallGridIsNoFinding) {
+    TempDir dir;
+    write_file(dir.path() / "split.json", split_trace(true));
+    write_file(dir.path() / "alone.json", split_trace(false));
+    const RunBatch split = collect_ok(dir.file("split.json"));
+    for (const Entity* k : of_kind(split, EntityKind::kernel))
+        EXPECT_NEAR(metric(k, "concurrent_pct"), k->name == "allgather_blocks" ? 100.0 : 100.0 * 80 / 90, 1e-9) << k->name;
+    const auto fired = [&](const std::string& file) {
+        const auto r = run_perfwatch({"check", "--db", dir.file(file + ".db"), "--format", "json", dir.file(file)});
+        EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+        std::set<std::string> rules;
+        const auto doc = nlohmann::json::parse(r.out);
+        for (const auto& f : doc["findings"])
+            if (f["entity"]["name"] == "allgather_blocks") rules.insert(f["rule"].get<std::string>());
+        return rules;
+    };
+    EXPECT_FALSE(fired("split.json").contains("ncu-small-grid"));
+    EXPECT_TRUE(fired("alone.json").contains("ncu-small-grid"));
+}
+
+}  // namespace perfwatch::test
