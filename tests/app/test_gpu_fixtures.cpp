@@ -59,17 +59,12 @@ TEST(GpuFixtures, NcuNamesEachPlantedProblemOnItsKernelAndNotOnItsTwin) {
         {{"register_spills", "ncu-register-spills"}, true},
         {{"divergent_branches", "ncu-thread-divergence"}, true},
     };
-    // The raw page carries no bank-conflict, spill or divergence figures perfwatch reads.
-    const std::set<std::string> k_not_in_raw{"ncu-shared-bank-conflicts", "ncu-register-spills",
-                                             "ncu-thread-divergence"};
     for (const std::string file : {"ncu_text_full.txt", "ncu_details_full.csv", "ncu_raw_full.csv.gz"}) {
         test::TempDir dir;
         const auto doc = check_json(dir, {file});
         const auto got = fired(doc);
-        for (const auto& [key, expected] : k_truth) {
-            if (file.starts_with("ncu_raw") && k_not_in_raw.contains(key.second)) continue;
+        for (const auto& [key, expected] : k_truth)
             EXPECT_EQ(got.contains(key), expected) << file << ": " << key.first << " / " << key.second;
-        }
         for (const auto& [kernel, rule] : got)
             EXPECT_NE(rule, "ncu-impossible-measurement") << file << ": " << kernel << " is a correct measurement";
     }
