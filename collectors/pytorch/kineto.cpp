@@ -378,7 +378,7 @@ private:
                 const std::string& device_name = device_label(device);
                 const bool kernel = c == Cat::kernel;
                 if (kernel) {
-                    kernel_extra(name, device_name, args, has_args, length);
+                    const std::uint32_t kernel_id = kernel_extra(name, device_name, args, has_args, length);
                     const bool comm = is_comm_kernel(name);
                     DeviceSpans& spans = m_device_spans[device_name];
                     (comm ? spans.comm : spans.compute).add(start, start + length);
@@ -398,12 +398,12 @@ private:
                         if (m_collectives.size() < k_max_collectives) m_collectives.push_back(std::move(run));
                         ++m_collective_count;
                     }
-                    const std::int64_t kept = keep_device_op(device, stream, start, length, false);
+                    const std::int64_t kept = keep_device_op(device, stream, start, length, kernel_id);
                     if (correlation >= 0) match_kernel(correlation, start, length, kept, false);
                 } else {
                     double stream = -1;
                     if (has_args) field(args, "stream", stream);
-                    const std::int64_t kept = keep_device_op(device, stream, start, length, true);
+                    const std::int64_t kept = keep_device_op(device, stream, start, length, std::nullopt);
                     if (correlation >= 0) match_kernel(correlation, start, length, kept, true);
                     m_memory_time += length;
                     double bytes = 0;
@@ -456,23 +456,23 @@ private:
         return it->second;
     }
 
-    void kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args, bool has_args,
-                      double length) {
+    // Records a kernel execution's launch facts under its name; the name's id.
+    std::uint32_t kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args,
+                               bool has_args, double length) {
         auto found = m_kernels.find(name);
         if (found == m_kernels.end()) {
             found = m_kernels.emplace(std::string(name), KernelExtra{}).first;
             found->second.id = static_cast<std::uint32_t>(m_kernels.size() - 1);
         }
         KernelExtra& x = found->second;
-        m_last_kernel = x.id;
         x.device = device;
-        if (!has_args) return;
+        if (!has_args) return x.id;
         double occ = 0;
         if (field(args, "est. achieved occupancy %", occ)) {
             x.occupancy_weighted += occ * length;
             x.occupancy_weight += length;
         }
-        if (length <= x.longest) return;
+        if (length <= x.longest) return x.id;
         x.longest = length;
         x.grid = product(args, "grid");
         x.block = product(args, "block");
@@ -481,6 +481,7 @@ private:
         if (!field(args, "blocks per SM", x.blocks_per_sm)) x.blocks_per_sm = -1;
         if (!field(args, "warps per SM", x.warps_per_sm)) x.warps_per_sm = -1;
         occupancy_object(args, x);
+        return x.id;
     }
 
     // args.occupancy (Kineto 2024+): {"activeBlocksPerMultiprocessor", "limitingFactors",
@@ -553,9 +554,11 @@ private:
         }
     }
 
-    // Keeps a device operation for the idle-time categories; its index, or -1 past the bound.
-    std::int64_t keep_device_op(double device, double stream, double start, double length, bool memory) {
-        if (m_kernel_runs.size() >= k_max_idle_kernels) {
+    // Keeps a device operation (a kernel with its name's id, or a copy or set without one) for the
+    // idle-time figures; its index, or -1 past the bound.
+    std::int64_t keep_device_op(double device, double stream, double start, double length,
+                                std::optional<std::uint32_t> kernel) {
+        if (m_device_ops.size() >= k_max_idle_kernels) {
             m_idle_unkept = true;
             return -1;
         }
@@ -564,24 +567,24 @@ private:
             if (it == map.end()) it = map.emplace(v, static_cast<std::uint32_t>(map.size())).first;
             return it->second;
         };
-        m_kernel_runs.push_back({start, start + length, -std::numeric_limits<double>::infinity(),
-                                 key(m_device_ids, device), key(m_stream_ids, stream), memory ? 0 : m_last_kernel,
-                                 memory});
-        return static_cast<std::int64_t>(m_kernel_runs.size() - 1);
+        m_device_ops.push_back({start, start + length, -std::numeric_limits<double>::infinity(),
+                                 key(m_device_ids, device), key(m_stream_ids, stream), kernel.value_or(0),
+                                 !kernel.has_value()});
+        return static_cast<std::int64_t>(m_device_ops.size() - 1);
     }
 
     // HTA's idle time categories over each stream's kernels in start order: a gap whose kernel's
     // launch call ended after the previous kernel ended is host wait (the GPU waited for the
     // host); a gap shorter than 30 ns is kernel wait; every other gap is other wait.
     void set_idle_categories(Entity& run) {
-        if (m_idle_unkept || m_kernel_runs.empty()) return;
-        std::sort(m_kernel_runs.begin(), m_kernel_runs.end(), [](const DeviceOp& a, const DeviceOp& b) {
+        if (m_idle_unkept || m_device_ops.empty()) return;
+        std::sort(m_device_ops.begin(), m_device_ops.end(), [](const DeviceOp& a, const DeviceOp& b) {
             return std::tie(a.device, a.stream, a.start) < std::tie(b.device, b.stream, b.start);
         });
         double host = 0, kernel = 0, other = 0;
         const DeviceOp* prev = nullptr;  // the stream's previous kernel (copies and sets do not count here)
         double stream_end = 0;
-        for (const DeviceOp& k : m_kernel_runs) {
+        for (const DeviceOp& k : m_device_ops) {
             if (k.memory) continue;
             if (prev == nullptr || k.device != prev->device || k.stream != prev->stream) {
                 prev = &k;
@@ -606,12 +609,12 @@ private:
     // long code-loading calls, module loading, and CPU operators whose earliest call took
     // k_startup_call_ns or more and ten times their other calls' mean.
     void set_idle_causes(Entity& run) {
-        if (m_idle_unkept || m_kernel_runs.empty()) return;
+        if (m_idle_unkept || m_device_ops.empty()) return;
         std::vector<Span> once = m_startup;
         // The call named is the one covering most of the devices' timelines (the outermost of
         // nested operators that tie): a first call over before the first kernel idled no GPU.
-        double first = m_kernel_runs.front().start, last = m_kernel_runs.front().end;
-        for (const DeviceOp& op : m_kernel_runs) {
+        double first = m_device_ops.front().start, last = m_device_ops.front().end;
+        for (const DeviceOp& op : m_device_ops) {
             first = std::min(first, op.start);
             last = std::max(last, op.end);
         }
@@ -627,7 +630,7 @@ private:
                     std::tuple(within(longest->second), -longest->second.start, longest->second.length, longest->first))
                 longest = &call;
         }
-        const IdleCauses c = idle_causes(m_kernel_runs, std::move(once));
+        const IdleCauses c = idle_causes(m_device_ops, std::move(once));
         // Causes are told only where most idle time ends at work with a known issuing call.
         if (!(c.span > 0) || c.unmatched > c.idle / 2) return;
         const auto pct = [&](double t) { return 100.0 * t / c.span; };
@@ -652,7 +655,7 @@ private:
     }
 
     void record_launch(std::pair<double, double> cpu, std::pair<double, double> gpu, std::int64_t kept, bool memory) {
-        if (kept >= 0) m_kernel_runs[static_cast<std::size_t>(kept)].issued = cpu.first + cpu.second;
+        if (kept >= 0) m_device_ops[static_cast<std::size_t>(kept)].issued = cpu.first + cpu.second;
         if (memory) return;
         const double delay = gpu.first - (cpu.first + cpu.second);
         m_delays.add(delay);
@@ -723,7 +726,7 @@ private:
         }
         // Time each kernel ran beside another kernel of its device (past the bound: not told).
         const std::vector<double> concurrent =
-            m_idle_unkept ? std::vector<double>{} : concurrent_time(m_kernel_runs, m_kernels.size());
+            m_idle_unkept ? std::vector<double>{} : concurrent_time(m_device_ops, m_kernels.size());
         for (Entity& e : batch.entities) {
             if (e.kind == EntityKind::kernel) {
                 auto it = m_kernels.find(e.name);
@@ -877,8 +880,7 @@ private:
     std::vector<CollectiveRun> m_collectives;
     std::size_t m_collective_count = 0;
     double m_collective_bytes = 0;
-    std::vector<DeviceOp> m_kernel_runs;  // kernels, copies and sets, for the idle figures
-    std::uint32_t m_last_kernel = 0;      // the id of the kernel name read last
+    std::vector<DeviceOp> m_device_ops;  // kernels, copies and sets, for the idle figures
     std::vector<Span> m_startup;          // one-time host work: long code-loading calls, module loading
     double m_module_loading = 0;
     std::unordered_map<std::string, FirstCall, NameHash, std::equal_to<>> m_first_calls;
