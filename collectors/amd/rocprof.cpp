@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <set>
 
@@ -32,7 +34,7 @@ EntityKind stats_kind(const std::vector<std::string>& names) {
     return EntityKind::kernel;
 }
 
-class StatsCollector final : public Collector {
+class StatsCollector final : public StreamCollector {
 public:
     std::string_view id() const override { return "rocprof-stats"; }
     std::string_view description() const override {
@@ -42,10 +44,14 @@ public:
 
     bool recognizes(std::string_view head) const override { return head.starts_with(k_stats_header); }
 
-    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
-        const std::size_t nl = content.find('\n');
-        const std::string_view header_line = content.substr(0, nl);
-        CsvReader header_reader(header_line);
+    // Lines stream in; a name met again (a concatenated or repeated table) adds to its row, so
+    // memory grows with the distinct names, not the file.
+    Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
+        CsvStream lines(source);
+        std::string_view line;
+        auto got = lines.next_line(line);
+        if (!got) return std::unexpected(got.error());
+        CsvReader header_reader(*got ? line : std::string_view());
         std::vector<std::string> header;
         header_reader.next(header);
         const std::size_t columns = header.size();
@@ -56,19 +62,23 @@ public:
         const bool v3 = columns >= 8;  // ..., "MinNs","MaxNs","StdDev"
         struct Row {
             std::string name;
-            std::vector<double> values;  // Calls, TotalDurationNs, AverageNs, Percentage[, MinNs, MaxNs, StdDev]
+            // Calls, TotalDurationNs, AverageNs, Percentage[, MinNs, MaxNs, StdDev]
+            std::vector<double> values;
+            double sum_squares = 0;  // v3: calls x (StdDev^2 + AverageNs^2), summed over the rows merged
         };
         std::vector<Row> rows;
-        LineReader lines(content);
-        std::string_view line;
-        lines.next(line);  // the header, read above
-        std::uint64_t line_no = 1;
-        while (lines.next(line)) {
-            line_no = lines.line_number();
+        std::unordered_map<std::string, std::size_t> row_of;
+        std::vector<double> values;
+        std::uint64_t line_no = 1, merged = 0;
+        while (true) {
+            got = lines.next_line(line);
+            if (!got) return std::unexpected(got.error());
+            if (!*got) break;
+            line_no = lines.record_line();
             if (trim(line).empty()) continue;
             // The numbers are the last columns; old rocprof writes names unquoted even when
             // they hold commas, so the name is everything before them.
-            Row row;
+            values.assign(columns - 1, 0.0);
             std::string_view rest = line;
             for (std::size_t i = 0; i + 1 < columns; ++i) {
                 const std::size_t c = rest.rfind(',');
@@ -80,13 +90,30 @@ public:
                     return fail(path, line_no,
                                 fmt::format("expected a number in column \"{}\", found \"{}\"",
                                             header[columns - 1 - i], trim(rest.substr(c + 1))));
-                row.values.insert(row.values.begin(), *v);
+                values[columns - 2 - i] = *v;
                 rest = rest.substr(0, c);
             }
             std::string_view name = trim(rest);
             if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
-            row.name = std::string(name);
-            rows.push_back(std::move(row));
+            const double squares = v3 ? values[0] * (values[6] * values[6] + values[2] * values[2]) : 0.0;
+            auto [it, fresh] = row_of.try_emplace(std::string(name), rows.size());
+            if (fresh) {
+                rows.push_back({it->first, values, squares});
+                continue;
+            }
+            ++merged;
+            Row& r = rows[it->second];
+            r.values[0] += values[0];
+            r.values[1] += values[1];
+            r.values[2] = r.values[0] > 0 ? r.values[1] / r.values[0] : 0.0;
+            r.values[3] += values[3];
+            if (v3) {
+                r.values[4] = std::min(r.values[4], values[4]);
+                r.values[5] = std::max(r.values[5], values[5]);
+                r.sum_squares += squares;
+                const double mean = r.values[2];
+                r.values[6] = r.values[0] > 0 ? std::sqrt(std::max(0.0, r.sum_squares / r.values[0] - mean * mean)) : 0.0;
+            }
         }
         if (rows.empty()) return fail(path, line_no, "stats header without rows");
         std::vector<std::string> names;
@@ -130,6 +157,10 @@ public:
             }
             batch.entities.push_back(std::move(e));
         }
+        if (merged > 0)
+            batch.notes.push_back(fmt::format("{} rows named an entry already listed: added to its row (calls, time and "
+                                              "share summed)",
+                                              merged));
         Entity& run = batch.entities[run_index];
         if (kind == EntityKind::kernel) {
             run.set(plain("gpu_time", gpu_time, "ns"));

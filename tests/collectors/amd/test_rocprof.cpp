@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <nlohmann/json.hpp>
@@ -208,6 +210,34 @@ TEST(RocprofJson, TheCopyLaneIsNoDevice) {
         if (lane != "copy") gpus.insert(gpus.end(), v.begin(), v.end());
     EXPECT_NEAR(metric(&c.entities[0], "busy_time"), union_length(gpus), 1.0);
     EXPECT_LE(metric(&c.entities[0], "busy_time"), metric(&c.entities[0], "span"));
+}
+
+// A name listed twice (two stats tables concatenated) is one kernel: calls, times and share
+// added, min and max kept, and the standard deviation pooled from both rows' (computed here from
+// the rows as written: population variances around each row's mean).
+TEST(RocprofStats, ANameListedAgainAddsToItsRow) {
+    const std::string text =
+        "\"Name\",\"Calls\",\"TotalDurationNs\",\"AverageNs\",\"Percentage\",\"MinNs\",\"MaxNs\",\"StdDev\"\n"
+        "\"gemm\",10,1000,100,60.0,90,110,5\n"
+        "\"relu\",4,200,50,12.0,40,60,8\n"
+        "\"gemm\",30,3600,120,28.0,80,150,10\n";
+    auto r = collect_content("v3_kernel_stats.csv", text);
+    ASSERT_TRUE(r) << r.error().to_string();
+    const Entity* gemm = kernel_named(*r, "gemm");
+    ASSERT_NE(gemm, nullptr);
+    EXPECT_EQ(of_kind(*r, EntityKind::kernel).size(), 2u);
+    EXPECT_DOUBLE_EQ(metric(gemm, "launches"), 40);
+    EXPECT_DOUBLE_EQ(metric(gemm, "duration_total"), 4600);
+    EXPECT_DOUBLE_EQ(metric(gemm, "duration_mean"), 115);
+    EXPECT_DOUBLE_EQ(metric(gemm, "duration_min"), 80);
+    EXPECT_DOUBLE_EQ(metric(gemm, "duration_max"), 150);
+    const double mean = 4600.0 / 40, second_moment = (10 * (25 + 100.0 * 100) + 30 * (100 + 120.0 * 120)) / 40;
+    EXPECT_NEAR(metric(gemm, "duration_std"), std::sqrt(second_moment - mean * mean), 1e-9);
+    EXPECT_DOUBLE_EQ(metric(&r->entities[0], "gpu_time"), 4800);
+    EXPECT_DOUBLE_EQ(metric(&r->entities[0], "launches"), 44);
+    bool noted = false;
+    for (const std::string& n : r->notes) noted = noted || n.find("1 rows named an entry already listed") != std::string::npos;
+    EXPECT_TRUE(noted);
 }
 
 TEST(RocprofStats, MissingColumnsNameTheLine) {
