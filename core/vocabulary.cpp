@@ -110,7 +110,7 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"short_launch_pct", "percent", "run", "share of kernel launches shorter than 10 us"},
     {"elapsed_cycles", "count", k_k, "GPU cycles elapsed during the launch"},
     {"sm_active_cycles", "count", k_k, "cycles with at least one warp active, average per SM"},
-    {"sm_frequency", "hz", "kernel,launch,run", "SM clock during the launch (for a run: its kernels' clocks weighted by GPU time)"},
+    {"sm_frequency", "hz", "kernel,launch,run", "SM clock during the launch (for a run: its kernels' clocks weighted by GPU time, or the clock sampled while the GPU worked)"},
     {"dram_frequency", "hz", k_k, "DRAM clock during the launch"},
     // Speed of light
     {"sm_throughput", "percent", k_k, "compute (SM) throughput, percent of peak"},

@@ -205,22 +205,30 @@ void finish_amd_batch(RunBatch& batch, TimelineBuilder& builder, const std::map<
     if (sysinfo) {
         batch.labels.emplace("gpu_arch", sysinfo->arch);
         if (!sysinfo->workload.empty()) batch.labels.emplace("workload", sysinfo->workload);
+        // The clock limits the profile ran under: environment labels, named when they change.
+        if (sysinfo->max_sclk_mhz > 0) batch.labels.emplace("sm_clock", fmt::format("{:g} MHz", sysinfo->max_sclk_mhz));
+        if (sysinfo->max_mclk_mhz > 0)
+            batch.labels.emplace("memory_clock", fmt::format("{:g} MHz", sysinfo->max_mclk_mhz));
+        auto describe = [&](Entity& dev) {
+            dev.attributes["gpu"] = gpu_name(*sysinfo);
+            dev.set(plain("compute_units", sysinfo->compute_units, "count", "cu_per_gpu"));
+            if (sysinfo->max_sclk_mhz > 0)
+                dev.set(plain("device_frequency", sysinfo->max_sclk_mhz * 1e6, "hz", "max_sclk", "MHz"));
+            if (sysinfo->max_waves_per_cu > 0)
+                dev.set(plain("max_warps_per_sm", sysinfo->max_waves_per_cu, "count", "max_waves_per_cu"));
+        };
         bool has_device = false;
         for (Entity& ent : batch.entities) {
             if (ent.kind != EntityKind::device) continue;
             has_device = true;
-            ent.attributes["gpu"] = gpu_name(*sysinfo);
-            ent.set(plain("compute_units", sysinfo->compute_units, "count", "cu_per_gpu"));
-            if (sysinfo->max_waves_per_cu > 0)
-                ent.set(plain("max_warps_per_sm", sysinfo->max_waves_per_cu, "count", "max_waves_per_cu"));
+            describe(ent);
         }
         if (!has_device) {
             Entity dev;
             dev.kind = EntityKind::device;
             dev.name = "gpu-id 0";
             dev.parent = static_cast<std::int64_t>(batch.run_entity());
-            dev.attributes["gpu"] = gpu_name(*sysinfo);
-            dev.set(plain("compute_units", sysinfo->compute_units, "count", "cu_per_gpu"));
+            describe(dev);
             batch.entities.push_back(std::move(dev));
         }
     }
@@ -575,6 +583,8 @@ std::optional<AmdSystemInfo> read_amd_sysinfo(const std::string& path) {
     s.xcds = std::max(1.0, number_of({"num_xcd"}));
     if (const double w = number_of({"wave_size", "waveSize"}); w > 0) s.wave_size = w;
     s.hbm_bandwidth_gbs = number_of({"hbm_bw", "hbmBW"});
+    s.max_sclk_mhz = number_of({"max_sclk", "sclk"});
+    s.max_mclk_mhz = number_of({"max_mclk", "mclk"});
     if (s.arch.empty() && s.model.empty()) return std::nullopt;
     return s;
 }

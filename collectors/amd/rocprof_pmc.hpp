@@ -32,6 +32,8 @@ struct AmdSystemInfo {
     double xcds = 1;
     double wave_size = 64;
     double hbm_bandwidth_gbs = 0;  // hbm_bw (hbmBW): peak HBM bandwidth, GB/s
+    double max_sclk_mhz = 0;       // max_sclk (sclk): the GPU's SM clock limit, MHz
+    double max_mclk_mhz = 0;       // max_mclk (mclk): its memory clock limit, MHz
 };
 
 // Reads the sysinfo.csv at `path`; nullopt when it is absent or holds no GPU.

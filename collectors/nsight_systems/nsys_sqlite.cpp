@@ -95,6 +95,24 @@ private:
     WaitingMap<double> m_waiting;  // runtime call starts read ahead
 };
 
+// The SM (GPC) clock while the GPU worked, from Nsight Systems' GPU metrics sampling
+// (--gpu-metrics-devices): the mean of the "GPC Clock Frequency" samples taken when "GR Active"
+// of the same GPU was above zero (an idle GPU drops its clock). Values above 1e5 are Hz (some
+// versions store Hz under the [MHz] name), others MHz. nullopt without both metrics.
+std::optional<double> busy_gpc_clock_hz(Export& ex) {
+    if (!ex.has("GPU_METRICS") || !ex.has("TARGET_INFO_GPU_METRICS")) return std::nullopt;
+    SQLite::Statement st(
+        ex.db(),
+        "SELECT avg(CASE WHEN c.value > 100000 THEN c.value ELSE c.value * 1e6 END), count(*) "
+        "FROM GPU_METRICS c "
+        "JOIN TARGET_INFO_GPU_METRICS cn ON cn.typeId = c.typeId AND cn.metricId = c.metricId "
+        "JOIN GPU_METRICS a ON a.typeId = c.typeId AND a.timestamp = c.timestamp "
+        "JOIN TARGET_INFO_GPU_METRICS an ON an.typeId = a.typeId AND an.metricId = a.metricId "
+        "WHERE cn.metricName LIKE 'GPC Clock Frequency%' AND an.metricName LIKE 'GR Active%' AND a.value > 0");
+    if (!st.executeStep() || st.getColumn(1).getInt64() == 0 || st.getColumn(0).isNull()) return std::nullopt;
+    return st.getColumn(0).getDouble();
+}
+
 class NsysSqliteCollector final : public Collector {
 public:
     std::string_view id() const override { return "nsys-sqlite"; }
@@ -428,6 +446,8 @@ private:
             run.set(plain("sync_api_calls", sync_calls, "count"));
             run.set(plain("sync_api_time", sync_time, "ns"));
         }
+        if (const auto clock = busy_gpc_clock_hz(ex))
+            run.set(plain("sm_frequency", *clock, "hz", "GPC Clock Frequency (GPU metrics, while GR Active)"));
         if (latency_count > 0) {
             run.set(plain("launch_latency_mean", latency_sum / latency_count, "ns"));
             run.set(plain("launch_latency_max", latency_max, "ns"));

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <map>
 
 #include "collectors/amd/rocprof_pmc.hpp"
@@ -86,6 +87,32 @@ TEST(RocprofPmc, SysinfoGivesTheGpuAndAchievedOccupancy) {
     const nlohmann::json want = truth(path);
     // Every kernel of this OpenMP offload run has an achieved occupancy from SQ_LEVEL_WAVES.
     for (const auto& [name, w] : want.items()) EXPECT_TRUE(w.contains("occupancy_achieved")) << name;
+}
+
+// The clock limits of sysinfo.csv (max_sclk/max_mclk, or sclk/mclk in the older layout) label the
+// run (sm_clock, memory_clock: environment labels named when they change) and give the device's
+// clock; the expected values are read from the CSV here.
+TEST(RocprofPmc, SysinfoClockLimitsLabelTheRun) {
+    for (const char* folder : {"rocprof_compute/ROCm__omniperf__no_roof_MI300X_A1", "rocprof_compute/Aalanli__AMDGPUExperiments__rocgemm_mi200"}) {
+        PERFWATCH_CORPUS_FILE(path, std::string(folder) + "/pmc_perf.csv");
+        const std::string sysinfo = (std::filesystem::path(path).parent_path() / "sysinfo.csv").string();
+        const auto r = run_program({"python3", "-c",
+                                    "import csv,sys,json; r=next(csv.DictReader(open(sys.argv[1]))); "
+                                    "print(json.dumps({k: r.get('max_'+k) or r.get(k) for k in ('sclk','mclk')}))",
+                                    sysinfo});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const auto want = nlohmann::json::parse(r.out);
+        const RunBatch b = collect_ok(path);
+        EXPECT_EQ(label_value(b.labels, "sm_clock"), want["sclk"].get<std::string>() + " MHz") << folder;
+        EXPECT_EQ(label_value(b.labels, "memory_clock"), want["mclk"].get<std::string>() + " MHz") << folder;
+        bool device = false;
+        for (const Entity& e : b.entities)
+            if (e.kind == EntityKind::device) {
+                device = true;
+                EXPECT_DOUBLE_EQ(e.value("device_frequency").value_or(-1), std::stod(want["sclk"].get<std::string>()) * 1e6);
+            }
+        EXPECT_TRUE(device);
+    }
 }
 
 TEST(RocprofPmc, RoundedTimestampsSayDurationsAreLost) {

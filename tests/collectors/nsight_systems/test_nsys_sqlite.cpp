@@ -2,6 +2,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -232,6 +233,110 @@ TEST(NsysSqlite, GpuIdleDuringASynchronizeEqualsAnIndependentReading) {
                 EXPECT_NEAR(metric(e, "gpu_idle_during"), expected["cudaDeviceSynchronize"], 1) << file;
             }
         EXPECT_TRUE(found) << file;
+    }
+}
+
+}  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+namespace {
+
+// An export of 20 kernels with Nsight Systems GPU metrics sampled every 50 us: GR Active and the
+// GPC clock, `busy_mhz` while a kernel runs and 345 MHz between them, stored in MHz or (as some
+// nsys versions do under the same name) in Hz. Returns the mean clock of the busy samples in Hz,
+// summed here as the rows are written.
+double write_gpu_metrics_export(const std::string& path, double busy_mhz, bool in_hz, double stretch = 1) {
+    SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,"
+            " correlationId INTEGER, demangledName INTEGER, shortName INTEGER, gridX INTEGER, gridY INTEGER,"
+            " gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER, registersPerThread INTEGER,"
+            " staticSharedMemory INTEGER, dynamicSharedMemory INTEGER);"
+            "CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER, sourceId INTEGER, typeName TEXT, metricId INTEGER,"
+            " metricName TEXT);"
+            "CREATE TABLE GPU_METRICS (timestamp INTEGER, typeId INTEGER, metricId INTEGER, value INTEGER);"
+            "INSERT INTO StringIds VALUES (1, 'stencil(float*)'), (2, 'stencil');"
+            "INSERT INTO TARGET_INFO_GPU_METRICS VALUES (65536, 0, 'GH100', 0, 'GPC Clock Frequency [MHz]'),"
+            " (65536, 0, 'GH100', 1, 'SYS Clock Frequency [MHz]'), (65536, 0, 'GH100', 2, 'GR Active [Throughput %]');");
+    db.exec("BEGIN");
+    SQLite::Statement k(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 0, 7, 0, 1, 2, 132, 1, 1, 256, 1, 1, 32, 0, 0)");
+    SQLite::Statement m(db, "INSERT INTO GPU_METRICS VALUES (?, 65536, ?, ?)");
+    auto sample = [&](long long t, int metric, double value) {
+        m.bind(1, static_cast<int64_t>(t));
+        m.bind(2, metric);
+        m.bind(3, static_cast<int64_t>(value));
+        m.exec();
+        m.reset();
+    };
+    std::vector<std::pair<long long, long long>> kernels;
+    for (int i = 0; i < 20; ++i) {
+        const long long start = 1'000'000LL * i + 200'000,
+                        end = start + static_cast<long long>(stretch * static_cast<double>(400'000 + 10'000LL * i));
+        k.bind(1, static_cast<int64_t>(start));
+        k.bind(2, static_cast<int64_t>(end));
+        k.exec();
+        k.reset();
+        kernels.emplace_back(start, end);
+    }
+    double busy_sum = 0;
+    int busy_samples = 0;
+    for (long long t = 0; t < 20'000'000; t += 50'000) {
+        const bool busy = std::any_of(kernels.begin(), kernels.end(), [&](const auto& s) { return t >= s.first && t < s.second; });
+        // The clock wanders a little while busy: +-15 MHz by sample.
+        const double mhz = busy ? busy_mhz + static_cast<double>((t / 50'000) % 7 - 3) * 5 : 345;
+        sample(t, 0, in_hz ? mhz * 1e6 : mhz);
+        sample(t, 1, in_hz ? 1.6e9 : 1600);
+        sample(t, 2, busy ? 80 + (t / 50'000) % 20 : 0);
+        if (busy) {
+            busy_sum += mhz * 1e6;
+            ++busy_samples;
+        }
+    }
+    db.exec("COMMIT");
+    return busy_sum / busy_samples;
+}
+
+}  // namespace
+
+TEST(NsysSqlite, TheSmClockIsTheGpuMetricsClockWhileTheGpuWorked) {
+    TempDir dir;
+    for (const bool in_hz : {false, true}) {
+        const std::string path = dir.file(in_hz ? "hz.sqlite" : "mhz.sqlite");
+        const double expected = write_gpu_metrics_export(path, 1755, in_hz);
+        ASSERT_NEAR(expected, 1755e6, 20e6);
+        const RunBatch b = collect_ok(path);
+        EXPECT_DOUBLE_EQ(b.entities[0].value("sm_frequency").value_or(-1), expected) << (in_hz ? "Hz" : "MHz");
+    }
+    // Without GR Active the samples cannot say when the GPU worked: no clock is read.
+    const std::string path = dir.file("mhz.sqlite");
+    SQLite::Database(path, SQLite::OPEN_READWRITE).exec("DELETE FROM GPU_METRICS WHERE metricId = 2");
+    EXPECT_FALSE(collect_ok(path).entities[0].value("sm_frequency").has_value());
+}
+
+// A later export whose GPU ran at a lower clock: run-clock-changed says both clocks, and the
+// kernel, 1755/1410 times slower at the lower clock, is not compared with runs at the other.
+TEST(NsysSqlite, AThrottledRunIsToldByItsClockAndItsKernelTimesAreNotCompared) {
+    TempDir dir;
+    const std::string db = dir.file("h.db");
+    for (int i = 0; i < 11; ++i) {
+        const bool slow = i == 10;
+        const std::string path = dir.file(fmt::format("run{}.sqlite", i));
+        write_gpu_metrics_export(path, slow ? 1410 : 1755, false, slow ? 1755.0 / 1410 : 1.0);
+        const auto r = run_perfwatch({"check", "--db", db, "--format", "json", "--label", "benchmark=stencil", "--label",
+                                      fmt::format("commit=c{}", i), path});
+        ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+        if (!slow) continue;
+        const auto doc = nlohmann::json::parse(r.out);
+        bool told = false;
+        for (const auto& f : doc["findings"]) {
+            EXPECT_NE(f["rule"], "kernel-time-regression") << f["message"];
+            if (f["rule"] != "run-clock-changed") continue;
+            const std::string msg = f["message"];
+            told = msg.find("1410 MHz") != std::string::npos && msg.find("1755 MHz in the baseline") != std::string::npos;
+            EXPECT_TRUE(told) << msg;
+        }
+        EXPECT_TRUE(told);
     }
 }
 
