@@ -1,5 +1,8 @@
 #include "bench/regression_scenarios.hpp"
 
+#include "bench/comparators.hpp"
+#include "engine/stats.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,6 +38,7 @@ double factor(const SeriesSpec& s, std::size_t kernel, int r) {
         case C::shift: return kernel == 0 ? 1 + s.size : 1.0;
         case C::ramp: return kernel == 0 ? 1 + s.size * (r - s.at + 1) : 1.0;
         case C::uniform: return r == s.at ? 1 + s.size : 1.0;
+        case C::clock: return 1 + s.size;
         case C::revert: return kernel == 0 && r < s.at + s.revert_after ? 1 + s.size : 1.0;
         case C::bimodal: {
             // A coin per run from the seed and the run alone (the noise's generator untouched).
@@ -81,6 +85,8 @@ RunBatch make_run(std::mt19937_64& rng, const SeriesSpec& s, int r) {
         b.entities.push_back(std::move(e));
     }
     b.entities[run].set(Metric{"gpu_time", gpu_time, "ns", "", ""});
+    const bool slowed = s.change == SeriesSpec::Change::clock && r >= s.at;
+    b.entities[run].set(Metric{"sm_frequency", slowed ? 1.98e9 / (1 + s.size) : 1.98e9, "hz", "", ""});
     b.entities[run].set(Metric{"launches", launches, "count", "", ""});
     return b;
 }
@@ -89,6 +95,44 @@ bool opened_on(const RunRecord& run, const std::string& rule, const std::string&
     return std::any_of(run.events.begin(), run.events.end(), [&](const RegressionEvent& e) {
         return e.kind == RegressionEvent::Kind::opened && e.state.rule == rule && e.state.entity_name == entity;
     });
+}
+
+// The comparators on every kernel's levels: false alerts where nothing had changed, detection of
+// an upward change of the shifted kernel (index 0).
+void tally_comparators(const SeriesSpec& spec, const std::vector<RunRecord>& runs, int changed_at, Tally& t) {
+    const std::size_t kernels = runs.front().levels.size();
+    std::vector<std::vector<bool>> t_alerts;
+    std::vector<std::vector<std::optional<std::size_t>>> ph_alerts;
+    for (std::size_t k = 0; k < kernels; ++k) {
+        std::vector<double> series;
+        for (const RunRecord& run : runs) series.push_back(run.levels[k]);
+        t_alerts.push_back(median_t_test(series));
+        ph_alerts.push_back(perfherder(series));
+    }
+    for (const RunRecord& run : runs) {
+        const auto r = static_cast<std::size_t>(run.index);
+        if (run.index >= changed_at || run.index < static_cast<int>(k_min_history_runs)) continue;
+        bool t_any = false, ph_any = false;
+        for (std::size_t k = 0; k < kernels; ++k) {
+            t_any = t_any || t_alerts[k][r];
+            ph_any = ph_any || ph_alerts[k][r].has_value();
+        }
+        t.t_false_alerts += t_any ? 1 : 0;
+        t.ph_false_alerts += ph_any ? 1 : 0;
+    }
+    if (changed_at >= spec.runs || spec.size <= 0) return;
+    const auto at = static_cast<std::size_t>(spec.at);
+    for (std::size_t r = at; r < std::min(runs.size(), at + 3); ++r)
+        if (t_alerts[0][r]) {
+            ++t.t_detected;
+            break;
+        }
+    for (std::size_t r = at; r < runs.size(); ++r)
+        if (const auto named = ph_alerts[0][r]; named && *named + 1 >= at && *named <= at + 1) {
+            ++t.ph_detected;
+            t.ph_delay += static_cast<int>(r - at);
+            break;
+        }
 }
 
 }  // namespace
@@ -111,13 +155,18 @@ std::vector<RunRecord> run_series(const RuleSet& rules, const SeriesSpec& spec) 
     std::mt19937_64 rng(spec.seed);
     std::vector<RunRecord> out;
     for (int r = 0; r < spec.runs; ++r) {
-        auto stored = db->store(make_run(rng, spec, r));
+        RunBatch batch = make_run(rng, spec, r);
+        std::vector<double> levels;
+        for (const Entity& e : batch.entities)
+            if (e.kind == EntityKind::kernel) levels.push_back(median(e.samples.at("duration")));
+        auto stored = db->store(std::move(batch));
         if (!stored) throw std::runtime_error(stored.error().to_string());
         auto run = db->load(stored->run_id);
         if (!run || !*run) throw std::runtime_error("stored run vanished");
         auto outcome = process_run(*db, rules, **run);
         if (!outcome) throw std::runtime_error(outcome.error().to_string());
-        out.push_back({r, stored->run_id, std::move(outcome->events), std::move(outcome->evaluation.findings)});
+        out.push_back({r, stored->run_id, std::move(outcome->events), std::move(outcome->evaluation.findings),
+                       std::move(levels)});
     }
     return out;
 }
@@ -136,7 +185,7 @@ void tally(const SeriesSpec& spec, const std::vector<RunRecord>& runs, Tally& t)
     const int changed_at = unchanged ? spec.runs : spec.at;
     for (const RunRecord& run : runs) {
         if (run.index < changed_at) {
-            if (run.index >= 5) ++t.comparisons;
+            if (run.index >= static_cast<int>(k_min_history_runs)) ++t.comparisons;
             if (is_alert(run)) ++t.false_alerts;
         } else if (spec.size < 0) {
             // An improvement of one kernel: an alert on it or on the run is the improvement's
@@ -154,9 +203,25 @@ void tally(const SeriesSpec& spec, const std::vector<RunRecord>& runs, Tally& t)
             else if (is_alert(run)) ++t.false_alerts;
         }
     }
+    tally_comparators(spec, runs, changed_at, t);
+    if (spec.change == C::bimodal) {
+        // Alerts once the series has shown both modes (3 runs each, two switches) before the run.
+        const double split = k_kernels[0].level_ns * (1 + spec.size / 2);
+        int high = 0, low = 0, switches = 0;
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            const bool shown = high >= 3 && low >= 3 && switches >= 2;
+            if (shown && runs[i].index >= static_cast<int>(k_min_history_runs)) {
+                ++t.bimodal_shown_runs;
+                if (is_alert(runs[i])) ++t.bimodal_shown_alerts;
+            }
+            const bool is_high = runs[i].levels[0] > split;
+            (is_high ? high : low) += 1;
+            if (i > 0 && is_high != (runs[i - 1].levels[0] > split)) ++switches;
+        }
+    }
     if (spec.change == C::bimodal)
         for (const RunRecord& run : runs)
-            if (run.index >= 5 && std::any_of(run.findings.begin(), run.findings.end(),
+            if (run.index >= static_cast<int>(k_min_history_runs) && std::any_of(run.findings.begin(), run.findings.end(),
                                                [](const Finding& f) { return f.rule == "run-time-bimodal"; }))
                 ++t.bimodal_told;
     if (unchanged || spec.size < 0) return;
@@ -180,6 +245,29 @@ void tally(const SeriesSpec& spec, const std::vector<RunRecord>& runs, Tally& t)
             if (f.rule == "kernel-time-regression" && f.entity_name == k_shifted_kernel && f.comparison &&
                 f.comparison->first_bad_run == change_run)
                 ++t.still_open;
+    }
+    if (spec.change == C::shift) {
+        for (int r = spec.at; r < std::min(spec.runs, spec.at + 3); ++r) {
+            const RunRecord& run = runs[static_cast<std::size_t>(r)];
+            const auto opened = std::find_if(run.events.begin(), run.events.end(), [](const RegressionEvent& e) {
+                return e.kind == RegressionEvent::Kind::opened && e.state.rule == "run-gpu-time-regression";
+            });
+            if (opened == run.events.end()) continue;
+            ++t.run_detected;
+            t.run_on_time += r == spec.at ? 1 : 0;
+            t.run_first_bad_exact += opened->state.first_bad_run == change_run ? 1 : 0;
+            break;
+        }
+    }
+    if (spec.change == C::clock) {
+        const RunRecord& run = runs[static_cast<std::size_t>(spec.at)];
+        t.clock_told += std::any_of(run.findings.begin(), run.findings.end(),
+                                    [](const Finding& f) { return f.rule == "run-clock-changed"; })
+                            ? 1
+                            : 0;
+        for (int r = spec.at; r < spec.runs; ++r)
+            for (const RegressionEvent& e : runs[static_cast<std::size_t>(r)].events)
+                t.clock_regressions += e.kind == RegressionEvent::Kind::opened ? 1 : 0;
     }
     if (spec.change == C::uniform) {
         const RunRecord& run = runs[static_cast<std::size_t>(spec.at)];

@@ -21,6 +21,8 @@ struct SeriesSpec {
         revert,   // the largest kernel x (1 + size) for `revert_after` runs from `at`, then back
         bimodal,  // the largest kernel x (1 + size) in about half the runs, chosen at random per run
                   // (an autotuner picking either of two algorithms): nothing changes
+        clock,    // from run `at` on the SM clock (the run's sm_frequency) is 1 / (1 + size) of its
+                  // 1.98 GHz and every kernel x (1 + size): a throttled or re-clocked GPU, not the code
     };
     Change change = Change::none;
     double cv = 0.05;
@@ -40,6 +42,7 @@ struct RunRecord {
     std::int64_t run_id = 0;
     std::vector<RegressionEvent> events;
     std::vector<Finding> findings;
+    std::vector<double> levels;  // each kernel's median per launch, in k_kernels order (the shifted one first)
 };
 
 // The shipped history rules (rules/regression.yaml: every regression rule, run-level ones
@@ -59,12 +62,25 @@ struct Tally {
     int first_bad_exact = 0;  // of the detected: the first bad run named is the change's run
     int still_open = 0;       // shift: 6 runs after the change, the rule still fires naming the change's run
     int false_alerts = 0;     // alerts where nothing changed (before the change, or in a stable series)
-    int comparisons = 0;      // runs judged where nothing had changed (5 baseline runs on)
+    int comparisons = 0;      // runs judged where nothing had changed (k_min_history_runs baseline runs on)
     int improvement_alerts = 0;  // improving series (size < 0): alerts from the change on, on the improved kernel or the run
     int uniform_single = 0;   // uniform: exactly one whole-run finding and no regression at the change
     int per_kernel_alerts = 0;   // uniform: regressions opened at the change (should be none)
     int resolved = 0;         // revert: every regression opened was resolved by the end
-    int bimodal_told = 0;     // bimodal: runs judged (5 baseline runs on) told their series has two modes
+    int bimodal_told = 0;     // bimodal: runs judged told their series has two modes
+    int bimodal_shown_runs = 0;    // bimodal: runs judged after both modes showed (3 runs each, two switches)
+    int bimodal_shown_alerts = 0;  // of those: runs with an alert
+    int run_detected = 0;     // shift: run-gpu-time-regression opened within 3 runs of the change
+    int run_on_time = 0;      // of those: opened at the change's run
+    int run_first_bad_exact = 0;  // of those: naming the change's run as the first bad one
+    int clock_told = 0;       // clock: run-clock-changed said so at the change's run
+    int clock_regressions = 0;    // clock: regressions opened from the change on (should be none)
+    // The same series through the comparators (bench/comparators.hpp), counted as above.
+    int t_detected = 0;       // the median t-test alerted on the shifted kernel within 3 runs
+    int t_false_alerts = 0;   // runs where nothing had changed and it alerted on any kernel
+    int ph_detected = 0;      // Perfherder alerted on the shifted kernel naming the change's run (+-1)
+    int ph_delay = 0;         // summed over those: runs from the change to the alert
+    int ph_false_alerts = 0;  // runs where nothing had changed and it alerted on any kernel
 };
 void tally(const SeriesSpec& spec, const std::vector<RunRecord>& runs, Tally& into);
 

@@ -247,13 +247,12 @@ Result<Baseline> select_baseline(const Db& db, const StoredRun& current, const B
     std::vector<std::int64_t> reference;
     if (ids->size() >= spec.runs + k_min_history_runs)
         reference.assign(ids->begin() + static_cast<std::ptrdiff_t>(spec.runs), ids->end());
-    if (reference.empty() && ids->size() > spec.runs) ids->resize(spec.runs);
     // Window and reference in one batch: `ids` is newest first (the window, then the reference),
     // so the runs read, oldest first, are the reference and then the window.
     std::vector<std::shared_ptr<const StoredRun>> loaded;
     if (auto r = load_runs(db, *ids, loaded, cache); !r) return std::unexpected(r.error());
     const auto window_start = loaded.end() - static_cast<std::ptrdiff_t>(std::min(loaded.size(), spec.runs));
-    out.reference.assign(loaded.begin(), window_start);
+    if (!reference.empty()) out.reference.assign(loaded.begin(), window_start);
     out.runs.assign(window_start, loaded.end());
     const bool cut = window->from > 0 || !window->excluded.empty();
     out.description = out.runs.empty() ? fmt::format("no comparable run on {} yet", spec.branch)
@@ -310,7 +309,40 @@ bool uses_duration_samples(std::string_view metric) {
     return metric == "duration" || metric == "duration_mean" || metric == "duration_median";
 }
 
+bool is_clock_metric(std::string_view metric) { return metric == "sm_frequency" || metric == "dram_frequency"; }
+
+namespace {
+
+std::optional<double> run_clock(const RunBatch& batch) {
+    for (const Entity& e : batch.entities)
+        if (e.kind == EntityKind::run) return e.value("sm_frequency");
+    return std::nullopt;
+}
+
+// Two runs were measured at the same clock setting: the same `clocks` label and, where both
+// measured it, SM clocks within k_clock_tolerance of each other.
+bool same_clock(const RunBatch& a, const RunBatch& b) {
+    if (label_value(a.labels, "clocks") != label_value(b.labels, "clocks")) return false;
+    const auto ca = run_clock(a), cb = run_clock(b);
+    if (!ca || !cb || !(*ca > 0) || !(*cb > 0)) return true;
+    return std::fabs(*ca - *cb) <= k_clock_tolerance * std::max(*ca, *cb);
+}
+
+}  // namespace
+
 RunHistory::RunHistory(Baseline baseline, const RunBatch& current) : m_baseline(std::move(baseline)), m_current(current) {
+    // Timings are compared only with runs measured at the same clock; the clocks themselves with
+    // every baseline run (run-clock-changed says when they differ).
+    m_all_runs = m_baseline.runs;
+    auto keep_same_clock = [&](std::vector<std::shared_ptr<const StoredRun>>& runs) {
+        const auto before = runs.size();
+        std::erase_if(runs, [&](const auto& r) { return !same_clock(r->batch, current); });
+        return before - runs.size();
+    };
+    if (const std::size_t left_out = keep_same_clock(m_baseline.runs); left_out > 0)
+        m_baseline.description += fmt::format(" ({} at another clock left out)", left_out);
+    keep_same_clock(m_baseline.reference);
+    keep_same_clock(m_baseline.recent);
     auto index_runs = [&](const std::vector<std::shared_ptr<const StoredRun>>& runs, auto& indexes) {
         for (const auto& run_ptr : runs) {
             auto& index = indexes.emplace_back();
@@ -324,6 +356,7 @@ RunHistory::RunHistory(Baseline baseline, const RunBatch& current) : m_baseline(
     index_runs(m_baseline.runs, m_index);
     index_runs(m_baseline.reference, m_reference_index);
     index_runs(m_baseline.recent, m_recent_index);
+    index_runs(m_all_runs, m_all_index);
     index_launches(current);
 }
 
@@ -435,41 +468,70 @@ std::optional<Comparison> RunHistory::compare_with(const Entity& entity, std::st
     return result;
 }
 
-double RunHistory::typical_spread(std::string_view metric, bool reference) const {
-    auto& memo = reference ? m_typical_reference : m_typical_window;
+RunHistory::TypicalSpread RunHistory::typical_spread(std::string_view metric, bool reference, bool own) const {
+    auto& memo = own ? (reference ? m_typical_own_reference : m_typical_own_window)
+                     : (reference ? m_typical_reference : m_typical_window);
     if (auto it = memo.find(metric); it != memo.end()) return it->second;
-    // The run-to-run spread of each kernel relative to its level, over the baseline runs: kernels
-    // share the machine's noise (clocks, temperature), so their median sees it better than one
-    // kernel's few runs do.
+    // The run-to-run spread of each kernel relative to its level, over the baseline runs (`own`:
+    // with each run's common factor taken out): kernels share the
+    // noise's sources, so their median sees it better than one kernel's few runs do.
+    static const CommonFactors k_none;
+    const CommonFactors& f = own ? common_factors(metric, reference ? Part::reference : Part::window) : k_none;
     std::vector<double> relative;
+    double runs = 0;
     for (const Entity& e : m_current.entities) {
         if (e.kind != EntityKind::kernel) continue;
         const auto& m = reference ? find_matches(e, m_reference_index, m_reference_matches) : matches(e);
         std::vector<double> levels;
-        for (const Entity* b : m)
-            if (b != nullptr)
-                if (auto v = level(*b, metric)) levels.push_back(*v);
+        for (std::size_t i = 0; i < m.size(); ++i) {
+            if (m[i] == nullptr) continue;
+            const auto v = level(*m[i], metric);
+            if (!v) continue;
+            if (own) {
+                if (!f.current || i >= f.per_run.size() || !f.per_run[i] || !(*f.per_run[i] > 0)) continue;
+                levels.push_back(*v / *f.per_run[i]);
+            } else {
+                levels.push_back(*v);
+            }
+        }
         if (levels.size() < k_min_history_runs) continue;
         const double mid = median(levels);
-        if (mid > 0) relative.push_back(mad_sigma(levels) / mid);
+        if (!(mid > 0)) continue;
+        // The MAD of a few values runs low: Croux and Rousseeuw's small-sample factor n / (n - 0.8).
+        const double n = static_cast<double>(levels.size());
+        relative.push_back(mad_sigma(levels) / mid * n / (n - 0.8));
+        runs += static_cast<double>(levels.size() - 1);
     }
-    const double out = relative.empty() ? 0.0 : median(relative);
+    // Its degrees of freedom: the kernels' together, at the MAD's 37% efficiency.
+    TypicalSpread out;
+    if (!relative.empty()) out = {median(relative), k_mad_efficiency * runs};
     memo.emplace(std::string(metric), out);
     return out;
 }
 
-const RunHistory::CommonFactors& RunHistory::common_factors(std::string_view metric, bool reference) const {
-    auto& memo = reference ? m_common_reference : m_common_window;
-    if (auto it = memo.find(metric); it != memo.end()) return it->second;
+const std::vector<const Entity*>& RunHistory::part_matches(const Entity& entity, Part part) const {
+    switch (part) {
+        case Part::reference: return find_matches(entity, m_reference_index, m_reference_matches);
+        case Part::recent: return find_matches(entity, m_recent_index, m_recent_matches);
+        case Part::window: break;
+    }
+    return matches(entity);
+}
+
+const RunHistory::CommonFactors& RunHistory::common_factors(std::string_view metric, Part part) const {
+    auto key = std::make_pair(part, std::string(metric));
+    if (auto it = m_common.find(key); it != m_common.end()) return it->second;
     // Each run's common factor: the median over the current run's kernels of its level against
     // the kernel's median level over the runs. It is what moved every kernel of a run together.
-    const std::size_t n = reference ? m_baseline.reference.size() : m_baseline.runs.size();
+    const std::size_t n = part == Part::reference ? m_baseline.reference.size()
+                          : part == Part::recent  ? m_baseline.recent.size()
+                                                  : m_baseline.runs.size();
     std::vector<std::vector<double>> ratios(n);
     std::vector<double> current_ratios;
     std::size_t kernels = 0;
     for (const Entity& e : m_current.entities) {
         if (e.kind != EntityKind::kernel) continue;
-        const auto& m = reference ? find_matches(e, m_reference_index, m_reference_matches) : matches(e);
+        const auto& m = part_matches(e, part);
         std::vector<std::optional<double>> levels;
         std::vector<double> present;
         for (const Entity* b : m) {
@@ -492,37 +554,67 @@ const RunHistory::CommonFactors& RunHistory::common_factors(std::string_view met
             if (!ratios[i].empty()) out.per_run[i] = median(ratios[i]);
         out.current = median(current_ratios);
     }
-    return memo.emplace(std::string(metric), std::move(out)).first->second;
+    return m_common.emplace(std::move(key), std::move(out)).first->second;
 }
 
-std::optional<double> RunHistory::relative_confidence(const Entity& entity, std::string_view metric, bool reference,
-                                                      bool up) const {
-    const CommonFactors& f = common_factors(metric, reference);
+std::optional<Comparison> RunHistory::own_comparison(const Entity& entity, std::string_view metric,
+                                                     bool reference) const {
+    // A run's GPU time is divided by the factor its kernels' durations share.
+    const bool run = entity.kind == EntityKind::run;
+    if (run && metric != "gpu_time") return std::nullopt;
+    const CommonFactors& f = common_factors(run ? "duration" : metric, reference ? Part::reference : Part::window);
     if (!f.current || !(*f.current > 0)) return std::nullopt;
+    const auto now = level(entity, metric);
+    if (!now) return std::nullopt;
+    // Every level and sample divided by its run's common factor: what is left is the kernel's own
+    // change, without the run-to-run noise all kernels share.
     const auto& m = reference ? find_matches(entity, m_reference_index, m_reference_matches) : matches(entity);
-    std::vector<double> normalized;
+    std::vector<double> levels, pooled;
     for (std::size_t i = 0; i < m.size() && i < f.per_run.size(); ++i) {
         if (m[i] == nullptr || !f.per_run[i] || !(*f.per_run[i] > 0)) continue;
-        if (auto v = level(*m[i], metric)) normalized.push_back(*v / *f.per_run[i]);
+        const auto v = level(*m[i], metric);
+        if (!v) continue;
+        levels.push_back(*v / *f.per_run[i]);
+        for (double x : samples_of(*m[i], metric)) pooled.push_back(x / *f.per_run[i]);
     }
-    const auto now = level(entity, metric);
-    if (!now || normalized.size() < k_min_history_runs) return std::nullopt;
-    const Comparison c = compare_to_baseline(*now / *f.current, {}, normalized, {});
-    return up ? c.confidence_up : c.confidence_down;
+    if (levels.size() < k_min_history_runs) return std::nullopt;
+    std::vector<double> current_samples = samples_of(entity, metric);
+    for (double& x : current_samples) x /= *f.current;
+    // A sum over kernels has no pool of its own: its spread is floored at half the typical kernel's.
+    if (run)
+        return compare_to_baseline(*now / *f.current, {}, levels, {},
+                                   std::max(0.005, 0.5 * typical_spread("duration", reference, true).relative));
+    // The kernels' typical spread is the floor, with the degrees of freedom of all their runs.
+    const TypicalSpread typical = typical_spread(metric, reference, true);
+    return compare_to_baseline(*now / *f.current, current_samples, levels, pooled, std::max(0.005, typical.relative),
+                               k_min_runs_tested, typical.df);
 }
 
 std::optional<RunHistory::ModeBaseline> RunHistory::mode_baseline(const Entity& entity, std::string_view metric) const {
     const auto current = level(entity, metric);
     if (!current) return std::nullopt;
+    // Levels with each run's common factor taken out where there is one (the machine's noise
+    // hides modes a few percent apart); a run's GPU time by its kernels' factor.
+    const bool kernel = entity.kind == EntityKind::kernel;
+    const CommonFactors& f =
+        common_factors(entity.kind == EntityKind::run && metric == "gpu_time" ? "duration" : metric, Part::recent);
+    const bool own = (kernel || (entity.kind == EntityKind::run && metric == "gpu_time")) && f.current && *f.current > 0;
     std::vector<double> levels;
     std::vector<const Entity*> entities;
-    for (const Entity* e : find_matches(entity, m_recent_index, m_recent_matches)) {
-        if (e == nullptr) continue;
-        if (const auto v = level(*e, metric)) {
+    const auto& m = part_matches(entity, Part::recent);
+    for (std::size_t i = 0; i < m.size(); ++i) {
+        if (m[i] == nullptr) continue;
+        const auto v = level(*m[i], metric);
+        if (!v) continue;
+        if (own) {
+            if (i >= f.per_run.size() || !f.per_run[i] || !(*f.per_run[i] > 0)) continue;
+            levels.push_back(*v / *f.per_run[i]);
+        } else {
             levels.push_back(*v);
-            entities.push_back(e);
         }
+        entities.push_back(m[i]);
     }
+    const double now = own ? *current / *f.current : *current;
     auto modes = two_modes(levels);
     if (!modes) return std::nullopt;
     // Modes alternate in time (two switches or more); one switch is a shift, judged as such.
@@ -531,7 +623,7 @@ std::optional<RunHistory::ModeBaseline> RunHistory::mode_baseline(const Entity& 
     for (std::size_t i = 1; i < levels.size(); ++i) switches += (levels[i] > split) != (levels[i - 1] > split) ? 1 : 0;
     if (switches < 2) return std::nullopt;
     ModeBaseline out{*modes, {}};
-    const bool high = std::fabs(*current - modes->high) < std::fabs(*current - modes->low);
+    const bool high = std::fabs(now - modes->high) < std::fabs(now - modes->low);
     for (std::size_t i = 0; i < levels.size(); ++i)
         if ((levels[i] > split) == high) out.runs.push_back(entities[i]);
     return out;
@@ -540,22 +632,40 @@ std::optional<RunHistory::ModeBaseline> RunHistory::mode_baseline(const Entity& 
 std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_view metric) const {
     const auto key = std::make_pair(&entity, std::string(metric));
     if (auto it = m_memo.find(key); it != m_memo.end()) return it->second;
+    if (is_clock_metric(metric)) {
+        auto result = compare_with(entity, metric, find_matches(entity, m_all_index, m_all_matches));
+        m_memo.emplace(key, result);
+        return result;
+    }
     // A series in two modes is judged against the recent runs of the mode nearest to this run: a
     // switch between modes is no regression, a move away from both still is.
     if (const auto modal = mode_baseline(entity, metric)) {
-        const double floor = std::max(0.005, entity.kind == EntityKind::kernel ? 0.75 * typical_spread(metric, false) : 0.0);
+        const double floor = std::max(0.005, entity.kind == EntityKind::kernel ? 0.75 * typical_spread(metric, false).relative : 0.0);
         std::optional<Comparison> result = compare_with(entity, metric, modal->runs, floor);
         if (result) result->modes = modal->modes;
+        // A kernel's change must hold against its run's common factor too.
+        if (result && entity.kind == EntityKind::kernel && (result->window_test || result->rank_test))
+            if (const auto own = own_comparison(entity, metric, false); own && own->window_test) {
+                result->confidence_up = std::min(result->confidence_up, own->confidence_up);
+                result->confidence_down = std::min(result->confidence_down, own->confidence_down);
+            }
         m_memo.emplace(key, result);
         return result;
     }
     // A kernel's spread is floored at three quarters of the typical kernel's, so a kernel whose
     // few baseline runs happen to agree closely does not make every change look certain.
     const bool kernel = entity.kind == EntityKind::kernel;
-    const double floor_near = std::max(0.005, kernel ? 0.75 * typical_spread(metric, false) : 0.0);
+    // A run's GPU time (a sum over its kernels, which share its machine's noise) at half of it.
+    const bool run_time = entity.kind == EntityKind::run && metric == "gpu_time";
+    auto floor_of = [&](bool reference) {
+        if (kernel) return std::max(0.005, 0.75 * typical_spread(metric, reference).relative);
+        if (run_time) return std::max(0.005, 0.5 * typical_spread("duration", reference).relative);
+        return 0.005;
+    };
+    const double floor_near = floor_of(false);
     std::optional<Comparison> result = compare_with(entity, metric, matches(entity), floor_near);
     if (result && (result->window_test || result->rank_test) && m_baseline.reference.size() >= k_min_history_runs) {
-        const double floor_far = std::max(0.005, kernel ? 0.75 * typical_spread(metric, true) : 0.0);
+        const double floor_far = floor_of(true);
         auto far = compare_with(entity, metric, find_matches(entity, m_reference_index, m_reference_matches), floor_far);
         if (far && (far->window_test || far->rank_test)) {
             const bool up = far->change_pct > 0;
@@ -570,11 +680,21 @@ std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_
     }
     // A kernel's change must also hold against the other kernels of its run: what moved every
     // kernel together (clocks, another job) is the machine's, and the run says so once.
+    // A run's GPU time is judged by what moved beyond its kernels' common factor (one kernel's
+    // code, more launches); what moved them all alike is the machine's (run-uniformly-slower).
+    if (entity.kind == EntityKind::run && result && result->window_test)
+        if (const auto own = own_comparison(entity, metric, result->horizon); own && own->window_test) {
+            result->confidence_up = own->confidence_up;
+            result->confidence_down = own->confidence_down;
+        }
+    // Its confidence is that of its level against its run's common factor (what moved every
+    // kernel together, clocks or another job, is the machine's, and the run says so once).
     if (kernel && result && (result->window_test || result->rank_test)) {
-        const bool up = result->change_pct > 0;
-        if (const auto rel = relative_confidence(entity, metric, result->horizon, up)) {
-            double& conf = up ? result->confidence_up : result->confidence_down;
-            conf = std::min(conf, *rel);
+        if (const auto own = own_comparison(entity, metric, result->horizon); own && own->window_test) {
+            result->confidence_up = own->confidence_up;
+            result->confidence_down = own->confidence_down;
+            result->own_change_pct = own->change_pct;
+            result->own_spread_pct = own->baseline > 0 ? 100.0 * own->spread / own->baseline : 0.0;
         }
     }
     m_memo.emplace(key, result);
@@ -585,7 +705,7 @@ std::optional<UniformChange> RunHistory::uniform_change(std::string_view metric)
     if (m_baseline.runs.empty()) return std::nullopt;
     if (auto it = m_uniform.find(metric); it != m_uniform.end()) return it->second;
     // Against the recent window only: each kernel's change, and whether it is confident.
-    const double floor = std::max(0.005, 0.75 * typical_spread(metric, false));
+    const double floor = std::max(0.005, 0.75 * typical_spread(metric, false).relative);
     std::vector<double> changes;
     std::size_t confident = 0;
     for (const Entity& e : m_current.entities) {
@@ -612,8 +732,8 @@ std::optional<UniformChange> RunHistory::uniform_change(std::string_view metric)
 }
 
 std::optional<std::string> RunHistory::changed_labels() const {
-    if (m_baseline.runs.empty()) return std::nullopt;
-    const Labels& before = m_baseline.runs.back()->batch.labels;
+    if (m_all_runs.empty()) return std::nullopt;
+    const Labels& before = m_all_runs.back()->batch.labels;
     const Labels& now = m_current.labels;
     std::vector<std::string> parts;
     auto differs = [&](const std::string& k) {
@@ -628,8 +748,8 @@ std::optional<std::string> RunHistory::changed_labels() const {
         if (differs(k))
             parts.push_back(fmt::format("{} {} -> {}", k, label_value(before, k).empty() ? "(none)" : label_value(before, k),
                                         label_value(now, k).empty() ? "(none)" : label_value(now, k)));
-    if (m_baseline.runs.back()->batch.tool_version != m_current.tool_version && !m_current.tool_version.empty())
-        parts.push_back(fmt::format("tool version {} -> {}", m_baseline.runs.back()->batch.tool_version,
+    if (m_all_runs.back()->batch.tool_version != m_current.tool_version && !m_current.tool_version.empty())
+        parts.push_back(fmt::format("tool version {} -> {}", m_all_runs.back()->batch.tool_version,
                                     m_current.tool_version));
     if (parts.empty()) return std::nullopt;
     return fmt::format("{}", fmt::join(parts, ", "));

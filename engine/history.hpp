@@ -118,7 +118,9 @@ Result<Baseline> explicit_baseline(const Db& db, const StoredRun& current, std::
 inline constexpr std::size_t k_min_history_runs = 5;
 
 // The baseline as seen from the entities of one current run. Entities match by kind and name
-// (the run entity by kind). Results are memoized per entity and metric.
+// (the run entity by kind). Baseline runs measured at another clock setting than the current run
+// (another `clocks` label, or SM clocks more than k_clock_tolerance apart) are left out of every
+// comparison but the clocks' own. Results are memoized per entity and metric.
 class RunHistory {
 public:
     RunHistory(Baseline baseline, const RunBatch& current);
@@ -181,19 +183,26 @@ private:
                                            const std::vector<const Entity*>& baseline, double min_cv = 0.005) const;
     std::optional<double> robust_run_time(const Entity& run) const;
     // The median over the current run's kernels of their run-to-run spread relative to their level,
-    // over the window (or the reference) runs; 0 when no kernel has enough runs.
-    double typical_spread(std::string_view metric, bool reference) const;
+    // over the window (or the reference) runs (`own`: with each run's common factor taken out);
+    // 0 when no kernel has enough runs.
+    struct TypicalSpread {
+        double relative = 0;  // relative to the level
+        double df = 0;        // degrees of freedom of the estimate
+    };
+    TypicalSpread typical_spread(std::string_view metric, bool reference, bool own = false) const;
     // Per baseline (or reference) run and for the current run, the factor that moved all the
     // current run's kernels together; empty with fewer than 3 kernels to tell.
     struct CommonFactors {
         std::vector<std::optional<double>> per_run;
         std::optional<double> current;
     };
-    const CommonFactors& common_factors(std::string_view metric, bool reference) const;
-    // The confidence that `entity` moved (up or down) against its run's common factor; nullopt
-    // when that cannot be told.
-    std::optional<double> relative_confidence(const Entity& entity, std::string_view metric, bool reference,
-                                              bool up) const;
+    // The runs of a baseline part: the window, the long-horizon reference, the recent runs.
+    enum class Part { window, reference, recent };
+    const std::vector<const Entity*>& part_matches(const Entity& entity, Part part) const;
+    const CommonFactors& common_factors(std::string_view metric, Part part) const;
+    // `entity`'s comparison with every level and sample divided by its run's common factor (its
+    // own change); nullopt when that cannot be told.
+    std::optional<Comparison> own_comparison(const Entity& entity, std::string_view metric, bool reference) const;
     // Per-instance values behind `metric` of `entity`: its stored samples, else its launches' values.
     std::vector<double> samples_of(const Entity& entity, std::string_view metric) const;
     void index_launches(const RunBatch& batch);
@@ -204,17 +213,28 @@ private:
     std::vector<Index> m_index;            // per baseline run
     std::vector<Index> m_reference_index;  // per reference run
     std::vector<Index> m_recent_index;     // per recent run
+    std::vector<std::shared_ptr<const StoredRun>> m_all_runs;  // the window before runs at another clock left
+    std::vector<Index> m_all_index;        // per run of m_all_runs
     std::set<const RunBatch*> m_launch_indexed;  // runs whose launches index_launches has seen
     std::map<const Entity*, std::vector<const Entity*>> m_launches;  // kernel -> its launches
     std::map<const RunBatch*, std::vector<const Entity*>> m_kernels;  // every batch's kernels
     std::map<const Entity*, const RunBatch*> m_batch_of;              // run entity -> its batch
-    mutable std::map<const Entity*, std::vector<const Entity*>> m_matches, m_reference_matches, m_recent_matches;
+    mutable std::map<const Entity*, std::vector<const Entity*>> m_matches, m_reference_matches, m_recent_matches,
+        m_all_matches;
     mutable std::map<std::pair<const Entity*, std::string>, std::optional<Comparison>> m_memo;
     mutable std::map<std::string, UniformChange, std::less<>> m_uniform;
-    mutable std::map<std::string, double, std::less<>> m_typical_window, m_typical_reference;
+    mutable std::map<std::string, TypicalSpread, std::less<>> m_typical_window, m_typical_reference, m_typical_own_window,
+        m_typical_own_reference;
     mutable std::map<std::pair<const Entity*, std::string>, std::optional<double>> m_levels;
-    mutable std::map<std::string, CommonFactors, std::less<>> m_common_window, m_common_reference;
+    mutable std::map<std::pair<Part, std::string>, CommonFactors> m_common;
 };
+
+// Metrics that say at what clock a run was measured (sm_frequency, dram_frequency): compared with
+// every baseline run, while timings are compared only with runs at the same clock.
+bool is_clock_metric(std::string_view metric);
+
+// SM clocks within this fraction of each other count as the same clock setting.
+inline constexpr double k_clock_tolerance = 0.03;
 
 // True for metrics where per-instance durations stand behind the value (duration, its mean and median).
 bool uses_duration_samples(std::string_view metric);

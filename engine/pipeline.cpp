@@ -56,7 +56,10 @@ Result<void> follow_regressions(Db& db, const CompiledRule& rule, const RunHisto
         r.metric = check.metric;
         r.higher_is_worse = check.higher_is_worse;
         r.baseline = cmp->baseline;
-        const double margin = std::fabs(cmp->baseline) * check.min_change_pct / 100;
+        // Back inside means nearer the baseline than the level it opened at, and than half the
+        // smallest change worth an alert: a shift that persists stays out, a revert comes back in.
+        const double margin =
+            std::max(std::fabs(cmp->baseline) * check.min_change_pct / 200, std::fabs(cmp->current - cmp->baseline) / 2);
         r.band_limit = check.higher_is_worse ? cmp->baseline + margin : cmp->baseline - margin;
         r.opened_run = r.last_run = r.last_bad_run = run.id;
         r.current = cmp->current;

@@ -124,7 +124,7 @@ double hodges_lehmann(const std::vector<double>& before, const std::vector<doubl
 
 Comparison compare_to_baseline(double current, const std::vector<double>& current_samples,
                                const std::vector<double>& baseline_values, const std::vector<double>& baseline_samples,
-                               double min_cv, std::size_t min_runs) {
+                               double min_cv, std::size_t min_runs, double floor_df) {
     Comparison c;
     c.current = current;
     c.baseline_runs = baseline_values.size();
@@ -136,13 +136,18 @@ Comparison compare_to_baseline(double current, const std::vector<double>& curren
     double up = 1, down = 1;
     bool tested = false;
     const std::size_t n = baseline_values.size();
-    if (n >= std::max<std::size_t>(min_runs, 3)) {
+    if (n >= std::max(min_runs, k_min_runs_tested)) {
         c.spread = mad_sigma(baseline_values);
-        const double sigma = std::max(c.spread, min_cv * scale);
+        // A pooled floor (floor_df > 0) is the spread itself unless this series is clearly noisier.
+        const double floor = min_cv * scale;
+        const bool pooled = floor_df > 0 && c.spread <= k_clearly_noisier * floor;
+        const double sigma = pooled ? floor : std::max(c.spread, floor);
         if (sigma > 0) {
             // Prediction interval for one new value around the baseline median.
             const double se = sigma * std::sqrt(1 + M_PI / (2 * static_cast<double>(n)));
-            const boost::math::students_t_distribution<double> t_dist(static_cast<double>(n - 1));
+            if (scale > 0) c.change_se_pct = 100.0 * se / scale;
+            const double df = pooled ? std::max(floor_df, static_cast<double>(n - 1)) : static_cast<double>(n - 1);
+            const boost::math::students_t_distribution<double> t_dist(df);
             const double t = (current - c.baseline) / se;
             up = boost::math::cdf(t_dist, t);
             down = 1 - up;

@@ -47,6 +47,7 @@ struct Comparison {
     double current = 0;
     double baseline = 0;       // median of the baseline runs' values
     double spread = 0;         // run-to-run robust standard deviation of the baseline (0: unknown)
+    double change_se_pct = 0;  // standard error of change_pct from the run-to-run test (0: no such test)
     double change_pct = 0;     // relative change (Hodges-Lehmann shift when both sides have samples)
     double confidence_up = 0;  // confidence that the metric went up (0-1; 0 when it cannot be told)
     double confidence_down = 0;
@@ -56,9 +57,17 @@ struct Comparison {
     bool window_test = false;  // the run-to-run test was used (3 or more baseline runs)
     bool rank_test = false;    // the Mann-Whitney test on per-instance samples was used
     bool horizon = false;      // against the long-horizon reference rather than the recent window
+    // Kernels: the change against the run's common factor (what moved every kernel of the run
+    // together taken out) and the run-to-run spread left, both percent; 0 where not told.
+    double own_change_pct = 0;
+    double own_spread_pct = 0;
     // The baseline runs fall in two modes: the run was judged against the mode nearest to it.
     std::optional<Modes> modes;
 };
+
+// Standard errors of its change by which a change may fall short of a rule's min_change and still
+// count (90% one-sided): a true shift of exactly min_change measures below it half the time.
+inline constexpr double k_min_change_allowance = 1.2816;
 
 // How the kernels of a run moved together against their baselines.
 struct UniformChange {
@@ -66,15 +75,27 @@ struct UniformChange {
     double change_pct = 0;    // their common change; 0 unless 3 or more moved alike
 };
 
+// Baseline runs a run-to-run test needs.
+inline constexpr std::size_t k_min_runs_tested = 3;
+
+// The efficiency of the MAD as an estimate of a normal standard deviation: n values' MAD is worth
+// about 0.37 n values' standard deviation.
+inline constexpr double k_mad_efficiency = 0.37;
+
+inline constexpr double k_clearly_noisier = 1.5;
+
 // Compares `current` (the run's value, with its per-instance samples, possibly none) with the
 // values of the baseline runs (oldest first) and their pooled samples. With `min_runs` or more
 // baseline runs the value is tested against the run-to-run spread (median and MAD, Student t
 // prediction interval); with samples on both sides a Mann-Whitney test is applied too, and the
 // confidence is the lower of the two. The spread is floored at `min_cv` of the median, so
 // identical baseline values do not make any change certain.
+// Where the floor is a pooled estimate of the same spread (over many series of like noise),
+// `floor_df` > 0 gives its degrees of freedom: it is the spread tested with unless this series'
+// own is k_clearly_noisier times larger.
 Comparison compare_to_baseline(double current, const std::vector<double>& current_samples,
                                const std::vector<double>& baseline_values, const std::vector<double>& baseline_samples,
-                               double min_cv = 0.005, std::size_t min_runs = 3);
+                               double min_cv = 0.005, std::size_t min_runs = k_min_runs_tested, double floor_df = 0);
 
 // The band a value is judged normal in, from the runs before it.
 struct Band {

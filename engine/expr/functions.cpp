@@ -116,7 +116,10 @@ Value moved(const Node& n, const EvalScope& s, bool worse_way) {
     const bool up = worse_way == c.higher_is_worse;
     const double change_pct = up ? cmp->change_pct : -cmp->change_pct;
     const double conf = up ? cmp->confidence_up : cmp->confidence_down;
-    return change_pct >= c.min_change_pct && conf >= c.confidence;
+    // A change short of min_change by less than its own uncertainty (1.28 standard errors: 90%
+    // one-sided) still counts: a true 5% shift measures under 5% about half the time.
+    return change_pct + k_min_change_allowance * cmp->change_se_pct >= c.min_change_pct && change_pct > 0 &&
+           conf >= c.confidence;
 }
 
 Value regressed(const Node& n, const EvalScope& s) { return moved(n, s, true); }

@@ -166,7 +166,8 @@ TEST_F(HistoryTest, ARegressionOpensOnceAndResolvesAfterRunsBackInsideTheBand) {
     ASSERT_EQ(opened.events.size(), 1u);
     EXPECT_EQ(opened.events[0].kind, RegressionEvent::Kind::opened);
     EXPECT_EQ(opened.events[0].state.baseline, 100);
-    EXPECT_DOUBLE_EQ(opened.events[0].state.band_limit, 105);
+    // Back inside means nearer the baseline (100) than the level it opened at (130): 115.
+    EXPECT_DOUBLE_EQ(opened.events[0].state.band_limit, 115);
 
     auto [still, again] = process(131);  // still slow: the open regression continues, no new event
     EXPECT_EQ(again.evaluation.findings.size(), 1u);
