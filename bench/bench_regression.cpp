@@ -58,16 +58,17 @@ using C = SeriesSpec::Change;
 // False alerts on stable series; met when at most 1 per 1,000 runs at CV 5%.
 bool stable_cells(Cells& cells) {
     fmt::print("Stable series (false alerts: a regression opened by any rule, or a whole-run finding)\n");
-    fmt::print("{:>5} {:>28} {:>22} {:>14} {:>16}\n", "CV", "false alerts / comparisons", "perfwatch per 1,000",
-               "t-test", "Perfherder");
+    fmt::print("{:>5} {:>28} {:>22} {:>14} {:>16} {:>32}\n", "CV", "false alerts / comparisons", "perfwatch per 1,000",
+               "t-test", "Perfherder", "runs told a kernel is too noisy");
     bool met = true;
     for (double cv : {0.02, 0.05, 0.10}) {
         SeriesSpec spec;
         spec.cv = cv;
         const Tally t = cells.run(spec);
         const double per_1000 = per_thousand(t.false_alerts, t.comparisons);
-        fmt::print("{:>4.0f}% {:>12} / {:<13} {:>22.2f} {:>14.1f} {:>16.1f}\n", cv * 100, t.false_alerts, t.comparisons,
-                   per_1000, per_thousand(t.t_false_alerts, t.comparisons), per_thousand(t.ph_false_alerts, t.comparisons));
+        fmt::print("{:>4.0f}% {:>12} / {:<13} {:>22.2f} {:>14.1f} {:>16.1f} {:>32}\n", cv * 100, t.false_alerts, t.comparisons,
+                   per_1000, per_thousand(t.t_false_alerts, t.comparisons), per_thousand(t.ph_false_alerts, t.comparisons),
+                   pct(t.noisy_told, t.comparisons));
         if (per_1000 > 1.0) met = false;
     }
     return met;

@@ -185,7 +185,12 @@ void tally(const SeriesSpec& spec, const std::vector<RunRecord>& runs, Tally& t)
     const int changed_at = unchanged ? spec.runs : spec.at;
     for (const RunRecord& run : runs) {
         if (run.index < changed_at) {
-            if (run.index >= static_cast<int>(k_min_history_runs)) ++t.comparisons;
+            if (run.index >= static_cast<int>(k_min_history_runs)) {
+                ++t.comparisons;
+                if (std::any_of(run.findings.begin(), run.findings.end(),
+                                [](const Finding& f) { return f.rule == "kernel-too-noisy-to-judge"; }))
+                    ++t.noisy_told;
+            }
             if (is_alert(run)) ++t.false_alerts;
         } else if (spec.size < 0) {
             // An improvement of one kernel: an alert on it or on the run is the improvement's

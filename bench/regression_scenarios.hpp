@@ -67,6 +67,7 @@ struct Tally {
     int uniform_single = 0;   // uniform: exactly one whole-run finding and no regression at the change
     int per_kernel_alerts = 0;   // uniform: regressions opened at the change (should be none)
     int resolved = 0;         // revert: every regression opened was resolved by the end
+    int noisy_told = 0;       // runs judged where nothing had changed told a kernel is too noisy to judge at 5%
     int bimodal_told = 0;     // bimodal: runs judged told their series has two modes
     int bimodal_shown_runs = 0;    // bimodal: runs judged after both modes showed (3 runs each, two switches)
     int bimodal_shown_alerts = 0;  // of those: runs with an alert

@@ -686,6 +686,7 @@ std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_
         if (const auto own = own_comparison(entity, metric, result->horizon); own && own->window_test) {
             result->confidence_up = own->confidence_up;
             result->confidence_down = own->confidence_down;
+            result->detectable_pct = own->detectable_pct;
         }
     // Its confidence is that of its level against its run's common factor (what moved every
     // kernel together, clocks or another job, is the machine's, and the run says so once).
@@ -693,6 +694,7 @@ std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_
         if (const auto own = own_comparison(entity, metric, result->horizon); own && own->window_test) {
             result->confidence_up = own->confidence_up;
             result->confidence_down = own->confidence_down;
+            result->detectable_pct = own->detectable_pct;
             result->own_change_pct = own->change_pct;
             result->own_spread_pct = own->baseline > 0 ? 100.0 * own->spread / own->baseline : 0.0;
         }

@@ -148,6 +148,9 @@ Comparison compare_to_baseline(double current, const std::vector<double>& curren
             if (scale > 0) c.change_se_pct = 100.0 * se / scale;
             const double df = pooled ? std::max(floor_df, static_cast<double>(n - 1)) : static_cast<double>(n - 1);
             const boost::math::students_t_distribution<double> t_dist(df);
+            // Stated once the baseline holds a full window (fewer runs are too few to say it).
+            if (scale > 0 && n >= k_detectable_runs)
+                c.detectable_pct = 100.0 * boost::math::quantile(t_dist, k_detectable_confidence) * se / scale;
             const double t = (current - c.baseline) / se;
             up = boost::math::cdf(t_dist, t);
             down = 1 - up;

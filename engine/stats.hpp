@@ -48,6 +48,9 @@ struct Comparison {
     double baseline = 0;       // median of the baseline runs' values
     double spread = 0;         // run-to-run robust standard deviation of the baseline (0: unknown)
     double change_se_pct = 0;  // standard error of change_pct from the run-to-run test (0: no such test)
+    // The smallest change (percent) the run-to-run test calls at k_detectable_confidence: its
+    // quantile times the standard error (0: no such test, or under k_detectable_runs runs).
+    double detectable_pct = 0;
     double change_pct = 0;     // relative change (Hodges-Lehmann shift when both sides have samples)
     double confidence_up = 0;  // confidence that the metric went up (0-1; 0 when it cannot be told)
     double confidence_down = 0;
@@ -83,6 +86,11 @@ inline constexpr std::size_t k_min_runs_tested = 3;
 inline constexpr double k_mad_efficiency = 0.37;
 
 inline constexpr double k_clearly_noisier = 1.5;
+
+// The confidence of the shipped timing rules, at which detectable_pct is stated, from this many
+// baseline runs on.
+inline constexpr double k_detectable_confidence = 0.9999;
+inline constexpr std::size_t k_detectable_runs = 10;
 
 // Compares `current` (the run's value, with its per-instance samples, possibly none) with the
 // values of the baseline runs (oldest first) and their pooled samples. With `min_runs` or more

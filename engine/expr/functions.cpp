@@ -102,6 +102,12 @@ Value spread(const Node& n, const EvalScope& s) {
     return c->spread;
 }
 
+Value detectable_change(const Node& n, const EvalScope& s) {
+    const auto c = compared(n, s);
+    if (!c || !c->window_test || !(c->detectable_pct > 0)) return {};
+    return c->detectable_pct;
+}
+
 Value confidence(const Node& n, const EvalScope& s) {
     const auto c = compared(n, s);
     if (!c || !(c->window_test || c->rank_test)) return {};
@@ -168,6 +174,8 @@ constexpr auto k_functions = std::to_array<FunctionDef>({
     history("change", VT::number, HA::metric, &change),
     history("spread", VT::number, HA::metric, &spread),
     history("confidence", VT::number, HA::metric, &confidence),
+    // detectable_change(m): the smallest change (%) the run-to-run test tells at 99.99%.
+    history("detectable_change", VT::number, HA::metric, &detectable_change),
     history("regressed", VT::boolean, HA::metric_and_parameters, &regressed, true),
     history("improved", VT::boolean, HA::metric_and_parameters, &improved),
     history("changed", VT::boolean, HA::metric, &changed),
