@@ -313,20 +313,22 @@ bool is_clock_metric(std::string_view metric) { return metric == "sm_frequency" 
 
 namespace {
 
-std::optional<double> run_clock(const RunBatch& batch) {
-    for (const Entity& e : batch.entities)
-        if (e.kind == EntityKind::run) return e.value("sm_frequency");
-    return std::nullopt;
-}
+// The clock setting a run was measured at: its `clocks` label and its SM clock where measured.
+struct ClockSetting {
+    std::string label;
+    std::optional<double> sm;
 
-// Two runs were measured at the same clock setting: the same `clocks` label and, where both
-// measured it, SM clocks within k_clock_tolerance of each other.
-bool same_clock(const RunBatch& a, const RunBatch& b) {
-    if (label_value(a.labels, "clocks") != label_value(b.labels, "clocks")) return false;
-    const auto ca = run_clock(a), cb = run_clock(b);
-    if (!ca || !cb || !(*ca > 0) || !(*cb > 0)) return true;
-    return std::fabs(*ca - *cb) <= k_clock_tolerance * std::max(*ca, *cb);
-}
+    explicit ClockSetting(const RunBatch& batch) : label(label_value(batch.labels, "clocks")) {
+        for (const Entity& e : batch.entities)
+            if (e.kind == EntityKind::run) sm = e.value("sm_frequency");
+        if (sm && !(*sm > 0)) sm.reset();
+    }
+    // The same label and, where both measured it, SM clocks within k_clock_tolerance.
+    bool same_as(const ClockSetting& o) const {
+        if (label != o.label) return false;
+        return !sm || !o.sm || std::fabs(*sm - *o.sm) <= k_clock_tolerance * std::max(*sm, *o.sm);
+    }
+};
 
 }  // namespace
 
@@ -334,9 +336,10 @@ RunHistory::RunHistory(Baseline baseline, const RunBatch& current) : m_baseline(
     // Timings are compared only with runs measured at the same clock; the clocks themselves with
     // every baseline run (run-clock-changed says when they differ).
     m_all_runs = m_baseline.runs;
+    const ClockSetting clock(current);
     auto keep_same_clock = [&](std::vector<std::shared_ptr<const StoredRun>>& runs) {
         const auto before = runs.size();
-        std::erase_if(runs, [&](const auto& r) { return !same_clock(r->batch, current); });
+        std::erase_if(runs, [&](const auto& r) { return !clock.same_as(ClockSetting(r->batch)); });
         return before - runs.size();
     };
     if (const std::size_t left_out = keep_same_clock(m_baseline.runs); left_out > 0)
@@ -475,25 +478,17 @@ RunHistory::TypicalSpread RunHistory::typical_spread(std::string_view metric, bo
     // The run-to-run spread of each kernel relative to its level, over the baseline runs (`own`:
     // with each run's common factor taken out): kernels share the
     // noise's sources, so their median sees it better than one kernel's few runs do.
-    static const CommonFactors k_none;
-    const CommonFactors& f = own ? common_factors(metric, reference ? Part::reference : Part::window) : k_none;
+    const Part part = reference ? Part::reference : Part::window;
+    const CommonFactors* f = own ? &common_factors(metric, part) : nullptr;
     std::vector<double> relative;
     double runs = 0;
     for (const Entity& e : m_current.entities) {
         if (e.kind != EntityKind::kernel) continue;
-        const auto& m = reference ? find_matches(e, m_reference_index, m_reference_matches) : matches(e);
+        const auto& m = part_matches(e, part);
         std::vector<double> levels;
-        for (std::size_t i = 0; i < m.size(); ++i) {
-            if (m[i] == nullptr) continue;
-            const auto v = level(*m[i], metric);
-            if (!v) continue;
-            if (own) {
-                if (!f.current || i >= f.per_run.size() || !f.per_run[i] || !(*f.per_run[i] > 0)) continue;
-                levels.push_back(*v / *f.per_run[i]);
-            } else {
+        for (std::size_t i = 0; i < m.size(); ++i)
+            if (const auto v = f ? own_level(m[i], i, metric, *f) : (m[i] ? level(*m[i], metric) : std::nullopt))
                 levels.push_back(*v);
-            }
-        }
         if (levels.size() < k_min_history_runs) continue;
         const double mid = median(levels);
         if (!(mid > 0)) continue;
@@ -557,33 +552,59 @@ const RunHistory::CommonFactors& RunHistory::common_factors(std::string_view met
     return m_common.emplace(std::move(key), std::move(out)).first->second;
 }
 
+namespace {
+
+// The metric whose common factor divides `entity`'s `metric`: a kernel's own, the kernels'
+// duration for a run's GPU time; nullopt for anything else.
+std::optional<std::string_view> factor_metric(const Entity& entity, std::string_view metric) {
+    if (entity.kind == EntityKind::kernel) return metric;
+    if (entity.kind == EntityKind::run && metric == "gpu_time") return "duration";
+    return std::nullopt;
+}
+
+// Run i's common factor, where there is a positive one.
+std::optional<double> factor_at(const std::vector<std::optional<double>>& per_run, std::size_t i) {
+    if (i >= per_run.size() || !per_run[i] || !(*per_run[i] > 0)) return std::nullopt;
+    return per_run[i];
+}
+
+}  // namespace
+
+std::optional<double> RunHistory::own_level(const Entity* e, std::size_t i, std::string_view metric,
+                                            const CommonFactors& f) const {
+    const auto factor = factor_at(f.per_run, i);
+    if (e == nullptr || !factor) return std::nullopt;
+    const auto v = level(*e, metric);
+    if (!v) return std::nullopt;
+    return *v / *factor;
+}
+
 std::optional<Comparison> RunHistory::own_comparison(const Entity& entity, std::string_view metric,
                                                      bool reference) const {
-    // A run's GPU time is divided by the factor its kernels' durations share.
-    const bool run = entity.kind == EntityKind::run;
-    if (run && metric != "gpu_time") return std::nullopt;
-    const CommonFactors& f = common_factors(run ? "duration" : metric, reference ? Part::reference : Part::window);
+    const auto by = factor_metric(entity, metric);
+    if (!by) return std::nullopt;
+    const Part part = reference ? Part::reference : Part::window;
+    const CommonFactors& f = common_factors(*by, part);
     if (!f.current || !(*f.current > 0)) return std::nullopt;
     const auto now = level(entity, metric);
     if (!now) return std::nullopt;
     // Every level and sample divided by its run's common factor: what is left is the kernel's own
     // change, without the run-to-run noise all kernels share.
-    const auto& m = reference ? find_matches(entity, m_reference_index, m_reference_matches) : matches(entity);
+    const auto& m = part_matches(entity, part);
     std::vector<double> levels, pooled;
-    for (std::size_t i = 0; i < m.size() && i < f.per_run.size(); ++i) {
-        if (m[i] == nullptr || !f.per_run[i] || !(*f.per_run[i] > 0)) continue;
-        const auto v = level(*m[i], metric);
+    for (std::size_t i = 0; i < m.size(); ++i) {
+        const auto v = own_level(m[i], i, metric, f);
         if (!v) continue;
-        levels.push_back(*v / *f.per_run[i]);
+        levels.push_back(*v);
         for (double x : samples_of(*m[i], metric)) pooled.push_back(x / *f.per_run[i]);
     }
     if (levels.size() < k_min_history_runs) return std::nullopt;
+    // A sum over kernels has no pool of its own: its spread is floored at half the typical kernel's.
+    if (entity.kind == EntityKind::run)
+        return compare_to_baseline(*now / *f.current, {}, levels, {},
+                                   std::max(0.005, 0.5 * typical_spread(*by, reference, true).relative));
     std::vector<double> current_samples = samples_of(entity, metric);
     for (double& x : current_samples) x /= *f.current;
-    // A sum over kernels has no pool of its own: its spread is floored at half the typical kernel's.
-    if (run)
-        return compare_to_baseline(*now / *f.current, {}, levels, {},
-                                   std::max(0.005, 0.5 * typical_spread("duration", reference, true).relative));
     // The kernels' typical spread is the floor, with the degrees of freedom of all their runs.
     const TypicalSpread typical = typical_spread(metric, reference, true);
     return compare_to_baseline(*now / *f.current, current_samples, levels, pooled, std::max(0.005, typical.relative),
@@ -595,26 +616,18 @@ std::optional<RunHistory::ModeBaseline> RunHistory::mode_baseline(const Entity& 
     if (!current) return std::nullopt;
     // Levels with each run's common factor taken out where there is one (the machine's noise
     // hides modes a few percent apart); a run's GPU time by its kernels' factor.
-    const bool kernel = entity.kind == EntityKind::kernel;
-    const CommonFactors& f =
-        common_factors(entity.kind == EntityKind::run && metric == "gpu_time" ? "duration" : metric, Part::recent);
-    const bool own = (kernel || (entity.kind == EntityKind::run && metric == "gpu_time")) && f.current && *f.current > 0;
+    const auto by = factor_metric(entity, metric);
+    const CommonFactors* f = by ? &common_factors(*by, Part::recent) : nullptr;
+    if (f && !(f->current && *f->current > 0)) f = nullptr;
     std::vector<double> levels;
     std::vector<const Entity*> entities;
     const auto& m = part_matches(entity, Part::recent);
-    for (std::size_t i = 0; i < m.size(); ++i) {
-        if (m[i] == nullptr) continue;
-        const auto v = level(*m[i], metric);
-        if (!v) continue;
-        if (own) {
-            if (i >= f.per_run.size() || !f.per_run[i] || !(*f.per_run[i] > 0)) continue;
-            levels.push_back(*v / *f.per_run[i]);
-        } else {
+    for (std::size_t i = 0; i < m.size(); ++i)
+        if (const auto v = f ? own_level(m[i], i, metric, *f) : (m[i] ? level(*m[i], metric) : std::nullopt)) {
             levels.push_back(*v);
+            entities.push_back(m[i]);
         }
-        entities.push_back(m[i]);
-    }
-    const double now = own ? *current / *f.current : *current;
+    const double now = f ? *current / *f->current : *current;
     auto modes = two_modes(levels);
     if (!modes) return std::nullopt;
     // Modes alternate in time (two switches or more); one switch is a shift, judged as such.
@@ -678,27 +691,15 @@ std::optional<Comparison> RunHistory::compare(const Entity& entity, std::string_
             }
         }
     }
-    // A kernel's change must also hold against the other kernels of its run: what moved every
-    // kernel together (clocks, another job) is the machine's, and the run says so once.
-    // A run's GPU time is judged by what moved beyond its kernels' common factor (one kernel's
-    // code, more launches); what moved them all alike is the machine's (run-uniformly-slower).
-    if (entity.kind == EntityKind::run && result && result->window_test)
+    // A kernel, and a run's GPU time, are judged by what moved beyond the run's common factor (one
+    // kernel's code, more launches): what moved every kernel together (clocks, another job) is the
+    // machine's, and the run says so once (run-uniformly-slower).
+    if ((kernel || run_time) && result && (result->window_test || (kernel && result->rank_test)))
         if (const auto own = own_comparison(entity, metric, result->horizon); own && own->window_test) {
             result->confidence_up = own->confidence_up;
             result->confidence_down = own->confidence_down;
             result->detectable_pct = own->detectable_pct;
         }
-    // Its confidence is that of its level against its run's common factor (what moved every
-    // kernel together, clocks or another job, is the machine's, and the run says so once).
-    if (kernel && result && (result->window_test || result->rank_test)) {
-        if (const auto own = own_comparison(entity, metric, result->horizon); own && own->window_test) {
-            result->confidence_up = own->confidence_up;
-            result->confidence_down = own->confidence_down;
-            result->detectable_pct = own->detectable_pct;
-            result->own_change_pct = own->change_pct;
-            result->own_spread_pct = own->baseline > 0 ? 100.0 * own->spread / own->baseline : 0.0;
-        }
-    }
     m_memo.emplace(key, result);
     return result;
 }

@@ -203,6 +203,9 @@ private:
     // `entity`'s comparison with every level and sample divided by its run's common factor (its
     // own change); nullopt when that cannot be told.
     std::optional<Comparison> own_comparison(const Entity& entity, std::string_view metric, bool reference) const;
+    // The level of `metric` on `e`, the entity of run `i` of a part, over that run's factor in `f`;
+    // nullopt where either is missing.
+    std::optional<double> own_level(const Entity* e, std::size_t i, std::string_view metric, const CommonFactors& f) const;
     // Per-instance values behind `metric` of `entity`: its stored samples, else its launches' values.
     std::vector<double> samples_of(const Entity& entity, std::string_view metric) const;
     void index_launches(const RunBatch& batch);

@@ -60,10 +60,6 @@ struct Comparison {
     bool window_test = false;  // the run-to-run test was used (3 or more baseline runs)
     bool rank_test = false;    // the Mann-Whitney test on per-instance samples was used
     bool horizon = false;      // against the long-horizon reference rather than the recent window
-    // Kernels: the change against the run's common factor (what moved every kernel of the run
-    // together taken out) and the run-to-run spread left, both percent; 0 where not told.
-    double own_change_pct = 0;
-    double own_spread_pct = 0;
     // The baseline runs fall in two modes: the run was judged against the mode nearest to it.
     std::optional<Modes> modes;
 };
@@ -85,6 +81,7 @@ inline constexpr std::size_t k_min_runs_tested = 3;
 // about 0.37 n values' standard deviation.
 inline constexpr double k_mad_efficiency = 0.37;
 
+// How much larger than a pooled spread a series' own must be to be tested with its own.
 inline constexpr double k_clearly_noisier = 1.5;
 
 // The confidence of the shipped timing rules, at which detectable_pct is stated, from this many

@@ -16,6 +16,13 @@ namespace perfwatch::test {
 
 namespace {
 
+// The kernel table of the exports these tests write, as nsys creates it.
+constexpr const char* k_kernel_table =
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,"
+    " correlationId INTEGER, demangledName INTEGER, shortName INTEGER, gridX INTEGER, gridY INTEGER,"
+    " gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER, registersPerThread INTEGER,"
+    " staticSharedMemory INTEGER, dynamicSharedMemory INTEGER);";
+
 // The test's own reading of an export: kernel rows and summed durations straight from SQL.
 struct KernelTotals {
     double launches = 0, total_ns = 0;
@@ -121,10 +128,7 @@ TEST(NsysSqlite, LaunchLatencyAndBusyTimeMatchSqlOnAGeneratedExport) {
     {
         SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
         db.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
-                "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,"
-                " correlationId INTEGER, demangledName INTEGER, shortName INTEGER, gridX INTEGER, gridY INTEGER,"
-                " gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER, registersPerThread INTEGER,"
-                " staticSharedMemory INTEGER, dynamicSharedMemory INTEGER);"
+                + std::string(k_kernel_table) +
                 "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, correlationId INTEGER, nameId INTEGER);"
                 "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'cudaMemcpyAsync_v3020'),"
                 " (10, 'k0(float*)'), (11, 'k1(float*)'), (12, 'k2(float*)'), (13, 'k3(float*)'), (20, 'k');");
@@ -249,10 +253,7 @@ namespace {
 double write_gpu_metrics_export(const std::string& path, double busy_mhz, bool in_hz, double stretch = 1) {
     SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
     db.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
-            "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,"
-            " correlationId INTEGER, demangledName INTEGER, shortName INTEGER, gridX INTEGER, gridY INTEGER,"
-            " gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER, registersPerThread INTEGER,"
-            " staticSharedMemory INTEGER, dynamicSharedMemory INTEGER);"
+            + std::string(k_kernel_table) +
             "CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER, sourceId INTEGER, typeName TEXT, metricId INTEGER,"
             " metricName TEXT);"
             "CREATE TABLE GPU_METRICS (timestamp INTEGER, typeId INTEGER, metricId INTEGER, value INTEGER);"
