@@ -164,7 +164,9 @@ TEST(Jobs, AStragglerInjectedIntoTheDlrmJobIsNamed) {
     }
     variant_rank["unchanged"] = -1;
     constexpr double k_delay_us = 3000;
-    for (int rank = 0; rank < 8; ++rank) {
+    // Four of the eight ranks slowed in turn (first, last and two between): each check of 8 ranks
+    // costs seconds under the sanitizers.
+    for (const int rank : {0, 2, 5, 7}) {
         const std::string name = fmt::format("slowed-w{}", rank);
         std::vector<std::string> args{"/usr/bin/python3", k_walker, "--slow", std::to_string(rank),
                                       fmt::format("{}", k_delay_us), dir.file(name)};
@@ -178,7 +180,7 @@ TEST(Jobs, AStragglerInjectedIntoTheDlrmJobIsNamed) {
     std::map<std::int64_t, std::string> variant_of;  // job run -> folder (its benchmark label)
     for (const auto& r : doc["runs"])
         if (r["format"] == "job") variant_of[r["id"].get<std::int64_t>()] = r["labels"]["benchmark"];
-    ASSERT_EQ(variant_of.size(), 9u) << doc["runs"].dump();
+    ASSERT_EQ(variant_of.size(), 5u) << doc["runs"].dump();
     std::map<std::string, std::map<std::string, std::string>> named;  // folder -> rank -> message
     for (const auto& f : doc["findings"])
         if (f["rule"] == "job-straggler")

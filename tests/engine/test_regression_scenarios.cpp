@@ -37,8 +37,9 @@ Tally run(SeriesSpec spec, int series, std::uint64_t seed) {
 // rule through the real pipeline. bench/run measures the rates over many more series.
 TEST(RegressionScenarios, StableSeriesRaiseNoAlert) {
     SeriesSpec stable;
-    const Tally t = run(stable, 6, 101);
-    EXPECT_EQ(t.comparisons, 6 * (30 - static_cast<int>(k_min_history_runs)));
+    stable.runs = 25;
+    const Tally t = run(stable, 4, 101);
+    EXPECT_EQ(t.comparisons, 4 * (25 - static_cast<int>(k_min_history_runs)));
     // bench/bench_regression measures the rate (under 1 per 1,000 runs at this noise); a few
     // series can show at most one.
     EXPECT_LE(t.false_alerts, 1);
@@ -48,10 +49,12 @@ TEST(RegressionScenarios, ATenPercentShiftIsFoundWithinThreeRunsAndStaysOpenAtIt
     SeriesSpec shift;
     shift.change = SeriesSpec::Change::shift;
     shift.size = 0.10;
-    const Tally t = run(shift, 5, 201);
-    EXPECT_EQ(t.detected, 5);
-    EXPECT_EQ(t.first_bad_exact, 5);
-    EXPECT_EQ(t.still_open, 5) << "6 runs after the shift the rule still fires, naming the first bad run";
+    shift.at = 12;
+    shift.runs = shift.at + 7;
+    const Tally t = run(shift, 4, 201);
+    EXPECT_EQ(t.detected, 4);
+    EXPECT_EQ(t.first_bad_exact, 4);
+    EXPECT_EQ(t.still_open, 4) << "6 runs after the shift the rule still fires, naming the first bad run";
     EXPECT_EQ(t.false_alerts, 0);
 }
 
@@ -59,8 +62,10 @@ TEST(RegressionScenarios, AUniformlySlowerRunIsOneWholeRunFinding) {
     SeriesSpec uniform;
     uniform.change = SeriesSpec::Change::uniform;
     uniform.size = 0.15;
-    const Tally t = run(uniform, 5, 301);
-    EXPECT_EQ(t.uniform_single, 5);
+    uniform.at = 12;
+    uniform.runs = uniform.at + 1;
+    const Tally t = run(uniform, 4, 301);
+    EXPECT_EQ(t.uniform_single, 4);
     EXPECT_EQ(t.per_kernel_alerts, 0);
 }
 
@@ -68,20 +73,25 @@ TEST(RegressionScenarios, ARampOfOnePercentPerRunIsCaughtByItsTenthRun) {
     SeriesSpec ramp;
     ramp.change = SeriesSpec::Change::ramp;
     ramp.size = 0.01;
-    ramp.at = 15;
-    const Tally t = run(ramp, 5, 401);
-    EXPECT_EQ(t.detected, 5);
+    ramp.at = 12;
+    ramp.runs = ramp.at + 10;
+    const Tally t = run(ramp, 3, 401);
+    EXPECT_EQ(t.detected, 3);
 }
 
 TEST(RegressionScenarios, AnImprovementRaisesNothingAndARevertedShiftResolves) {
     SeriesSpec better;
     better.change = SeriesSpec::Change::shift;
     better.size = -0.15;
-    EXPECT_EQ(run(better, 4, 501).improvement_alerts, 0);
+    better.at = 12;
+    better.runs = better.at + 4;
+    EXPECT_EQ(run(better, 3, 501).improvement_alerts, 0);
     SeriesSpec revert;
     revert.change = SeriesSpec::Change::revert;
     revert.size = 0.15;
-    EXPECT_EQ(run(revert, 4, 601).resolved, 4);
+    revert.at = 12;
+    revert.runs = revert.at + revert.revert_after + 6;  // resolve_after is 3
+    EXPECT_EQ(run(revert, 3, 601).resolved, 3);
 }
 
 TEST(RegressionScenarios, AFivePercentShiftAtLowNoiseIsFoundWithinThreeRuns) {
@@ -89,6 +99,8 @@ TEST(RegressionScenarios, AFivePercentShiftAtLowNoiseIsFoundWithinThreeRuns) {
     shift.change = SeriesSpec::Change::shift;
     shift.size = 0.05;
     shift.cv = 0.02;
+    shift.at = 12;
+    shift.runs = shift.at + 3;
     const Tally t = run(shift, 3, 701);
     EXPECT_EQ(t.detected, 3) << "5% is 10 per-run standard errors once the run's common factor is out";
     EXPECT_EQ(t.false_alerts, 0);
@@ -98,6 +110,8 @@ TEST(RegressionScenarios, ARunLevelRegressionOpensAtItsFirstBadRunAndNamesIt) {
     SeriesSpec shift;
     shift.change = SeriesSpec::Change::shift;
     shift.size = 0.20;
+    shift.at = 12;
+    shift.runs = shift.at + 3;
     const Tally t = run(shift, 3, 801);
     EXPECT_EQ(t.run_detected, 3);
     EXPECT_EQ(t.run_on_time, 3);
@@ -108,6 +122,8 @@ TEST(RegressionScenarios, AClockChangeIsSaidAndOpensNoRegression) {
     SeriesSpec clock;
     clock.change = SeriesSpec::Change::clock;
     clock.size = 1.98 / 1.755 - 1;
+    clock.at = 12;
+    clock.runs = clock.at + 3;
     const Tally t = run(clock, 3, 901);
     EXPECT_EQ(t.clock_told, 3);
     // Without the clock split every series opens one (bench_regression: 20 in 20); a false alert of
