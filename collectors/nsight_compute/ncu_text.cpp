@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <deque>
 #include <map>
 #include <optional>
 
 #include "collectors/nsight_compute/ncu_common.hpp"
+#include "collectors/readers/csv.hpp"
 #include "collectors/readers/units.hpp"
 #include "core/text.hpp"
 
@@ -164,16 +166,32 @@ struct Table {
     std::vector<std::size_t> starts;
 };
 
+// One launch (or summary group) being read, with where it began.
+struct OpenLaunch {
+    NcuLaunch launch;
+    std::uint64_t line = 0;
+    bool has_content = false;  // a metric row or rule result was read
+};
+
+// A "==PROF== Profiling \"NAME\" - ID:" line: ncu's launch id of the next result of that kernel.
+struct ProfLine {
+    std::string name, id;
+};
+
+// Reads the text line by line; a launch goes to the entity builder as soon as the next begins, so
+// memory holds one launch (summary output: one record per kernel group) whatever the file's size.
 class NcuTextParser {
 public:
-    NcuTextParser(const std::string& path, std::string_view content) : m_path(path), m_content(content) {}
+    explicit NcuTextParser(const std::string& path) : m_path(path) {}
 
-    Result<RunBatch> run() {
-        LineReader lines(m_content);
+    Result<RunBatch> run(CsvStream& lines) {
         std::string_view line;
         std::uint64_t line_no = 0;
-        while (lines.next(line)) {
-            line_no = lines.line_number();
+        while (true) {
+            auto got = lines.next_line(line);
+            if (!got) return std::unexpected(got.error());
+            if (!*got) break;
+            line_no = lines.record_line();
             if (auto r = take(line, line_no); !r) return std::unexpected(r.error());
         }
         if (m_table.open && !m_table.summary)
@@ -182,19 +200,16 @@ public:
                                     "closed by a ruler line (truncated report?)",
                                     m_section, m_table.line));
         end_rule();
-        if (m_launches.empty())
+        if (auto r = close_launch(); !r) return std::unexpected(r.error());
+        for (OpenLaunch& g : m_groups) {
+            if (!g.has_content)
+                return fail(m_path, g.line,
+                            fmt::format("kernel '{}' has no metric table (truncated report?)", g.launch.kernel));
+            m_builder.add(std::move(g.launch));
+        }
+        if (m_builder.records() == 0)
             return fail(m_path, 0, "no kernel results found (expected lines like \"  NAME (grid)x(block), Context "
                                    "N, Stream N\" followed by section tables)");
-        for (std::size_t i = 0; i < m_launches.size(); ++i) {
-            if (!m_has_content[i])
-                return fail(m_path, m_launch_lines[i],
-                            fmt::format("kernel '{}' has no metric table (truncated report?)", m_launches[i].kernel));
-        }
-        if (!m_summary) {
-            const bool ids_match = m_prof_ids.size() == m_launches.size();
-            for (std::size_t i = 0; i < m_launches.size(); ++i)
-                m_launches[i].id = ids_match ? m_prof_ids[i] : std::to_string(i);
-        }
         RunBatch batch;
         batch.format = m_summary ? "ncu-summary" : "ncu-text";
         if (m_summary)
@@ -205,19 +220,24 @@ public:
             batch.format_detail = m_header_rows ? "default sections (2022+ layout with header rows)"
                                                 : "default sections (2019-2021 layout)";
         batch.captured_at = m_captured_at;
-        build_ncu_entities(batch, std::move(m_launches));
+        m_builder.finish(batch);
         if (m_unlocked) batch.labels["clocks"] = "unlocked";
-        if (!m_errors.empty()) {
+        if (m_errors > 0) {
             Entity& run = batch.entities[batch.run_entity()];
-            run.set(Metric{"profiler_errors", static_cast<double>(m_errors.size()), "count", "==ERROR== lines", ""});
+            run.set(Metric{"profiler_errors", static_cast<double>(m_errors), "count", "==ERROR== lines", ""});
             run.attributes["profiler_error"] = to_valid_utf8(m_first_error.substr(0, 300), true);
-            batch.notes.push_back(fmt::format("ncu reported {} error(s), the first at line {}: {}", m_errors.size(),
-                                              m_errors.front(), run.attributes["profiler_error"]));
+            batch.notes.push_back(fmt::format("ncu reported {} error(s), the first at line {}: {}", m_errors,
+                                              m_first_error_line, run.attributes["profiler_error"]));
         }
         return batch;
     }
 
 private:
+    OpenLaunch* current() {
+        if (m_group >= 0) return &m_groups[static_cast<std::size_t>(m_group)];
+        return m_open ? &*m_open : nullptr;
+    }
+
     Result<void> take(std::string_view line, std::uint64_t line_no) {
         const std::string_view t = trim(line);
         const std::size_t indent = indent_of(line);
@@ -226,8 +246,11 @@ private:
             end_rule();
             m_unlocked |= says_unlocked_clocks(line);
             if (line.starts_with("==ERROR==")) {
-                if (m_errors.empty()) m_first_error = std::string(trim(line.substr(9)));
-                m_errors.push_back(line_no);
+                if (m_errors == 0) {
+                    m_first_error = std::string(trim(line.substr(9)));
+                    m_first_error_line = line_no;
+                }
+                ++m_errors;
             }
             remember_prof_id(line);
             return {};
@@ -275,7 +298,7 @@ private:
         ToolFinding f;
         if (parse_rule_start(t, f)) {
             end_rule();
-            if (m_current < 0) return fail(m_path, line_no, "rule result before any kernel line");
+            if (current() == nullptr) return fail(m_path, line_no, "rule result before any kernel line");
             f.section = m_section;
             m_rule = std::move(f);
             m_rule_active = true;
@@ -288,10 +311,7 @@ private:
             return {};
         }
         end_rule();
-        if (auto k = parse_kernel_line(t)) {
-            start_launch(std::move(*k), line_no);
-            return {};
-        }
+        if (auto k = parse_kernel_line(t)) return start_launch(std::move(*k), line_no);
         if (auto s = parse_summary_line(t)) {
             start_summary(std::move(*s), line_no);
             return {};
@@ -315,7 +335,8 @@ private:
     }
 
     Result<void> table_row(std::string_view line, std::string_view t, std::size_t indent, std::uint64_t line_no) {
-        if (m_current < 0) return fail(m_path, line_no, "metric row before any kernel line");
+        OpenLaunch* open = current();
+        if (open == nullptr) return fail(m_path, line_no, "metric row before any kernel line");
         const auto& starts = m_table.starts;
         if (starts.size() < 2)
             return fail(m_path, line_no, "metric table without columns (expected a ruler of dash groups)");
@@ -331,15 +352,45 @@ private:
         const std::string_view unit = starts.size() >= 3 ? slice(1) : std::string_view{};
         const std::string_view value = slice(starts.size() - 1);
         if (name.empty()) return fail(m_path, line_no, fmt::format("expected a metric row, found \"{}\"", t));
-        add_ncu_value(m_launches[static_cast<std::size_t>(m_current)], name, unit, value);
-        m_has_content[static_cast<std::size_t>(m_current)] = true;
+        add_ncu_value(open->launch, name, unit, value);
+        open->has_content = true;
         m_table.rows_seen = true;
         return {};
     }
 
-    void start_launch(KernelLine k, std::uint64_t line_no) {
+    // The launch read so far goes to the builder, with ncu's launch id where a "==PROF== Profiling"
+    // line named its kernel (a profile that failed has such a line and no result: it is passed over).
+    Result<void> close_launch() {
+        if (!m_open) return {};
+        OpenLaunch& o = *m_open;
+        if (!o.has_content)
+            return fail(m_path, o.line,
+                        fmt::format("kernel '{}' has no metric table (truncated report?)", o.launch.kernel));
+        const std::string& kernel = o.launch.kernel;
+        auto named = std::find_if(m_prof.begin(), m_prof.end(), [&](const ProfLine& p) {
+            return kernel.starts_with(p.name) &&
+                   (kernel.size() == p.name.size() || std::string_view("(< ").find(kernel[p.name.size()]) != std::string_view::npos);
+        });
+        if (named == m_prof.end() && !m_prof.empty()) named = m_prof.begin();  // a name printed otherwise: in order
+        if (named != m_prof.end()) {
+            o.launch.id = named->id;
+            m_prof.erase(m_prof.begin(), named + 1);
+        } else {
+            o.launch.id = std::to_string(m_launches);
+        }
+        ++m_launches;
+        m_builder.add(std::move(o.launch));
+        m_open.reset();
+        return {};
+    }
+
+    Result<void> start_launch(KernelLine k, std::uint64_t line_no) {
+        if (auto r = close_launch(); !r) return r;
         m_table = Table{};
-        NcuLaunch l;
+        m_group = -1;
+        OpenLaunch o;
+        o.line = line_no;
+        NcuLaunch& l = o.launch;
         l.kernel = std::move(k.name);
         l.device = k.device.empty() ? std::string("0") : k.device;
         if (!k.grid.empty()) l.attributes["grid"] = k.grid;
@@ -352,11 +403,9 @@ private:
             l.attributes["time"] = k.time;
             if (!m_captured_at || k.time < *m_captured_at) m_captured_at = k.time;
         }
-        m_launches.push_back(std::move(l));
-        m_launch_lines.push_back(line_no);
-        m_has_content.push_back(false);
-        m_current = static_cast<long>(m_launches.size()) - 1;
+        m_open = std::move(o);
         m_section.clear();
+        return {};
     }
 
     // Summary output repeats the kernel line above every section: one record per kernel group.
@@ -365,11 +414,13 @@ private:
         m_summary = true;
         m_only_cli_metrics = false;
         const std::string key = m_device + '\n' + s.name + '\n' + s.block + '\n' + s.grid;
-        if (auto it = m_groups.find(key); it != m_groups.end()) {
-            m_current = static_cast<long>(it->second);
+        if (auto it = m_group_of.find(key); it != m_group_of.end()) {
+            m_group = static_cast<long>(it->second);
             return;
         }
-        NcuLaunch l;
+        OpenLaunch o;
+        o.line = line_no;
+        NcuLaunch& l = o.launch;
         l.kernel = s.name;
         l.is_summary = true;
         l.invocations = s.invocations;
@@ -377,11 +428,9 @@ private:
         add_ncu_value(l, "Block Size", "", s.block);
         add_ncu_value(l, "Grid Size", "", s.grid);
         if (!m_process.empty()) l.attributes["process"] = m_process;
-        m_launches.push_back(std::move(l));
-        m_launch_lines.push_back(line_no);
-        m_has_content.push_back(false);
-        m_current = static_cast<long>(m_launches.size()) - 1;
-        m_groups[key] = static_cast<std::size_t>(m_current);
+        m_groups.push_back(std::move(o));
+        m_group = static_cast<long>(m_groups.size()) - 1;
+        m_group_of[key] = m_groups.size() - 1;
     }
 
     void remember_prof_id(std::string_view line) {
@@ -391,27 +440,33 @@ private:
         if (dash == std::string_view::npos) return;
         std::string_view rest = line.substr(dash + 4);
         unsigned long id = 0;
-        if (parse_uint(rest, id) && rest.starts_with(":")) m_prof_ids.push_back(std::to_string(id));
+        if (!parse_uint(rest, id) || !rest.starts_with(":")) return;
+        // Names are bounded by the results that consume them; a log of profiles never printed keeps
+        // the most recent.
+        if (m_prof.size() >= k_max_pending_prof) m_prof.erase(m_prof.begin());
+        m_prof.push_back(ProfLine{std::string(line.substr(20, dash - 20)), std::to_string(id)});
     }
 
     void end_rule() {
         if (!m_rule_active) return;
         m_rule_active = false;
-        if (m_current >= 0) {
-            m_launches[static_cast<std::size_t>(m_current)].findings.push_back(std::move(m_rule));
-            m_has_content[static_cast<std::size_t>(m_current)] = true;
+        if (OpenLaunch* open = current()) {
+            open->launch.findings.push_back(std::move(m_rule));
+            open->has_content = true;
         }
         m_rule = ToolFinding{};
     }
 
+    static constexpr std::size_t k_max_pending_prof = 4096;
+
     const std::string& m_path;
-    std::string_view m_content;
-    std::vector<NcuLaunch> m_launches;
-    std::vector<std::uint64_t> m_launch_lines;
-    std::vector<bool> m_has_content;  // per launch: a metric row or rule result was read
-    std::map<std::string, std::size_t> m_groups;
-    std::vector<std::string> m_prof_ids;
-    long m_current = -1;
+    NcuEntityBuilder m_builder;
+    std::optional<OpenLaunch> m_open;       // the launch being read (default sections, --metrics)
+    std::vector<OpenLaunch> m_groups;       // summary groups, all open to the end
+    std::map<std::string, std::size_t> m_group_of;
+    long m_group = -1;                      // the summary group being read; -1: m_open
+    std::size_t m_launches = 0;             // launches closed
+    std::deque<ProfLine> m_prof;            // ==PROF== Profiling lines not yet matched to a result
     Table m_table;
     bool m_pending_summary_header = false;
     bool m_header_rows = false;
@@ -422,15 +477,16 @@ private:
     std::string m_device;
     std::string m_process;
     std::optional<std::string> m_captured_at;
-    std::vector<std::uint64_t> m_errors;  // lines of ==ERROR== messages
-    bool m_unlocked = false;              // ncu said it left the GPU clocks unmodified
+    std::size_t m_errors = 0;  // ==ERROR== lines
+    std::uint64_t m_first_error_line = 0;
+    bool m_unlocked = false;  // ncu said it left the GPU clocks unmodified
     std::string m_first_error;
     ToolFinding m_rule;
     bool m_rule_active = false;
     std::size_t m_rule_indent = 0;
 };
 
-class NcuTextCollector final : public Collector {
+class NcuTextCollector final : public StreamCollector {
 public:
     std::string_view id() const override { return "ncu-text"; }
     std::string_view description() const override {
@@ -454,8 +510,9 @@ public:
         return false;
     }
 
-    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
-        return NcuTextParser(path, content).run();
+    Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
+        CsvStream lines(source);
+        return NcuTextParser(path).run(lines);
     }
 };
 

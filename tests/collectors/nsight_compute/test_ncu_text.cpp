@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "collectors/nsight_compute/ncu_text.hpp"
 #include "tests/collectors/ncu_helpers.hpp"
 #include "tests/support.hpp"
@@ -159,6 +161,34 @@ TEST(NcuText, PrintSummaryPerKernel) {
     EXPECT_DOUBLE_EQ(metric(nbody, "sm_count"), 80);
     const Entity* reset = kernel_named(b, "reset_forces(float4 *, int)");
     EXPECT_DOUBLE_EQ(metric(reset, "launches"), 1);
+}
+
+// ncu names each profiled launch in a "==PROF== Profiling" line with its launch id; a profile that
+// failed has its line and no result. Each result takes the id of the next line naming its kernel.
+// The log is the corpus 2021 report with a failed profile of another kernel added between
+// atomic_red's and reduce_a's.
+TEST(NcuText, LaunchIdsComeFromTheProfilingLineNamingTheKernel) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_RTX3070-cc86_ncu2021_reductions_8M_default.txt");
+    std::string text = read_file(path);
+    const std::string failed = "==PROF== Profiling \"reduce_b(float *, float *)\" - 1: 0%....50%\n";
+    const std::size_t second = text.find("==PROF== Profiling \"reduce_a");
+    ASSERT_NE(second, std::string::npos);
+    text.insert(second, failed);
+    // The later lines' ids move up by one, as ncu would have numbered them.
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"(float *, float *)\" - 1: 0%....50%....100%",
+                                                                       "(float *, float *)\" - 2: 0%....50%....100%"},
+                                   {"reduce_ws(float *, float *)\" - 2:", "reduce_ws(float *, float *)\" - 3:"}}) {
+        const std::size_t at = text.find(from);
+        ASSERT_NE(at, std::string::npos) << from;
+        text.replace(at, from.size(), to);
+    }
+    auto b = collect_content("failed_profile.txt", text);
+    ASSERT_TRUE(b) << b.error().to_string();
+    std::map<std::string, std::string> id_of;
+    for (const Entity* l : of_kind(*b, EntityKind::launch)) id_of[l->name.substr(0, l->name.find('('))] = l->attributes.at("id");
+    EXPECT_EQ(id_of["atomic_red"], "0");
+    EXPECT_EQ(id_of["reduce_a"], "2");
+    EXPECT_EQ(id_of["reduce_ws"], "3");
 }
 
 TEST(NcuText, TruncatedReportIsAnError) {
