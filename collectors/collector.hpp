@@ -43,6 +43,12 @@ public:
         if (!content) return std::unexpected(content.error());
         return collect(path, *content);
     }
+    // For CollectorInput::stream: every run the report holds, as collect_runs.
+    virtual Result<std::vector<RunBatch>> collect_stream_runs(const std::string& path, ByteSource& source) const {
+        auto batch = collect_stream(path, source);
+        if (!batch) return std::unexpected(batch.error());
+        return std::vector<RunBatch>{std::move(*batch)};
+    }
 };
 
 // A collector that reads its report as a stream of bytes (bounded memory whatever its size);
@@ -52,6 +58,9 @@ public:
     CollectorInput input() const final { return CollectorInput::stream; }
     Result<RunBatch> collect(const std::string& path, std::string_view content) const final {
         return collect_stream(path, *open_source(path, content));
+    }
+    Result<std::vector<RunBatch>> collect_runs(const std::string& path, std::string_view content) const final {
+        return collect_stream_runs(path, *open_source(path, content));
     }
     Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override = 0;
 };

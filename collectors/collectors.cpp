@@ -191,34 +191,36 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
             }
         }));
     Result<RunBatch> batch;
-    switch (c->input()) {
-    case CollectorInput::stream:
-        if (is_gzip(*head)) {
-            auto inflated = gunzip(path, raw);
-            batch = c->collect_stream(path, *inflated);
+    // Every run of the report: one is returned alone (the usual case, not copied); several go to
+    // `runs` and the last is returned.
+    const auto take_runs = [&](Result<std::vector<RunBatch>> all) {
+        if (!all) {
+            batch = std::unexpected(all.error());
+        } else if (all->empty()) {
+            batch = fail(path, 0, "the report holds no run");
+        } else if (all->size() == 1) {
+            batch = std::move(all->front());
         } else {
-            batch = c->collect_stream(path, raw);
+            *runs = std::move(*all);
+            batch = runs->back();
         }
+    };
+    switch (c->input()) {
+    case CollectorInput::stream: {
+        std::unique_ptr<ByteSource> inflated = is_gzip(*head) ? gunzip(path, raw) : nullptr;
+        ByteSource& source = inflated ? *inflated : raw;
+        if (runs != nullptr) take_runs(c->collect_stream_runs(path, source));
+        else batch = c->collect_stream(path, source);
         break;
+    }
     case CollectorInput::path:
         batch = c->collect(path, {});
         break;
     case CollectorInput::whole: {
         auto content = read_rest(raw);
         if (!content) return std::unexpected(content.error());
-        if (runs != nullptr) {
-            auto all = c->collect_runs(path, *content);
-            if (!all) return std::unexpected(all.error());
-            if (all->empty()) return fail(path, 0, "the report holds no run");
-            if (all->size() == 1) {
-                batch = std::move(all->front());  // the usual case: returned alone, not copied
-            } else {
-                *runs = std::move(*all);
-                batch = runs->back();
-            }
-        } else {
-            batch = c->collect(path, *content);
-        }
+        if (runs != nullptr) take_runs(c->collect_runs(path, *content));
+        else batch = c->collect(path, *content);
         break;
     }
     }

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -262,121 +263,147 @@ std::string version_of_path(std::string_view t) {
     return v;
 }
 
-struct Parse {
-    std::vector<Session> sessions;
-    std::vector<std::string> problems;  // tables announced but not found
-};
+// Reads the tables line by line (a text header is told by the dash line after it, so one line is
+// held back); a session goes to `done` when the next begins or the text ends, so memory holds one
+// session's tables whatever the file's size.
+class TableReader {
+public:
+    using Done = std::function<Result<void>(Session&&)>;
+    TableReader(const std::string& path, Done done) : m_path(path), m_done(std::move(done)) {}
 
-Result<Parse> parse_tables(const std::string& path, std::string_view content) {
-    std::vector<std::string_view> lines;
-    {
-        LineReader reader(content);
-        std::string_view l;
-        while (reader.next(l)) lines.push_back(strip_log_prefix(l));
+    Result<void> line(std::string_view raw, std::uint64_t line_no) {
+        const std::string_view line = strip_log_prefix(raw);
+        if (m_in_rows) {
+            auto ended = row(line, line_no);
+            if (!ended) return std::unexpected(ended.error());
+            if (!*ended) return {};
+            // A line that is not a row ends the table and is read as any other line.
+        }
+        return outside(line, line_no);
     }
-    Parse out;
-    out.sessions.emplace_back();
-    std::optional<Title> pending;
-    std::uint64_t pending_line = 0;
-    std::string report_file, pending_gpu, version;
-    auto start_session_for = [&](Report r, std::uint64_t line_no) {
-        Session* s = &out.sessions.back();
-        if (r != Report::other && s->seen.contains(r)) {
-            out.sessions.emplace_back();
-            s = &out.sessions.back();
-        }
-        if (s->first_line == 0) s->first_line = line_no;
-        if (s->report_file.empty()) s->report_file = report_file;
-        if (s->gpu.empty() && !pending_gpu.empty()) s->gpu = std::exchange(pending_gpu, {});
-        if (s->tool_version.empty()) s->tool_version = version;
-        s->seen.insert(r);
-        return s;
-    };
 
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-        const std::uint64_t line_no = i + 1;
-        const std::string_view t = trim(lines[i]);
-        if (t.empty()) continue;
-        if (std::string gpu = gpu_of_metrics_line(t); !gpu.empty()) {
-            pending_gpu = std::move(gpu);
-            continue;
+    Result<void> finish() {
+        if (m_in_rows)
+            if (auto r = end_table(); !r) return r;
+        if (m_pending && m_pending->report != Report::other)
+            m_problems.push_back(
+                fmt::format("line {}: '{}' announced but no table follows", m_pending_line, m_pending->id));
+        if (m_session.tables.empty() && m_session.skipped.empty() && m_sessions > 0) return {};
+        ++m_sessions;
+        return m_done(std::move(m_session));
+    }
+
+    // Tables announced but not found, over the whole text.
+    const std::vector<std::string>& problems() const { return m_problems; }
+    std::size_t sessions() const { return m_sessions; }
+
+private:
+    // Reads `line` as a row of the open table: false when it was one, true when the table ended
+    // before it and the line is still to be read.
+    Result<bool> row(std::string_view line, std::uint64_t line_no) {
+        const std::string_view t = trim(line);
+        if (t.empty() || t.starts_with("```")) {  // rows run to the next blank line
+            if (auto r = end_table(); !r) return std::unexpected(r.error());
+            return false;
         }
-        if (std::string v = version_of_path(t); !v.empty()) version = std::move(v);
+        Row row;
+        row.line = line_no;
+        if (m_table.csv) {
+            CsvReader reader(line, row.line);
+            if (reader.next(row.cells) == CsvReader::Status::error)
+                return fail(m_path, row.line, fmt::format("malformed CSV row: {}", reader.error()));
+            for (std::string& c : row.cells) c = std::string(trim(c));
+        } else {
+            row.cells = split_text_row(line, m_extents);
+        }
+        // Every stats table starts its rows with a number: a line that does not is other
+        // program output after the table (a job log's next message).
+        if (row.cells.empty() || !parse_report_number(trim(row.cells.front()))) {
+            if (auto r = end_table(); !r) return std::unexpected(r.error());
+            return true;
+        }
+        if (row.cells.size() != m_table.columns.size())
+            return fail(m_path, row.line,
+                        fmt::format("expected {} columns as in the header on line {}, found {}",
+                                    m_table.columns.size(), m_table.line, row.cells.size()));
+        m_table.rows.push_back(std::move(row));
+        return false;
+    }
+
+    Result<void> outside(std::string_view line, std::uint64_t line_no) {
+        const std::string_view t = trim(line);
+        std::string previous = std::exchange(m_previous, {});
+        if (t.empty()) return {};
+        // A text header: the line before, with this dash line under it.
+        if (!previous.empty() && is_dash_line(line)) {
+            auto extents = dash_extents(line);
+            Table table;
+            table.line = m_previous_line;
+            for (const std::string& h : split_text_row(previous, extents)) table.columns.push_back(parse_column(h));
+            if (is_header(table.columns)) {
+                m_extents = std::move(extents);
+                return start_table(std::move(table));
+            }
+        }
+        if (std::string gpu = gpu_of_metrics_line(t); !gpu.empty()) {
+            m_pending_gpu = std::move(gpu);
+            return {};
+        }
+        if (std::string v = version_of_path(t); !v.empty()) m_version = std::move(v);
         if (auto title = parse_title(t)) {
             // "Processing [...osrtsum.py]..." then " ** OS Runtime Summary (osrtsum):" announce one table.
-            if (pending && pending->report != Report::other && pending->report != title->report)
-                out.problems.push_back(fmt::format("line {}: '{}' announced but no table follows", pending_line,
-                                                   pending->id));
-            pending = std::move(title);
-            pending_line = line_no;
-            continue;
+            if (m_pending && m_pending->report != Report::other && m_pending->report != title->report)
+                m_problems.push_back(
+                    fmt::format("line {}: '{}' announced but no table follows", m_pending_line, m_pending->id));
+            m_pending = std::move(title);
+            m_pending_line = line_no;
+            return {};
         }
         if (std::string_view f = t.ends_with('"') ? t.substr(0, t.size() - 1) : t;
             f.ends_with(".nsys-rep") || f.ends_with(".qdrep")) {
             // "[1/8] [=====100%] name.nsys-rep" or "Saved report file to ...": names the session's report
             const std::size_t sp = f.find_last_of(" \"/");
-            report_file = std::string(f.substr(sp == std::string_view::npos ? 0 : sp + 1));
-            continue;
+            m_report_file = std::string(f.substr(sp == std::string_view::npos ? 0 : sp + 1));
+            return {};
         }
         if (t.starts_with("SKIPPED:")) {
-            const Report r = pending ? pending->report : Report::other;
-            Session* s = start_session_for(r, line_no);
-            s->skipped.emplace_back(trim(t.substr(8)));
-            pending.reset();
-            continue;
+            const Report r = m_pending ? m_pending->report : Report::other;
+            auto s = session_for(r, line_no);
+            if (!s) return std::unexpected(s.error());
+            (*s)->skipped.emplace_back(trim(t.substr(8)));
+            m_pending.reset();
+            return {};
         }
-
-        // A header: CSV when the line splits into known columns at commas, text when a dash line follows.
-        Table table;
-        table.line = line_no;
-        std::vector<std::string> fields;
+        // A CSV header splits into known columns at commas; any other line may be a text header.
         if (t.find(',') != std::string_view::npos) {
+            std::vector<std::string> fields;
             CsvReader reader(t);
             if (reader.next(fields) == CsvReader::Status::record) {
+                Table table;
+                table.line = line_no;
                 for (const std::string& f : fields) table.columns.push_back(parse_column(trim(f)));
                 table.csv = is_header(table.columns);
+                if (table.csv) return start_table(std::move(table));
             }
         }
-        std::vector<std::pair<std::size_t, std::size_t>> extents;
-        if (!table.csv) {
-            if (i + 1 >= lines.size() || !is_dash_line(lines[i + 1])) continue;
-            extents = dash_extents(lines[i + 1]);
-            table.columns.clear();
-            for (const std::string& h : split_text_row(lines[i], extents)) table.columns.push_back(parse_column(h));
-            if (!is_header(table.columns)) continue;
-            ++i;  // the dash line
-        }
+        m_previous = std::string(line);
+        m_previous_line = line_no;
+        return {};
+    }
 
-        // Rows run to the next blank line.
-        for (++i; i < lines.size(); ++i) {
-            const std::string_view row_line = lines[i];
-            if (trim(row_line).empty() || trim(row_line).starts_with("```")) break;
-            Row row;
-            row.line = i + 1;
-            if (table.csv) {
-                CsvReader reader(row_line, row.line);
-                if (reader.next(row.cells) == CsvReader::Status::error)
-                    return fail(path, row.line, fmt::format("malformed CSV row: {}", reader.error()));
-                for (std::string& c : row.cells) c = std::string(trim(c));
-            } else {
-                row.cells = split_text_row(row_line, extents);
-            }
-            // Every stats table starts its rows with a number: a line that does not is other
-            // program output after the table (a job log's next message).
-            if (row.cells.empty() || !parse_report_number(trim(row.cells.front()))) {
-                --i;
-                break;
-            }
-            if (row.cells.size() != table.columns.size())
-                return fail(path, row.line,
-                            fmt::format("expected {} columns as in the header on line {}, found {}",
-                                        table.columns.size(), table.line, row.cells.size()));
-            table.rows.push_back(std::move(row));
-        }
+    Result<void> start_table(Table table) {
+        m_table = std::move(table);
+        m_in_rows = true;
+        return {};
+    }
 
-        // What the table is: the title that announced it, or what its columns say.
-        if (pending) table.title = *pending;
-        if (table.title.report == Report::other && !pending) {
+    // What the table is: the title that announced it, or what its columns say.
+    Result<void> end_table() {
+        m_in_rows = false;
+        Table table = std::move(m_table);
+        m_table = Table{};
+        if (m_pending) table.title = *m_pending;
+        if (table.title.report == Report::other && !m_pending) {
             const int count_idx = table.index(Field::count);
             const bool named_calls =
                 count_idx >= 0 && table.columns[static_cast<std::size_t>(count_idx)].header == "Num Calls";
@@ -394,16 +421,43 @@ Result<Parse> parse_tables(const std::string& path, std::string_view content) {
             }
             table.title.id = std::string(report_label(table.title.report));
         }
-        pending.reset();
-        Session* s = start_session_for(table.title.report, table.line);
-        s->tables.push_back(std::move(table));
+        m_pending.reset();
+        auto s = session_for(table.title.report, table.line);
+        if (!s) return std::unexpected(s.error());
+        (*s)->tables.push_back(std::move(table));
+        return {};
     }
-    if (pending && pending->report != Report::other)
-        out.problems.push_back(fmt::format("line {}: '{}' announced but no table follows", pending_line, pending->id));
-    if (out.sessions.back().tables.empty() && out.sessions.back().skipped.empty() && out.sessions.size() > 1)
-        out.sessions.pop_back();
-    return out;
-}
+
+    // The session a table or SKIPPED line of report `r` belongs to: a report seen already in this
+    // one begins the next (the session so far is handed over).
+    Result<Session*> session_for(Report r, std::uint64_t line_no) {
+        if (r != Report::other && m_session.seen.contains(r)) {
+            ++m_sessions;
+            if (auto d = m_done(std::exchange(m_session, Session{})); !d) return std::unexpected(d.error());
+        }
+        Session& s = m_session;
+        if (s.first_line == 0) s.first_line = line_no;
+        if (s.report_file.empty()) s.report_file = m_report_file;
+        if (s.gpu.empty() && !m_pending_gpu.empty()) s.gpu = std::exchange(m_pending_gpu, {});
+        if (s.tool_version.empty()) s.tool_version = m_version;
+        s.seen.insert(r);
+        return &s;
+    }
+
+    const std::string& m_path;
+    Done m_done;
+    Session m_session;
+    std::size_t m_sessions = 0;  // handed over
+    std::vector<std::string> m_problems;
+    std::optional<Title> m_pending;
+    std::uint64_t m_pending_line = 0;
+    std::string m_report_file, m_pending_gpu, m_version;
+    std::string m_previous;  // the line before, when it may be a text table's header
+    std::uint64_t m_previous_line = 0;
+    bool m_in_rows = false;
+    Table m_table;
+    std::vector<std::pair<std::size_t, std::size_t>> m_extents;  // of the open text table
+};
 
 // Numbers of one row, converted to base units from the column's unit.
 class RowReader {
@@ -597,7 +651,7 @@ Result<void> feed_gpu_trace(const std::string& path, const Table& table, Timelin
     return {};
 }
 
-class NsysStatsCollector final : public Collector {
+class NsysStatsCollector final : public StreamCollector {
 public:
     std::string_view id() const override { return "nsys-stats"; }
     std::string_view description() const override {
@@ -634,54 +688,102 @@ public:
     }
 
     // One batch: the last session, with a note when the file holds more (collect_runs gives each).
-    Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
-        auto parsed = parse_tables(path, content);
-        if (!parsed) return std::unexpected(parsed.error());
-        const Session& session = parsed->sessions.back();
-        if (session.tables.empty() && session.skipped.empty()) return no_table(path);
-        auto batch = session_batch(path, *parsed, session);
-        if (batch && parsed->sessions.size() > 1)
+    // Only the last session's tables are kept, and only its run is built (and only its errors count).
+    Result<RunBatch> collect_stream(const std::string& path, ByteSource& source) const override {
+        std::optional<Session> last;
+        auto read = read_sessions(path, source, [&](Session&& session) -> Result<void> {
+            last = std::move(session);
+            return {};
+        });
+        if (!read) return std::unexpected(read.error());
+        if (!last) return no_table(path);
+        auto batch = session_batch(path, *last);
+        if (!batch) return std::unexpected(batch.error());
+        add_problems(*batch, *last, *read);
+        if (read->sessions > 1)
             batch->notes.insert(batch->notes.begin(),
                                 fmt::format("the file holds {} nsys stats sessions; read the last one{}, from line {}",
-                                            parsed->sessions.size(),
-                                            session.report_file.empty() ? "" : " (" + session.report_file + ")",
-                                            session.first_line));
+                                            read->sessions,
+                                            last->report_file.empty() ? "" : " (" + last->report_file + ")",
+                                            last->first_line));
         return batch;
     }
 
-    // One run per session (a log of several `nsys stats` invocations), each labelled session=N.
-    Result<std::vector<RunBatch>> collect_runs(const std::string& path, std::string_view content) const override {
-        auto parsed = parse_tables(path, content);
-        if (!parsed) return std::unexpected(parsed.error());
-        if (parsed->sessions.size() == 1) {
-            const Session& only = parsed->sessions.front();
-            if (only.tables.empty() && only.skipped.empty()) return no_table(path);
-            auto batch = session_batch(path, *parsed, only);
+    // One run per session (a log of several `nsys stats` invocations), each labelled session=N;
+    // each is built as the next session begins.
+    Result<std::vector<RunBatch>> collect_stream_runs(const std::string& path, ByteSource& source) const override {
+        struct Built {
+            RunBatch batch;
+            std::size_t problems_at;
+            std::uint64_t first_line;
+            std::string report_file;
+        };
+        std::vector<Built> runs;
+        auto read = read_sessions(path, source, [&](Session&& session) -> Result<void> {
+            auto batch = session_batch(path, session);
             if (!batch) return std::unexpected(batch.error());
-            return std::vector<RunBatch>{std::move(*batch)};
-        }
+            runs.push_back(Built{std::move(*batch), session.skipped.size(), session.first_line, session.report_file});
+            return {};
+        });
+        if (!read) return std::unexpected(read.error());
+        if (runs.empty()) return no_table(path);
         std::vector<RunBatch> out;
-        for (std::size_t i = 0; i < parsed->sessions.size(); ++i) {
-            const Session& session = parsed->sessions[i];
-            auto batch = session_batch(path, *parsed, session);
-            if (!batch) return std::unexpected(batch.error());
-            batch->labels["session"] = std::to_string(i + 1);
-            batch->notes.insert(batch->notes.begin(),
-                                fmt::format("session {} of {} in this file{}, from line {}", i + 1, parsed->sessions.size(),
-                                            session.report_file.empty() ? "" : " (" + session.report_file + ")",
-                                            session.first_line));
-            out.push_back(std::move(*batch));
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            RunBatch& batch = runs[i].batch;
+            insert_problems(batch, runs[i].problems_at, *read);
+            if (runs.size() > 1) {
+                batch.labels["session"] = std::to_string(i + 1);
+                batch.notes.insert(batch.notes.begin(),
+                                   fmt::format("session {} of {} in this file{}, from line {}", i + 1, runs.size(),
+                                               runs[i].report_file.empty() ? "" : " (" + runs[i].report_file + ")",
+                                               runs[i].first_line));
+            }
+            out.push_back(std::move(batch));
         }
         return out;
     }
 
 private:
+    struct Read {
+        std::size_t sessions = 0;
+        std::vector<std::string> problems;
+    };
+
+    // Reads the text; each session with tables or SKIPPED lines goes to `take` as soon as the next
+    // session begins.
+    Result<Read> read_sessions(const std::string& path, ByteSource& source,
+                               const std::function<Result<void>(Session&&)>& take) const {
+        TableReader reader(path, [&](Session&& session) -> Result<void> {
+            if (session.tables.empty() && session.skipped.empty()) return {};
+            return take(std::move(session));
+        });
+        CsvStream lines(source);
+        std::string_view line;
+        while (true) {
+            auto got = lines.next_line(line);
+            if (!got) return std::unexpected(got.error());
+            if (!*got) break;
+            if (auto r = reader.line(line, lines.record_line()); !r) return std::unexpected(r.error());
+        }
+        if (auto r = reader.finish(); !r) return std::unexpected(r.error());
+        return Read{reader.sessions(), reader.problems()};
+    }
+
+    // The problems of the whole text go after the session's SKIPPED notes.
+    static void insert_problems(RunBatch& batch, std::size_t at, const Read& read) {
+        const auto it = batch.notes.begin() + static_cast<std::ptrdiff_t>(std::min(at, batch.notes.size()));
+        batch.notes.insert(it, read.problems.begin(), read.problems.end());
+    }
+    static void add_problems(RunBatch& batch, const Session& session, const Read& read) {
+        insert_problems(batch, session.skipped.size(), read);
+    }
+
     static std::unexpected<Error> no_table(const std::string& path) {
         return fail(path, 0, "no nsys stats table found (expected a header such as \"Time (%)  Total Time (ns)  "
                              "Instances ...\" followed by a dash line, or its CSV form)");
     }
 
-    Result<RunBatch> session_batch(const std::string& path, const Parse& parsed, const Session& session) const {
+    Result<RunBatch> session_batch(const std::string& path, const Session& session) const {
         RunBatch batch;
         batch.format = std::string(id());
         batch.tool_version = session.tool_version;
@@ -694,7 +796,6 @@ private:
         batch.format_detail = fmt::format("{}{}", csv ? "CSV" : "text",
                                           generations.empty() ? "" : fmt::format(", {} report names", *generations.begin()));
         for (const std::string& s : session.skipped) batch.notes.push_back("SKIPPED: " + s);
-        for (const std::string& p : parsed.problems) batch.notes.push_back(p);
 
         const std::size_t run_index = batch.run_entity();
         const bool has_trace = std::any_of(session.tables.begin(), session.tables.end(),
