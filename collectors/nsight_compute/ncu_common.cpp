@@ -281,13 +281,37 @@ std::string ncu_canonical_name(std::string_view tool_name, std::string_view base
     return slug(tool_name);
 }
 
+namespace {
+
+struct TransparentHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// ncu_canonical_name, worked out once per thread for each (tool name, base unit): a report repeats
+// the same few hundred metrics on every launch.
+const std::string& canonical_name_cached(std::string_view tool_name, std::string_view base_unit) {
+    thread_local std::unordered_map<std::string, std::vector<std::pair<std::string, std::string>>, TransparentHash,
+                                    std::equal_to<>>
+        cache;
+    if (cache.size() > (1U << 16)) cache.clear();  // a raw page names up to 100,000 metrics
+    auto it = cache.find(tool_name);
+    if (it == cache.end()) it = cache.try_emplace(std::string(tool_name)).first;
+    for (const auto& [unit, name] : it->second)
+        if (unit == base_unit) return name;
+    it->second.emplace_back(std::string(base_unit), ncu_canonical_name(tool_name, base_unit));
+    return it->second.back().second;
+}
+
+}  // namespace
+
 bool add_ncu_value(NcuLaunch& launch, std::string_view tool_name, std::string_view tool_unit,
                    std::string_view raw_value) {
     const std::string_view value_text = trim(raw_value);
     const std::string_view unit = trim(tool_unit);
     if (auto v = parse_report_number(value_text)) {
         BaseValue base = to_base_unit(*v, unit);
-        std::string name = ncu_canonical_name(tool_name, base.unit);
+        std::string name = canonical_name_cached(tool_name, base.unit);
         if (name.starts_with("global_sectors_") && base.unit == "byte") {
             base.value /= k_bytes_per_sector;  // some versions report these in bytes, not sectors
             base.unit = "count";
@@ -299,7 +323,7 @@ bool add_ncu_value(NcuLaunch& launch, std::string_view tool_name, std::string_vi
     if (value_text.empty() || value_text.find("nan") != std::string_view::npos || value_text == "n/a" ||
         value_text == "N/A" || value_text == "-")
         return false;
-    launch.attributes[ncu_canonical_name(tool_name, "")] = std::string(value_text);
+    launch.attributes[canonical_name_cached(tool_name, "")] = std::string(value_text);
     return true;
 }
 

@@ -9,7 +9,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 namespace perfwatch {
@@ -123,15 +127,90 @@ std::string hex(const unsigned char* digest, unsigned int len) {
 
 }  // namespace
 
-struct FileSource::Hash {
-    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx{EVP_MD_CTX_new(), &EVP_MD_CTX_free};
-    Hash() { EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr); }
+// SHA-256 of the bytes handed out. For a large file the hashing runs on a thread of its own beside
+// the parsing: each chunk read is copied to a queue of at most k_depth chunks (bounded memory) that
+// the thread hashes in order; a small file is hashed as it is read.
+class FileSource::Hash {
+public:
+    explicit Hash(bool beside) {
+        EVP_DigestInit_ex(m_ctx.get(), EVP_sha256(), nullptr);
+        if (beside) m_thread = std::thread([this] { work(); });
+    }
+    ~Hash() { stop(); }
+
+    void update(const char* data, std::size_t n) {
+        if (n == 0) return;
+        if (!m_thread.joinable()) {
+            EVP_DigestUpdate(m_ctx.get(), data, n);
+            return;
+        }
+        std::unique_lock lock(m_mutex);
+        m_changed.wait(lock, [&] { return m_queue.size() < k_depth; });
+        std::vector<char> chunk;
+        if (!m_free.empty()) {
+            chunk = std::move(m_free.back());
+            m_free.pop_back();
+        }
+        lock.unlock();
+        chunk.assign(data, data + n);
+        lock.lock();
+        m_queue.push_back(std::move(chunk));
+        m_changed.notify_all();
+    }
+
+    std::string hex_digest() {
+        stop();
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned int len = 0;
+        EVP_DigestFinal_ex(m_ctx.get(), digest, &len);
+        return hex(digest, len);
+    }
+
+private:
+    static constexpr std::size_t k_depth = 4;
+
+    void work() {
+        std::unique_lock lock(m_mutex);
+        while (true) {
+            m_changed.wait(lock, [&] { return !m_queue.empty() || m_done; });
+            if (m_queue.empty()) return;
+            std::vector<char> chunk = std::move(m_queue.front());
+            m_queue.pop_front();
+            lock.unlock();
+            EVP_DigestUpdate(m_ctx.get(), chunk.data(), chunk.size());
+            lock.lock();
+            m_free.push_back(std::move(chunk));
+            m_changed.notify_all();
+        }
+    }
+
+    // Hashes what is queued and ends the thread.
+    void stop() {
+        if (!m_thread.joinable()) return;
+        {
+            std::lock_guard lock(m_mutex);
+            m_done = true;
+        }
+        m_changed.notify_all();
+        m_thread.join();
+    }
+
+    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> m_ctx{EVP_MD_CTX_new(), &EVP_MD_CTX_free};
+    std::mutex m_mutex;
+    std::condition_variable m_changed;
+    std::deque<std::vector<char>> m_queue;
+    std::vector<std::vector<char>> m_free;
+    bool m_done = false;
+    std::thread m_thread;
 };
 
 FileSource::FileSource(std::string path, int fd, std::uint64_t size)
-    : m_path(std::move(path)), m_fd(fd), m_size(size), m_hash(std::make_unique<Hash>()) {}
+    : m_path(std::move(path)), m_fd(fd), m_size(size), m_hash(std::make_unique<Hash>(size >= k_hash_beside_bytes)) {}
 
-FileSource::~FileSource() { ::close(m_fd); }
+FileSource::~FileSource() {
+    m_hash.reset();
+    ::close(m_fd);
+}
 
 Result<std::unique_ptr<FileSource>> FileSource::open(const std::string& path) {
     // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
@@ -173,7 +252,7 @@ Result<std::size_t> FileSource::read(char* buffer, std::size_t n) {
                 : fmt::format("the file grew from {} to {} bytes while being read (still being written?)", m_size,
                               m_offset));
     }
-    EVP_DigestUpdate(m_hash->ctx.get(), buffer, k);
+    m_hash->update(buffer, k);
     m_offset += k;
     return k;
 }
@@ -199,10 +278,7 @@ Result<std::string> FileSource::finish_sha256() {
         if (!got) return std::unexpected(got.error());
         if (*got == 0) break;
     }
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(m_hash->ctx.get(), digest, &len);
-    return hex(digest, len);
+    return m_hash->hex_digest();
 }
 
 std::string sha256_hex(std::string_view data) {

@@ -28,9 +28,10 @@ public:
 };
 
 // A report file read from the start with read(2), in the caller's chunks, never whole. It hashes
-// every byte it hands out (SHA-256) and, at the end, fails when the file shrank or grew while it
-// was read (truncated or still being written by another process). A file deleted while being
-// read is read to its end: the open descriptor keeps its content.
+// every byte it hands out (SHA-256; a large file on a thread beside the reader) and, at the end,
+// fails when the file shrank or grew while it was read (truncated or still being written by
+// another process). A file deleted while being read is read to its end: the open descriptor keeps
+// its content.
 class FileSource final : public ByteSource {
 public:
     // Opens `path` for reading: errors for a missing, unreadable or non-regular file.
@@ -44,6 +45,9 @@ public:
     Result<std::string> finish_sha256();
     std::uint64_t size_at_open() const { return m_size; }
 
+    // Files from this size on are hashed on a thread beside the reader.
+    static constexpr std::uint64_t k_hash_beside_bytes = 8 << 20;
+
 private:
     FileSource(std::string path, int fd, std::uint64_t size);
 
@@ -51,7 +55,7 @@ private:
     int m_fd;
     std::uint64_t m_size;
     std::uint64_t m_offset = 0;
-    struct Hash;
+    class Hash;
     std::unique_ptr<Hash> m_hash;
 };
 

@@ -170,6 +170,31 @@ TEST(FileSource, AFileDeletedWhileReadIsReadToItsEnd) {
     EXPECT_EQ(*sha, sha256_hex(content));
 }
 
+// A file from FileSource::k_hash_beside_bytes on is hashed on a thread of its own: read in uneven
+// chunks, some bytes left to finish_sha256, its digest is sha256sum's.
+TEST(FileSource, ALargeFileHashedBesideTheReaderGivesSha256sumsDigest) {
+    TempDir dir;
+    const std::string path = dir.file("large.txt");
+    std::string content;
+    for (std::uint64_t i = 0; content.size() < FileSource::k_hash_beside_bytes + 3'000'001; ++i)
+        content += std::to_string(i * 2654435761u) + (i % 7 == 0 ? "\n" : ",");
+    write_file(path, content);
+    const auto sum = run_program({"/usr/bin/sha256sum", path});
+    ASSERT_EQ(sum.exit_code, 0) << sum.err;
+    auto file = FileSource::open(path);
+    ASSERT_TRUE(file);
+    std::vector<char> buf(1 << 20);
+    std::size_t read = 0;
+    for (std::size_t n = 1; read < content.size() / 2; n = n * 3 + 17) {
+        auto got = (*file)->read(buf.data(), std::min(buf.size(), n));
+        ASSERT_TRUE(got);
+        read += *got;
+    }
+    auto sha = (*file)->finish_sha256();
+    ASSERT_TRUE(sha) << sha.error().to_string();
+    EXPECT_EQ(*sha, sum.out.substr(0, 64));
+}
+
 TEST(FileSource, NonRegularFilesAreRefused) {
     TempDir dir;
     auto d = FileSource::open(dir.path().string());
