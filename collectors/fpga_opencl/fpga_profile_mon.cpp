@@ -13,15 +13,22 @@ namespace perfwatch {
 
 namespace {
 
-std::vector<std::string_view> split_commas(std::string_view line) {
-    std::vector<std::string_view> out;
+// The fields of `line` into `out` (its capacity reused from line to line).
+void split_commas(std::string_view line, std::vector<std::string_view>& out) {
+    out.clear();
     std::size_t pos = 0;
     while (true) {
         const std::size_t c = line.find(',', pos);
         out.push_back(line.substr(pos, c == std::string_view::npos ? std::string_view::npos : c - pos));
-        if (c == std::string_view::npos) return out;
+        if (c == std::string_view::npos) return;
         pos = c + 1;
     }
+}
+
+std::vector<std::string_view> split_commas(std::string_view line) {
+    std::vector<std::string_view> out;
+    split_commas(line, out);
+    return out;
 }
 
 std::optional<long long> integer(std::string_view s) {
@@ -29,6 +36,15 @@ std::optional<long long> integer(std::string_view s) {
     const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
     return v;
+}
+
+// What integer() accepts, without the value: an optional minus and 1 to 19 digits.
+bool is_integer(std::string_view s) {
+    const std::string_view digits = s.starts_with('-') ? s.substr(1) : s;
+    if (digits.empty() || digits.size() > 18) return integer(s).has_value();
+    for (const char c : digits)
+        if (c < '0' || c > '9') return false;
+    return true;
 }
 
 enum class Layout { unknown, legacy, shared };
@@ -87,13 +103,16 @@ public:
         std::size_t kernel_lines = 0, memory_lines = 0;
         CsvStream lines(source);
         std::string_view line;
+        std::vector<std::string_view> f;
+        long long last_device = 0;
+        std::string device_name;
         while (true) {
             auto got = lines.next_line(line);
             if (!got) return std::unexpected(got.error());
             if (!*got) break;
             const std::uint64_t line_no = lines.record_line();
             if (trim(line).empty()) continue;
-            const auto f = split_commas(line);
+            split_commas(line, f);
             if (f.size() < 5)
                 return fail(path, line_no,
                             fmt::format("expected at least 5 comma-separated fields "
@@ -107,7 +126,11 @@ public:
             TimelineEvent ev;
             ev.name = std::string(trim(f[2]));
             ev.kind = op_kind(ev.name);
-            ev.device = fmt::format("device {}", *device);
+            if (*device != last_device || device_name.empty()) {
+                last_device = *device;
+                device_name = fmt::format("device {}", *device);
+            }
+            ev.device = device_name;
             ev.queue = std::to_string(*queue);
             ev.start_ns = static_cast<double>(*start);
             ev.end_ns = *end == 0 ? -1 : static_cast<double>(*end);  // 0: read back mid-run, no end
@@ -129,15 +152,15 @@ public:
                                             layout == Layout::legacy ? "legacy" : "shared-counter"));
                 const std::size_t first_counter = layout == Layout::legacy ? 6 : 7;
                 if (layout == Layout::shared) ev.attributes["shared_counter"] = std::string(f[5]);
-                std::string counters;
-                for (std::size_t i = first_counter; i < f.size(); ++i) {
-                    if (!integer(f[i]))
+                for (std::size_t i = first_counter; i < f.size(); ++i)
+                    if (!is_integer(f[i]))
                         return fail(path, line_no, fmt::format("counter {} is not an integer: \"{}\"",
                                                                i - first_counter + 1, f[i]));
-                    if (i > first_counter) counters.push_back(',');
-                    counters.append(f[i]);
-                }
-                ev.attributes["counters"] = std::move(counters);
+                // The counters as the line writes them (its fields joined by commas are its text).
+                const std::size_t from = first_counter < f.size()
+                                             ? static_cast<std::size_t>(f[first_counter].data() - line.data())
+                                             : line.size();
+                ev.attributes["counters"] = std::string(line.substr(from));
                 ++kernel_lines;
             } else {
                 ++memory_lines;
