@@ -5,6 +5,12 @@
 
 namespace perfwatch {
 
+namespace {
+
+constexpr std::string_view k_field_ends = ",\n\r";
+
+}  // namespace
+
 int column_index(const std::vector<std::string>& header, std::initializer_list<std::string_view> names) {
     for (std::string_view n : names)
         if (auto it = std::find(header.begin(), header.end(), n); it != header.end())
@@ -13,13 +19,24 @@ int column_index(const std::vector<std::string>& header, std::initializer_list<s
 }
 
 
+// Fields are written into the strings `fields` already holds (their capacity reused from record to
+// record: no allocation per field once the rows' sizes are seen).
 CsvReader::Status CsvReader::next(std::vector<std::string>& fields) {
-    fields.clear();
-    if (m_pos >= m_text.size()) return Status::end;
+    std::size_t count = 0;
+    const auto next_field = [&]() -> std::string& {
+        if (count == fields.size()) fields.emplace_back();
+        std::string& f = fields[count++];
+        f.clear();
+        return f;
+    };
+    if (m_pos >= m_text.size()) {
+        fields.clear();
+        return Status::end;
+    }
     m_record_line = m_line;
-    std::string field;
     const std::size_t n = m_text.size();
     while (true) {
+        std::string& field = next_field();
         if (m_pos < n && m_text[m_pos] == '"') {
             const std::uint64_t quote_line = m_line;
             ++m_pos;
@@ -28,11 +45,12 @@ CsvReader::Status CsvReader::next(std::vector<std::string>& fields) {
                 if (q == std::string_view::npos) {
                     m_error = "unterminated quoted field (opened on line " + std::to_string(quote_line) + ")";
                     m_pos = n;
+                    fields.resize(count);
                     return Status::error;
                 }
-                for (std::size_t i = m_pos; i < q; ++i)
-                    if (m_text[i] == '\n') ++m_line;
-                field.append(m_text.substr(m_pos, q - m_pos));
+                const std::string_view quoted = m_text.substr(m_pos, q - m_pos);
+                m_line += static_cast<std::uint64_t>(std::count(quoted.begin(), quoted.end(), '\n'));
+                field.append(quoted);
                 m_pos = q + 1;
                 if (m_pos < n && m_text[m_pos] == '"') {
                     field.push_back('"');
@@ -45,28 +63,28 @@ CsvReader::Status CsvReader::next(std::vector<std::string>& fields) {
             while (m_pos < n && m_text[m_pos] != ',' && m_text[m_pos] != '\n' && m_text[m_pos] != '\r')
                 field.push_back(m_text[m_pos++]);
         } else {
-            std::size_t end = m_pos;
-            while (end < n && m_text[end] != ',' && m_text[end] != '\n' && m_text[end] != '\r') ++end;
+            std::size_t end = m_text.find_first_of(k_field_ends, m_pos);
+            if (end == std::string_view::npos) end = n;
             field.assign(m_text.substr(m_pos, end - m_pos));
             m_pos = end;
         }
-        fields.push_back(std::move(field));
-        field.clear();
-        if (m_pos >= n) return Status::record;
+        if (m_pos >= n) break;
         const char c = m_text[m_pos];
         if (c == ',') {
             ++m_pos;
             if (m_pos >= n) {  // trailing comma at end of input: one more empty field
-                fields.emplace_back();
-                return Status::record;
+                next_field();
+                break;
             }
             continue;
         }
         if (c == '\r') ++m_pos;
         if (m_pos < n && m_text[m_pos] == '\n') ++m_pos;
         ++m_line;
-        return Status::record;
+        break;
     }
+    fields.resize(count);
+    return Status::record;
 }
 
 Result<void> CsvStream::fill() {
