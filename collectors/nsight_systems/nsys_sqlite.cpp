@@ -1,6 +1,7 @@
 #include "collectors/nsight_systems/nsys_sqlite.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,9 +35,35 @@ std::string_view memory_kind_name(long long kind) {
                                                                         : "unknown";
 }
 
+// A statement stepped through SQLite's C API, for the loops over every row of the big tables
+// (SQLiteCpp makes a Column, holding a shared pointer, for each value read). Errors throw
+// SQLite::Exception, as SQLiteCpp's own statements do.
+class RawRows {
+public:
+    RawRows(SQLite::Database& db, const std::string& sql) {
+        sqlite3_stmt* st = nullptr;
+        if (const int rc = sqlite3_prepare_v2(db.getHandle(), sql.c_str(), -1, &st, nullptr); rc != SQLITE_OK)
+            throw SQLite::Exception(db.getHandle(), rc);
+        m_st.reset(st);
+    }
+    // The next row; false after the last.
+    bool step() {
+        const int rc = sqlite3_step(m_st.get());
+        if (rc == SQLITE_ROW) return true;
+        if (rc == SQLITE_DONE) return false;
+        throw SQLite::Exception(sqlite3_db_handle(m_st.get()), rc);
+    }
+    long long int64(int column) const { return sqlite3_column_int64(m_st.get(), column); }
+    double real(int column) const { return sqlite3_column_double(m_st.get(), column); }
+    bool null(int column) const { return sqlite3_column_type(m_st.get(), column) == SQLITE_NULL; }
+
+private:
+    std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> m_st{nullptr, &sqlite3_finalize};
+};
+
 class Export {
 public:
-    explicit Export(const std::string& path) : m_path(path), m_db(path, SQLite::OPEN_READONLY) {
+    explicit Export(const std::string& path) : m_path(path), m_db(path, SQLite::OPEN_READONLY | SQLite::OPEN_NOMUTEX) {
         SQLite::Statement st(m_db, "SELECT name FROM sqlite_master WHERE type IN ('table','view')");
         while (st.executeStep()) m_tables.insert(st.getColumn(0).getString());
     }
@@ -76,12 +103,12 @@ public:
         if (auto start = m_waiting.take(correlation)) return start;
         // Read ahead until this call, or past it.
         while (m_runtime && m_last_read <= correlation) {
-            if (!m_runtime->executeStep()) {
+            if (!m_runtime->step()) {
                 m_runtime.reset();
                 break;
             }
-            const long long id = m_runtime->getColumn(0).getInt64();
-            const double start = m_runtime->getColumn(1).getDouble();
+            const long long id = m_runtime->int64(0);
+            const double start = m_runtime->real(1);
             m_last_read = std::max(m_last_read, id);
             if (id == correlation) return start;
             m_waiting.put(id, start);
@@ -90,7 +117,7 @@ public:
     }
 
 private:
-    std::optional<SQLite::Statement> m_runtime;
+    std::optional<RawRows> m_runtime;
     long long m_last_read = std::numeric_limits<long long>::min();
     WaitingMap<double> m_waiting;  // runtime call starts read ahead
 };
@@ -197,20 +224,48 @@ private:
         std::size_t kernel_rows = 0;
         // Synchronizing calls first, so that each device operation read below tells how much of
         // their wait the GPU spent busy (a synchronize behind busy work costs nothing).
+        // One pass over the runtime calls gives both: the calls per name (count, total, shortest,
+        // longest, for the API entities below) and the synchronizing calls.
         SyncIdle sync_idle;
+        struct ApiCalls {
+            std::string raw;  // the name as the export has it
+            long long count = 0, total = 0, shortest = 0, longest = 0;
+        };
+        std::vector<ApiCalls> api;                     // names in the order first called
+        std::unordered_map<long long, std::size_t> api_of;  // string ID -> index in api; none for IDs without a name
+        std::unordered_map<long long, bool> named;     // string ID -> has a name in StringIds
         if (ex.has("CUPTI_ACTIVITY_KIND_RUNTIME")) {
-            std::vector<std::pair<long long, std::string>> sync_names;
-            SQLite::Statement ids(ex.db(), "SELECT id, value FROM StringIds WHERE id IN "
-                                           "(SELECT DISTINCT nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME)");
-            while (ids.executeStep())
-                if (!ids.getColumn(1).isNull() && is_sync_call(ids.getColumn(1).getString()))
-                    sync_names.emplace_back(ids.getColumn(0).getInt64(), api_name(ids.getColumn(1).getString()));
-            SQLite::Statement calls(ex.db(), "SELECT start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId = ?");
-            for (const auto& [id, name] : sync_names) {
-                calls.reset();
-                calls.bind(1, static_cast<int64_t>(id));
-                while (calls.executeStep()) sync_idle.add_call(calls.getColumn(0).getDouble(), calls.getColumn(1).getDouble(), name);
+            SQLite::Statement name_of(ex.db(), "SELECT value FROM StringIds WHERE id = ?");
+            RawRows calls(ex.db(), "SELECT nameId, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME");
+            std::vector<std::string> sync_name;  // per api entry: api_name when synchronizing, else empty
+            while (calls.step()) {
+                if (calls.null(0)) continue;
+                const long long id = calls.int64(0);
+                auto [it, fresh] = named.try_emplace(id, false);
+                if (fresh) {
+                    name_of.reset();
+                    name_of.bind(1, static_cast<int64_t>(id));
+                    if (name_of.executeStep() && !name_of.getColumn(0).isNull()) {
+                        it->second = true;
+                        api_of[id] = api.size();
+                        api.push_back(ApiCalls{name_of.getColumn(0).getString(), 0, 0, 0, 0});
+                        sync_name.push_back(is_sync_call(api.back().raw) ? api_name(api.back().raw) : std::string());
+                    }
+                }
+                if (!it->second) continue;
+                const std::size_t k = api_of.at(id);
+                const long long start = calls.int64(1), end = calls.int64(2);
+                const long long d = end - start;
+                ApiCalls& a = api[k];
+                a.shortest = a.count == 0 ? d : std::min(a.shortest, d);
+                a.longest = a.count == 0 ? d : std::max(a.longest, d);
+                a.total += d;
+                ++a.count;
+                if (!sync_name[k].empty())
+                    sync_idle.add_call(static_cast<double>(start), static_cast<double>(end), sync_name[k]);
             }
+            // Most time first.
+            std::stable_sort(api.begin(), api.end(), [](const ApiCalls& x, const ApiCalls& y) { return x.total > y.total; });
         }
         sync_idle.calls_done();
         if (ex.has("CUPTI_ACTIVITY_KIND_KERNEL")) {
@@ -227,15 +282,15 @@ private:
                 return name_of.getColumn(0).getString();
             };
             LaunchMatcher launches(ex.db(), latency);
-            SQLite::Statement st(ex.db(), fmt::format("SELECT start, end, deviceId, {}, shortName, gridX, gridY, gridZ, "
+            RawRows st(ex.db(), fmt::format("SELECT start, end, deviceId, {}, shortName, gridX, gridY, gridZ, "
                                                       "blockX, blockY, blockZ, registersPerThread, staticSharedMemory, "
                                                       "dynamicSharedMemory, {} FROM CUPTI_ACTIVITY_KIND_KERNEL",
                                                       name_col, latency ? "correlationId" : "NULL"));
-            while (st.executeStep()) {
+            while (st.step()) {
                 ++kernel_rows;
-                const double start = st.getColumn(0).getDouble(), end = st.getColumn(1).getDouble();
-                const std::string& device = device_name(st.getColumn(2).getInt64());
-                auto [xit, fresh] = extras.try_emplace(st.getColumn(3).getInt64());
+                const double start = st.real(0), end = st.real(1);
+                const std::string& device = device_name(st.int64(2));
+                auto [xit, fresh] = extras.try_emplace(st.int64(3));
                 KernelExtra& x = xit->second;
                 if (fresh) {
                     auto name = string_id(xit->first);
@@ -248,21 +303,21 @@ private:
                 const double duration = end - start;
                 if (duration > x.longest) {
                     x.longest = duration;
-                    const double gx = st.getColumn(5).getDouble(), gy = st.getColumn(6).getDouble(),
-                                 gz = st.getColumn(7).getDouble();
-                    const double bx = st.getColumn(8).getDouble(), by = st.getColumn(9).getDouble(),
-                                 bz = st.getColumn(10).getDouble();
+                    const double gx = st.real(5), gy = st.real(6),
+                                 gz = st.real(7);
+                    const double bx = st.real(8), by = st.real(9),
+                                 bz = st.real(10);
                     x.grid = gx * gy * gz;
                     x.block = bx * by * bz;
                     x.grid_text = fmt::format("{}x{}x{}", gx, gy, gz);
                     x.block_text = fmt::format("{}x{}x{}", bx, by, bz);
-                    x.registers = st.getColumn(11).getDouble();
-                    x.static_smem = st.getColumn(12).getDouble();
-                    x.dynamic_smem = st.getColumn(13).getDouble();
-                    if (!st.getColumn(4).isNull()) x.short_name = string_id(st.getColumn(4).getInt64()).value_or("");
+                    x.registers = st.real(11);
+                    x.static_smem = st.real(12);
+                    x.dynamic_smem = st.real(13);
+                    if (!st.null(4)) x.short_name = string_id(st.int64(4)).value_or("");
                 }
-                if (st.getColumn(14).isNull()) continue;
-                if (const auto launched = launches.launch_start(st.getColumn(14).getInt64())) {
+                if (st.null(14)) continue;
+                if (const auto launched = launches.launch_start(st.int64(14))) {
                     const double lat = start - *launched;
                     x.latency_count += 1;
                     x.latency_sum += lat;
@@ -388,21 +443,16 @@ private:
         // CUDA runtime and driver API calls per name.
         double sync_time = 0, sync_calls = 0, api_calls = 0;
         const std::map<std::string, double> idle_during = sync_idle.idle_by_name();
-        if (ex.has("CUPTI_ACTIVITY_KIND_RUNTIME")) {
-            SQLite::Statement st(ex.db(),
-                                 "SELECT s.value, g.n, g.total, g.shortest, g.longest FROM "
-                                 "(SELECT nameId, count(*) AS n, sum(end - start) AS total, min(end - start) AS shortest, "
-                                 "max(end - start) AS longest FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY nameId) g "
-                                 "JOIN StringIds s ON s.id = g.nameId ORDER BY g.total DESC");
-            while (st.executeStep()) {
+        {
+            for (const ApiCalls& calls : api) {
                 Entity e;
                 e.kind = EntityKind::api_call;
-                const std::string raw = st.getColumn(0).getString();
+                const std::string& raw = calls.raw;
                 e.name = api_name(raw);
                 e.parent = static_cast<std::int64_t>(run_index);
-                const double count = st.getColumn(1).getDouble(), total = st.getColumn(2).getDouble();
-                set_aggregate_metrics(e, "count", count, total, st.getColumn(3).getDouble(),
-                                      st.getColumn(4).getDouble());
+                const auto count = static_cast<double>(calls.count), total = static_cast<double>(calls.total);
+                set_aggregate_metrics(e, "count", count, total, static_cast<double>(calls.shortest),
+                                      static_cast<double>(calls.longest));
                 if (raw != e.name) e.attributes["tool_name"] = raw;
                 api_calls += count;
                 if (is_sync_call(raw)) {
