@@ -173,6 +173,9 @@ Result<std::vector<RunBatch>> collect_file_runs(const std::string& path, const s
 
 namespace {
 
+// Compressed reports from this size on are inflated on a thread of their own.
+constexpr std::uint64_t k_inflate_beside_bytes = 1 << 20;
+
 Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch>* runs) {
     auto file = FileSource::open(path);
     if (!file) return std::unexpected(file.error());
@@ -207,7 +210,10 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
     };
     switch (c->input()) {
     case CollectorInput::stream: {
-        std::unique_ptr<ByteSource> inflated = is_gzip(*head) ? gunzip(path, raw) : nullptr;
+        // A large compressed report is inflated on a thread beside its parser.
+        std::unique_ptr<ByteSource> inflated;
+        if (is_gzip(*head))
+            inflated = raw.size_at_open() >= k_inflate_beside_bytes ? read_ahead(gunzip(path, raw)) : gunzip(path, raw);
         ByteSource& source = inflated ? *inflated : raw;
         if (runs != nullptr) take_runs(c->collect_stream_runs(path, source));
         else batch = c->collect_stream(path, source);

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -292,6 +293,96 @@ Result<std::string> sha256_file(const std::string& path) {
     auto file = FileSource::open(path);
     if (!file) return std::unexpected(file.error());
     return (*file)->finish_sha256();
+}
+
+namespace {
+
+// `inner` read on a thread of its own into a queue of at most k_depth chunks; read() hands them
+// out in order. The first error `inner` gives comes back at its place in the stream.
+class ReadAheadSource final : public ByteSource {
+public:
+    explicit ReadAheadSource(std::unique_ptr<ByteSource> inner) : m_inner(std::move(inner)) {
+        m_thread = std::thread([this] { produce(); });
+    }
+    ~ReadAheadSource() override {
+        {
+            std::lock_guard lock(m_mutex);
+            m_stop = true;
+        }
+        m_changed.notify_all();
+        m_thread.join();
+    }
+
+    Result<std::size_t> read(char* buffer, std::size_t n) override {
+        if (n == 0) return std::size_t{0};
+        while (m_taken == m_current.size()) {
+            std::unique_lock lock(m_mutex);
+            if (!m_current.empty()) m_free.push_back(std::move(m_current));
+            m_current.clear();
+            m_taken = 0;
+            m_changed.notify_all();
+            m_changed.wait(lock, [&] { return !m_queue.empty() || m_end; });
+            if (m_queue.empty()) {
+                if (m_error) return std::unexpected(*m_error);
+                return std::size_t{0};
+            }
+            m_current = std::move(m_queue.front());
+            m_queue.pop_front();
+            m_changed.notify_all();
+        }
+        const std::size_t k = std::min(n, m_current.size() - m_taken);
+        std::memcpy(buffer, m_current.data() + m_taken, k);
+        m_taken += k;
+        return k;
+    }
+
+private:
+    static constexpr std::size_t k_depth = 4;
+    static constexpr std::size_t k_chunk = 1 << 20;
+
+    void produce() {
+        while (true) {
+            std::vector<char> chunk;
+            {
+                std::unique_lock lock(m_mutex);
+                m_changed.wait(lock, [&] { return m_queue.size() < k_depth || m_stop; });
+                if (m_stop) return;
+                if (!m_free.empty()) {
+                    chunk = std::move(m_free.back());
+                    m_free.pop_back();
+                }
+            }
+            chunk.resize(k_chunk);
+            auto got = m_inner->read(chunk.data(), chunk.size());
+            std::lock_guard lock(m_mutex);
+            if (!got || *got == 0) {
+                if (!got) m_error = got.error();
+                m_end = true;
+                m_changed.notify_all();
+                return;
+            }
+            chunk.resize(*got);
+            m_queue.push_back(std::move(chunk));
+            m_changed.notify_all();
+        }
+    }
+
+    std::unique_ptr<ByteSource> m_inner;
+    std::mutex m_mutex;
+    std::condition_variable m_changed;
+    std::deque<std::vector<char>> m_queue;
+    std::vector<std::vector<char>> m_free;
+    std::vector<char> m_current;  // the chunk being handed out (consumer side only)
+    std::size_t m_taken = 0;
+    std::optional<Error> m_error;
+    bool m_end = false, m_stop = false;
+    std::thread m_thread;
+};
+
+}  // namespace
+
+std::unique_ptr<ByteSource> read_ahead(std::unique_ptr<ByteSource> inner) {
+    return std::make_unique<ReadAheadSource>(std::move(inner));
 }
 
 bool is_gzip(std::string_view data) {

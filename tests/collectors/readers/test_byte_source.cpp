@@ -2,6 +2,8 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 
@@ -230,6 +232,88 @@ TEST(CollectFile, GzipTraceStreamedFromDiskEqualsTheInMemoryRead) {
         EXPECT_EQ(from_disk->entities[i].metrics.size(), in_memory->entities[i].metrics.size());
     }
     EXPECT_DOUBLE_EQ(from_disk->entities[0].value("launches").value_or(-1), 300);
+}
+
+}  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+namespace {
+
+std::string generated_text(std::size_t bytes) {
+    std::string text;
+    for (std::uint64_t i = 0; text.size() < bytes; ++i) text += std::to_string(i * 2654435761u % 1000003) + (i % 9 ? " " : "\n");
+    return text;
+}
+
+std::string gzipped(const std::string& text) {
+    z_stream z{};
+    EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    std::string out(deflateBound(&z, static_cast<uLong>(text.size())), '\0');
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+    z.avail_in = static_cast<uInt>(text.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+    out.resize(z.total_out);
+    deflateEnd(&z);
+    return out;
+}
+
+// Reads `source` to its end or first error in reads of uneven sizes.
+std::pair<std::string, std::optional<Error>> drain(ByteSource& source) {
+    std::string out;
+    std::vector<char> buf(1 << 20);
+    for (std::size_t n = 7;; n = (n * 5 + 3) % buf.size() + 1) {
+        auto got = source.read(buf.data(), n);
+        if (!got) return {out, got.error()};
+        if (*got == 0) return {out, std::nullopt};
+        out.append(buf.data(), *got);
+    }
+}
+
+}  // namespace
+
+// A source read ahead on its own thread hands out the same bytes in the same order.
+TEST(ReadAhead, GivesTheBytesOfItsSourceInOrder) {
+    const std::string text = generated_text(5'500'000);
+    auto ahead = read_ahead(std::make_unique<ChunkedSource>(text, 300'001));
+    const auto [bytes, error] = drain(*ahead);
+    EXPECT_FALSE(error.has_value());
+    EXPECT_EQ(bytes.size(), text.size());
+    EXPECT_TRUE(bytes == text);
+}
+
+// A gzip stream cut in half, inflated on the thread: text from the start comes out, then the error
+// the inflater gives when read directly (a read that fails loses what it inflated, so how much
+// text came before depends on the reads' sizes: within one 1 MB chunk of the direct reading).
+TEST(ReadAhead, AnErrorComesBackWhereItHappened) {
+    const std::string text = generated_text(6'000'000);
+    const std::string gz = gzipped(text);
+    const std::string cut = gz.substr(0, gz.size() / 2);
+    ChunkedSource direct_in(cut, 1 << 16), ahead_in(cut, 1 << 16);
+    auto direct = gunzip("cut.gz", direct_in);
+    const auto [direct_bytes, direct_error] = drain(*direct);
+    ASSERT_TRUE(direct_error.has_value());
+    auto ahead = read_ahead(gunzip("cut.gz", ahead_in));
+    const auto [ahead_bytes, ahead_error] = drain(*ahead);
+    ASSERT_TRUE(ahead_error.has_value());
+    EXPECT_EQ(ahead_error->to_string(), direct_error->to_string());
+    EXPECT_GT(ahead_bytes.size(), 1'000'000u);
+    EXPECT_LE(ahead_bytes.size() + (1 << 20), direct_bytes.size() + (2 << 20));
+    EXPECT_GE(ahead_bytes.size() + (1 << 20), direct_bytes.size());
+    EXPECT_TRUE(text.starts_with(ahead_bytes));
+    EXPECT_TRUE(text.starts_with(direct_bytes));
+}
+
+// Destroyed before its end, it stops its thread (the test ends; ASan sees no leak or race).
+TEST(ReadAhead, StopsWhenDestroyedEarly) {
+    const std::string text = generated_text(8'000'000);
+    auto ahead = read_ahead(std::make_unique<ChunkedSource>(text, 1 << 20));
+    std::vector<char> buf(1000);
+    auto got = ahead->read(buf.data(), buf.size());
+    ASSERT_TRUE(got);
+    EXPECT_EQ(std::string(buf.data(), *got), text.substr(0, *got));
 }
 
 }  // namespace perfwatch::test
