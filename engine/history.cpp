@@ -497,9 +497,11 @@ RunHistory::TypicalSpread RunHistory::typical_spread(std::string_view metric, bo
         relative.push_back(mad_sigma(levels) / mid * n / (n - 0.8));
         runs += static_cast<double>(levels.size() - 1);
     }
-    // Its degrees of freedom: the kernels' together, at the MAD's 37% efficiency.
+    // Its degrees of freedom: the kernels' together, at the MAD's 37% efficiency, and the median of
+    // three or more kernels' spreads at the median's 2/pi of the mean's (normal values).
     TypicalSpread out;
-    if (!relative.empty()) out = {median(relative), k_mad_efficiency * runs};
+    if (!relative.empty())
+        out = {median(relative), k_mad_efficiency * runs * (relative.size() >= 3 ? k_median_efficiency : 1.0)};
     memo.emplace(std::string(metric), out);
     return out;
 }

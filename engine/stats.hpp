@@ -81,6 +81,9 @@ inline constexpr std::size_t k_min_runs_tested = 3;
 // about 0.37 n values' standard deviation.
 inline constexpr double k_mad_efficiency = 0.37;
 
+// The efficiency of the median of many normal values as an estimate of their centre: 2/pi.
+inline constexpr double k_median_efficiency = 0.6366;
+
 // How much larger than a pooled spread a series' own must be to be tested with its own.
 inline constexpr double k_clearly_noisier = 1.5;
 
