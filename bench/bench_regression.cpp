@@ -107,41 +107,29 @@ bool shift_cells(Cells& cells) {
 // A ramp, a uniformly slower run, an improvement and a revert at CV 5%.
 bool other_cells(Cells& cells) {
     fmt::print("\nOther changes at CV 5%\n");
-    SeriesSpec ramp;
-    ramp.change = C::ramp;
-    ramp.size = 0.01;
+    SeriesSpec ramp = series_of(C::ramp, 0.01);
     ramp.at = 15;
     const Tally r = cells.run(ramp);
     fmt::print("  ramp +1%/run from run 16: caught by its 10th run in {} of series\n", pct(r.detected, r.series));
-    SeriesSpec uniform;
-    uniform.change = C::uniform;
-    uniform.size = 0.15;
+    SeriesSpec uniform = series_of(C::uniform, 0.15);
     const Tally u = cells.run(uniform);
     fmt::print("  one run with every kernel 15% slower: one whole-run finding and no regression in {} of series "
                "({} regressions opened in all)\n",
                pct(u.uniform_single, u.series), u.per_kernel_alerts);
-    SeriesSpec better;
-    better.change = C::shift;
-    better.size = -0.15;
+    SeriesSpec better = series_of(C::shift, -0.15);
     const Tally b = cells.run(better);
     fmt::print("  the largest kernel 15% faster: {} alerts on it or the run from the change on ({} on untouched "
                "kernels in {} runs judged: the base rate)\n",
                b.improvement_alerts, b.false_alerts, b.comparisons);
-    SeriesSpec revert;
-    revert.change = C::revert;
-    revert.size = 0.15;
+    SeriesSpec revert = series_of(C::revert, 0.15);
     const Tally v = cells.run(revert);
     fmt::print("  +15% for 4 runs, then reverted: every regression resolved in {} of series\n", pct(v.resolved, v.series));
-    SeriesSpec whole;
-    whole.change = C::shift;
-    whole.size = 0.20;
+    SeriesSpec whole = series_of(C::shift, 0.20);
     const Tally w = cells.run(whole);
     fmt::print("  the largest kernel 20% slower (the run about 8%): run-gpu-time-regression opened within 3 runs in {} of "
                "series, at the change's run in {} of those, naming it as the first bad run in {}\n",
                pct(w.run_detected, w.series), pct(w.run_on_time, w.run_detected), pct(w.run_first_bad_exact, w.run_detected));
-    SeriesSpec clock;
-    clock.change = C::clock;
-    clock.size = 1.98 / 1.755 - 1;
+    SeriesSpec clock = series_of(C::clock, 1.98 / 1.755 - 1);
     const Tally k = cells.run(clock);
     fmt::print("  SM clock 1.98 -> 1.755 GHz from run 21 on, every kernel 12.8% slower: the clock change said at that run "
                "in {} of series; {} regressions opened from it on\n",

@@ -34,6 +34,18 @@ struct SeriesSpec {
     std::uint64_t seed = 1;
 };
 
+// A series changed by `change` of `size`, from run `at` on, `runs` runs long; the rest as the
+// defaults.
+inline SeriesSpec series_of(SeriesSpec::Change change, double size, int at = SeriesSpec{}.at,
+                            int runs = SeriesSpec{}.runs) {
+    SeriesSpec spec;
+    spec.change = change;
+    spec.size = size;
+    spec.at = at;
+    spec.runs = runs;
+    return spec;
+}
+
 inline constexpr const char* k_shifted_kernel = "gemm_main";
 
 // What the pipeline made of one run of a series.

@@ -228,41 +228,39 @@ private:
         // longest, for the API entities below) and the synchronizing calls.
         SyncIdle sync_idle;
         struct ApiCalls {
-            std::string raw;  // the name as the export has it
+            std::string raw;   // the name as the export has it
+            std::string sync;  // api_name of a synchronizing call; empty for the others
             long long count = 0, total = 0, shortest = 0, longest = 0;
         };
-        std::vector<ApiCalls> api;                     // names in the order first called
-        std::unordered_map<long long, std::size_t> api_of;  // string ID -> index in api; none for IDs without a name
-        std::unordered_map<long long, bool> named;     // string ID -> has a name in StringIds
+        constexpr std::size_t k_unnamed = static_cast<std::size_t>(-1);
+        std::vector<ApiCalls> api;                          // names in the order first called
+        std::unordered_map<long long, std::size_t> api_of;  // string ID -> index in api; k_unnamed without a name
         if (ex.has("CUPTI_ACTIVITY_KIND_RUNTIME")) {
             SQLite::Statement name_of(ex.db(), "SELECT value FROM StringIds WHERE id = ?");
             RawRows calls(ex.db(), "SELECT nameId, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME");
-            std::vector<std::string> sync_name;  // per api entry: api_name when synchronizing, else empty
             while (calls.step()) {
                 if (calls.null(0)) continue;
                 const long long id = calls.int64(0);
-                auto [it, fresh] = named.try_emplace(id, false);
+                auto [it, fresh] = api_of.try_emplace(id, k_unnamed);
                 if (fresh) {
                     name_of.reset();
                     name_of.bind(1, static_cast<int64_t>(id));
                     if (name_of.executeStep() && !name_of.getColumn(0).isNull()) {
-                        it->second = true;
-                        api_of[id] = api.size();
-                        api.push_back(ApiCalls{name_of.getColumn(0).getString(), 0, 0, 0, 0});
-                        sync_name.push_back(is_sync_call(api.back().raw) ? api_name(api.back().raw) : std::string());
+                        it->second = api.size();
+                        std::string raw = name_of.getColumn(0).getString();
+                        std::string sync = is_sync_call(raw) ? api_name(raw) : std::string();
+                        api.push_back(ApiCalls{std::move(raw), std::move(sync), 0, 0, 0, 0});
                     }
                 }
-                if (!it->second) continue;
-                const std::size_t k = api_of.at(id);
+                if (it->second == k_unnamed) continue;
+                ApiCalls& a = api[it->second];
                 const long long start = calls.int64(1), end = calls.int64(2);
                 const long long d = end - start;
-                ApiCalls& a = api[k];
                 a.shortest = a.count == 0 ? d : std::min(a.shortest, d);
                 a.longest = a.count == 0 ? d : std::max(a.longest, d);
                 a.total += d;
                 ++a.count;
-                if (!sync_name[k].empty())
-                    sync_idle.add_call(static_cast<double>(start), static_cast<double>(end), sync_name[k]);
+                if (!a.sync.empty()) sync_idle.add_call(static_cast<double>(start), static_cast<double>(end), a.sync);
             }
             // Most time first.
             std::stable_sort(api.begin(), api.end(), [](const ApiCalls& x, const ApiCalls& y) { return x.total > y.total; });
@@ -443,29 +441,27 @@ private:
         // CUDA runtime and driver API calls per name.
         double sync_time = 0, sync_calls = 0, api_calls = 0;
         const std::map<std::string, double> idle_during = sync_idle.idle_by_name();
-        {
-            for (const ApiCalls& calls : api) {
-                Entity e;
-                e.kind = EntityKind::api_call;
-                const std::string& raw = calls.raw;
-                e.name = api_name(raw);
-                e.parent = static_cast<std::int64_t>(run_index);
-                const auto count = static_cast<double>(calls.count), total = static_cast<double>(calls.total);
-                set_aggregate_metrics(e, "count", count, total, static_cast<double>(calls.shortest),
-                                      static_cast<double>(calls.longest));
-                if (raw != e.name) e.attributes["tool_name"] = raw;
-                api_calls += count;
-                if (is_sync_call(raw)) {
-                    e.attributes["synchronizing"] = "true";
-                    if (auto idle = idle_during.find(e.name); idle != idle_during.end() && total > 0) {
-                        e.set(plain("gpu_idle_during", idle->second, "ns"));
-                        e.set(plain("gpu_idle_during_pct", 100.0 * idle->second / total, "percent"));
-                    }
-                    sync_time += total;
-                    sync_calls += count;
+        for (const ApiCalls& calls : api) {
+            Entity e;
+            e.kind = EntityKind::api_call;
+            const std::string& raw = calls.raw;
+            e.name = api_name(raw);
+            e.parent = static_cast<std::int64_t>(run_index);
+            const auto count = static_cast<double>(calls.count), total = static_cast<double>(calls.total);
+            set_aggregate_metrics(e, "count", count, total, static_cast<double>(calls.shortest),
+                                  static_cast<double>(calls.longest));
+            if (raw != e.name) e.attributes["tool_name"] = raw;
+            api_calls += count;
+            if (!calls.sync.empty()) {
+                e.attributes["synchronizing"] = "true";
+                if (auto idle = idle_during.find(e.name); idle != idle_during.end() && total > 0) {
+                    e.set(plain("gpu_idle_during", idle->second, "ns"));
+                    e.set(plain("gpu_idle_during_pct", 100.0 * idle->second / total, "percent"));
                 }
-                batch.entities.push_back(std::move(e));
+                sync_time += total;
+                sync_calls += count;
             }
+            batch.entities.push_back(std::move(e));
         }
 
         // NVTX ranges (push/pop 59, start/end 60) per text.

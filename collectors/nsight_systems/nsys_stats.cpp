@@ -342,7 +342,8 @@ private:
             for (const std::string& h : split_text_row(previous, extents)) table.columns.push_back(parse_column(h));
             if (is_header(table.columns)) {
                 m_extents = std::move(extents);
-                return start_table(std::move(table));
+                start_table(std::move(table));
+                return {};
             }
         }
         if (std::string gpu = gpu_of_metrics_line(t); !gpu.empty()) {
@@ -383,7 +384,10 @@ private:
                 table.line = line_no;
                 for (const std::string& f : fields) table.columns.push_back(parse_column(trim(f)));
                 table.csv = is_header(table.columns);
-                if (table.csv) return start_table(std::move(table));
+                if (table.csv) {
+                    start_table(std::move(table));
+                    return {};
+                }
             }
         }
         m_previous = std::string(line);
@@ -391,10 +395,9 @@ private:
         return {};
     }
 
-    Result<void> start_table(Table table) {
+    void start_table(Table table) {
         m_table = std::move(table);
         m_in_rows = true;
-        return {};
     }
 
     // What the table is: the title that announced it, or what its columns say.

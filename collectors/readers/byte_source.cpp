@@ -128,6 +128,65 @@ std::string hex(const unsigned char* digest, unsigned int len) {
 
 }  // namespace
 
+namespace {
+
+// A bounded queue of byte chunks from one thread to another; emptied chunks come back for reuse,
+// so memory stays at the queue's depth of chunks.
+class ChunkQueue {
+public:
+    explicit ChunkQueue(std::size_t depth) : m_depth(depth) {}
+
+    // A chunk to fill: an emptied one when there is one (its capacity kept), else a new one.
+    std::vector<char> spare() {
+        std::lock_guard lock(m_mutex);
+        if (m_free.empty()) return {};
+        std::vector<char> chunk = std::move(m_free.back());
+        m_free.pop_back();
+        return chunk;
+    }
+    // Waits for room; false once closed (the chunk is dropped).
+    bool push(std::vector<char> chunk) {
+        std::unique_lock lock(m_mutex);
+        m_changed.wait(lock, [&] { return m_queue.size() < m_depth || m_closed; });
+        if (m_closed) return false;
+        m_queue.push_back(std::move(chunk));
+        m_changed.notify_all();
+        return true;
+    }
+    // Waits for a chunk; nullopt once closed and drained.
+    std::optional<std::vector<char>> pop() {
+        std::unique_lock lock(m_mutex);
+        m_changed.wait(lock, [&] { return !m_queue.empty() || m_closed; });
+        if (m_queue.empty()) return std::nullopt;
+        std::vector<char> chunk = std::move(m_queue.front());
+        m_queue.pop_front();
+        m_changed.notify_all();
+        return chunk;
+    }
+    void recycle(std::vector<char> chunk) {
+        std::lock_guard lock(m_mutex);
+        m_free.push_back(std::move(chunk));
+    }
+    // No more chunks: pop() hands out what is queued, then nullopt; push() refuses.
+    void close() {
+        {
+            std::lock_guard lock(m_mutex);
+            m_closed = true;
+        }
+        m_changed.notify_all();
+    }
+
+private:
+    std::size_t m_depth;
+    std::mutex m_mutex;
+    std::condition_variable m_changed;
+    std::deque<std::vector<char>> m_queue;
+    std::vector<std::vector<char>> m_free;
+    bool m_closed = false;
+};
+
+}  // namespace
+
 // SHA-256 of the bytes handed out. For a large file the hashing runs on a thread of its own beside
 // the parsing: each chunk read is copied to a queue of at most k_depth chunks (bounded memory) that
 // the thread hashes in order; a small file is hashed as it is read.
@@ -135,7 +194,12 @@ class FileSource::Hash {
 public:
     explicit Hash(bool beside) {
         EVP_DigestInit_ex(m_ctx.get(), EVP_sha256(), nullptr);
-        if (beside) m_thread = std::thread([this] { work(); });
+        if (beside) m_thread = std::thread([this] {
+            while (auto chunk = m_queue.pop()) {
+                EVP_DigestUpdate(m_ctx.get(), chunk->data(), chunk->size());
+                m_queue.recycle(std::move(*chunk));
+            }
+        });
     }
     ~Hash() { stop(); }
 
@@ -145,18 +209,9 @@ public:
             EVP_DigestUpdate(m_ctx.get(), data, n);
             return;
         }
-        std::unique_lock lock(m_mutex);
-        m_changed.wait(lock, [&] { return m_queue.size() < k_depth; });
-        std::vector<char> chunk;
-        if (!m_free.empty()) {
-            chunk = std::move(m_free.back());
-            m_free.pop_back();
-        }
-        lock.unlock();
+        std::vector<char> chunk = m_queue.spare();
         chunk.assign(data, data + n);
-        lock.lock();
-        m_queue.push_back(std::move(chunk));
-        m_changed.notify_all();
+        m_queue.push(std::move(chunk));
     }
 
     std::string hex_digest() {
@@ -168,40 +223,15 @@ public:
     }
 
 private:
-    static constexpr std::size_t k_depth = 4;
-
-    void work() {
-        std::unique_lock lock(m_mutex);
-        while (true) {
-            m_changed.wait(lock, [&] { return !m_queue.empty() || m_done; });
-            if (m_queue.empty()) return;
-            std::vector<char> chunk = std::move(m_queue.front());
-            m_queue.pop_front();
-            lock.unlock();
-            EVP_DigestUpdate(m_ctx.get(), chunk.data(), chunk.size());
-            lock.lock();
-            m_free.push_back(std::move(chunk));
-            m_changed.notify_all();
-        }
-    }
-
     // Hashes what is queued and ends the thread.
     void stop() {
         if (!m_thread.joinable()) return;
-        {
-            std::lock_guard lock(m_mutex);
-            m_done = true;
-        }
-        m_changed.notify_all();
+        m_queue.close();
         m_thread.join();
     }
 
     std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> m_ctx{EVP_MD_CTX_new(), &EVP_MD_CTX_free};
-    std::mutex m_mutex;
-    std::condition_variable m_changed;
-    std::deque<std::vector<char>> m_queue;
-    std::vector<std::vector<char>> m_free;
-    bool m_done = false;
+    ChunkQueue m_queue{4};
     std::thread m_thread;
 };
 
@@ -297,38 +327,31 @@ Result<std::string> sha256_file(const std::string& path) {
 
 namespace {
 
-// `inner` read on a thread of its own into a queue of at most k_depth chunks; read() hands them
-// out in order. The first error `inner` gives comes back at its place in the stream.
+// `inner` read on a thread of its own into a queue of a few chunks; read() hands them out in
+// order. The first error `inner` gives comes back at its place in the stream.
 class ReadAheadSource final : public ByteSource {
 public:
     explicit ReadAheadSource(std::unique_ptr<ByteSource> inner) : m_inner(std::move(inner)) {
         m_thread = std::thread([this] { produce(); });
     }
     ~ReadAheadSource() override {
-        {
-            std::lock_guard lock(m_mutex);
-            m_stop = true;
-        }
-        m_changed.notify_all();
+        m_queue.close();
         m_thread.join();
     }
 
     Result<std::size_t> read(char* buffer, std::size_t n) override {
         if (n == 0) return std::size_t{0};
         while (m_taken == m_current.size()) {
-            std::unique_lock lock(m_mutex);
-            if (!m_current.empty()) m_free.push_back(std::move(m_current));
-            m_current.clear();
+            if (!m_current.empty()) m_queue.recycle(std::move(m_current));
             m_taken = 0;
-            m_changed.notify_all();
-            m_changed.wait(lock, [&] { return !m_queue.empty() || m_end; });
-            if (m_queue.empty()) {
+            auto next = m_queue.pop();
+            if (!next) {
+                m_current.clear();
+                // Written before the queue closed, which pop() saw.
                 if (m_error) return std::unexpected(*m_error);
                 return std::size_t{0};
             }
-            m_current = std::move(m_queue.front());
-            m_queue.pop_front();
-            m_changed.notify_all();
+            m_current = std::move(*next);
         }
         const std::size_t k = std::min(n, m_current.size() - m_taken);
         std::memcpy(buffer, m_current.data() + m_taken, k);
@@ -337,45 +360,28 @@ public:
     }
 
 private:
-    static constexpr std::size_t k_depth = 4;
     static constexpr std::size_t k_chunk = 1 << 20;
 
     void produce() {
         while (true) {
-            std::vector<char> chunk;
-            {
-                std::unique_lock lock(m_mutex);
-                m_changed.wait(lock, [&] { return m_queue.size() < k_depth || m_stop; });
-                if (m_stop) return;
-                if (!m_free.empty()) {
-                    chunk = std::move(m_free.back());
-                    m_free.pop_back();
-                }
-            }
+            std::vector<char> chunk = m_queue.spare();
             chunk.resize(k_chunk);
             auto got = m_inner->read(chunk.data(), chunk.size());
-            std::lock_guard lock(m_mutex);
             if (!got || *got == 0) {
                 if (!got) m_error = got.error();
-                m_end = true;
-                m_changed.notify_all();
+                m_queue.close();
                 return;
             }
             chunk.resize(*got);
-            m_queue.push_back(std::move(chunk));
-            m_changed.notify_all();
+            if (!m_queue.push(std::move(chunk))) return;  // closed: the reader is gone
         }
     }
 
     std::unique_ptr<ByteSource> m_inner;
-    std::mutex m_mutex;
-    std::condition_variable m_changed;
-    std::deque<std::vector<char>> m_queue;
-    std::vector<std::vector<char>> m_free;
-    std::vector<char> m_current;  // the chunk being handed out (consumer side only)
+    ChunkQueue m_queue{4};
+    std::vector<char> m_current;  // the chunk being handed out (reader side only)
     std::size_t m_taken = 0;
-    std::optional<Error> m_error;
-    bool m_end = false, m_stop = false;
+    std::optional<Error> m_error;  // set by the thread before it closes the queue
     std::thread m_thread;
 };
 

@@ -9,8 +9,13 @@ namespace perfwatch::test {
 
 namespace {
 
+using bench::series_of;
 using bench::SeriesSpec;
 using bench::Tally;
+
+// The run of the change: a baseline of 12 runs (shorter series than bench_regression's 20, to keep
+// the suite quick under the sanitizers).
+constexpr int k_at = 12;
 
 // Runs `series` generated series of `spec` (seeds from `seed`) through the real pipeline; the
 // alerts raised before any change are printed, to say what a failure was.
@@ -46,11 +51,7 @@ TEST(RegressionScenarios, StableSeriesRaiseNoAlert) {
 }
 
 TEST(RegressionScenarios, ATenPercentShiftIsFoundWithinThreeRunsAndStaysOpenAtItsFirstBadRun) {
-    SeriesSpec shift;
-    shift.change = SeriesSpec::Change::shift;
-    shift.size = 0.10;
-    shift.at = 12;
-    shift.runs = shift.at + 7;
+    SeriesSpec shift = series_of(SeriesSpec::Change::shift, 0.10, k_at, k_at + 7);
     const Tally t = run(shift, 4, 201);
     EXPECT_EQ(t.detected, 4);
     EXPECT_EQ(t.first_bad_exact, 4);
@@ -59,59 +60,36 @@ TEST(RegressionScenarios, ATenPercentShiftIsFoundWithinThreeRunsAndStaysOpenAtIt
 }
 
 TEST(RegressionScenarios, AUniformlySlowerRunIsOneWholeRunFinding) {
-    SeriesSpec uniform;
-    uniform.change = SeriesSpec::Change::uniform;
-    uniform.size = 0.15;
-    uniform.at = 12;
-    uniform.runs = uniform.at + 1;
+    SeriesSpec uniform = series_of(SeriesSpec::Change::uniform, 0.15, k_at, k_at + 1);
     const Tally t = run(uniform, 4, 301);
     EXPECT_EQ(t.uniform_single, 4);
     EXPECT_EQ(t.per_kernel_alerts, 0);
 }
 
 TEST(RegressionScenarios, ARampOfOnePercentPerRunIsCaughtByItsTenthRun) {
-    SeriesSpec ramp;
-    ramp.change = SeriesSpec::Change::ramp;
-    ramp.size = 0.01;
-    ramp.at = 12;
-    ramp.runs = ramp.at + 10;
+    SeriesSpec ramp = series_of(SeriesSpec::Change::ramp, 0.01, k_at, k_at + 10);
     const Tally t = run(ramp, 3, 401);
     EXPECT_EQ(t.detected, 3);
 }
 
 TEST(RegressionScenarios, AnImprovementRaisesNothingAndARevertedShiftResolves) {
-    SeriesSpec better;
-    better.change = SeriesSpec::Change::shift;
-    better.size = -0.15;
-    better.at = 12;
-    better.runs = better.at + 4;
+    SeriesSpec better = series_of(SeriesSpec::Change::shift, -0.15, k_at, k_at + 4);
     EXPECT_EQ(run(better, 3, 501).improvement_alerts, 0);
-    SeriesSpec revert;
-    revert.change = SeriesSpec::Change::revert;
-    revert.size = 0.15;
-    revert.at = 12;
-    revert.runs = revert.at + revert.revert_after + 6;  // resolve_after is 3
+    SeriesSpec revert = series_of(SeriesSpec::Change::revert, 0.15, k_at);
+    revert.runs = k_at + revert.revert_after + 6;  // resolve_after is 3
     EXPECT_EQ(run(revert, 3, 601).resolved, 3);
 }
 
 TEST(RegressionScenarios, AFivePercentShiftAtLowNoiseIsFoundWithinThreeRuns) {
-    SeriesSpec shift;
-    shift.change = SeriesSpec::Change::shift;
-    shift.size = 0.05;
+    SeriesSpec shift = series_of(SeriesSpec::Change::shift, 0.05, k_at, k_at + 3);
     shift.cv = 0.02;
-    shift.at = 12;
-    shift.runs = shift.at + 3;
     const Tally t = run(shift, 3, 701);
     EXPECT_EQ(t.detected, 3) << "5% is 10 per-run standard errors once the run's common factor is out";
     EXPECT_EQ(t.false_alerts, 0);
 }
 
 TEST(RegressionScenarios, ARunLevelRegressionOpensAtItsFirstBadRunAndNamesIt) {
-    SeriesSpec shift;
-    shift.change = SeriesSpec::Change::shift;
-    shift.size = 0.20;
-    shift.at = 12;
-    shift.runs = shift.at + 3;
+    SeriesSpec shift = series_of(SeriesSpec::Change::shift, 0.20, k_at, k_at + 3);
     const Tally t = run(shift, 3, 801);
     EXPECT_EQ(t.run_detected, 3);
     EXPECT_EQ(t.run_on_time, 3);
@@ -119,11 +97,7 @@ TEST(RegressionScenarios, ARunLevelRegressionOpensAtItsFirstBadRunAndNamesIt) {
 }
 
 TEST(RegressionScenarios, AClockChangeIsSaidAndOpensNoRegression) {
-    SeriesSpec clock;
-    clock.change = SeriesSpec::Change::clock;
-    clock.size = 1.98 / 1.755 - 1;
-    clock.at = 12;
-    clock.runs = clock.at + 3;
+    SeriesSpec clock = series_of(SeriesSpec::Change::clock, 1.98 / 1.755 - 1, k_at, k_at + 3);
     const Tally t = run(clock, 3, 901);
     EXPECT_EQ(t.clock_told, 3);
     // Without the clock split every series opens one (bench_regression: 20 in 20); a false alert of
