@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <map>
 #include <random>
 
 #include "collectors/collector.hpp"
@@ -49,6 +50,13 @@ int main(int argc, char** argv) {
             if (m.unit == "ns" || m.unit == "count" || m.unit == "percent") m.value = m.unit == "percent" ? std::min(100.0, m.value * f) : m.value * f;
         run.batch.entities.push_back(std::move(e));
     }
+    // The run's GPU time is its kernels' (as every reader sets it), so shares and impacts are
+    // those of a real run of this many kernels.
+    double gpu_time = 0;
+    for (const Entity& e : run.batch.entities)
+        if (e.kind == EntityKind::kernel) gpu_time += e.value("duration_total").value_or(0.0);
+    for (Entity& e : run.batch.entities)
+        if (e.kind == EntityKind::run) e.set(Metric{"gpu_time", gpu_time, "ns", "", ""});
     const RuleSet rules = compile_rules(load_rule_files({}));
     if (rules.has_errors()) {
         fmt::print(stderr, "bench_rules: the shipped rules do not compile\n");
@@ -64,5 +72,11 @@ int main(int argc, char** argv) {
                "evaluations/s ({} decided, {} not applicable), {} findings, peak RSS {:.1f} MB\n",
                rules.rules.size(), kernels, run.batch.entities.size(), pairs, secs, pairs / secs / 1e6, ev.evaluated,
                ev.not_applicable, ev.findings.size(), static_cast<double>(usage.ru_maxrss) / 1024.0);
+    std::map<std::string, std::size_t> by_rule;
+    for (const Finding& f : ev.findings) ++by_rule[f.rule];
+    std::string counts;
+    for (const auto& [rule, n] : by_rule) counts += fmt::format(" {} {},", rule, n);
+    if (!counts.empty()) counts.pop_back();
+    fmt::print("findings by rule:{}\n", counts);
     return 0;
 }
