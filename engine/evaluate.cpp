@@ -3,150 +3,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <memory>
 
 #include "core/vocabulary.hpp"
+#include "engine/scopes.hpp"
 
 namespace perfwatch {
 
 namespace {
-
-using Memo = AggregateMemo;
-
-// A hash index of one entity's metric names (open addressing, positions + 1): rules look up
-// the same entity's metrics many times, and a missing metric would otherwise cost a full scan.
-class MetricIndex {
-public:
-    explicit MetricIndex(const Entity& e) {
-        std::size_t capacity = 8;
-        while (capacity < 2 * e.metrics.size()) capacity *= 2;
-        m_mask = capacity - 1;
-        m_slots.assign(capacity, 0);
-        for (std::size_t i = 0; i < e.metrics.size() && i < 0xffff; ++i) {
-            std::size_t at = hash(e.metrics[i].name) & m_mask;
-            while (m_slots[at] != 0) at = (at + 1) & m_mask;
-            m_slots[at] = static_cast<std::uint16_t>(i + 1);
-        }
-    }
-
-    const Metric* find(const Entity& e, std::string_view name) const {
-        for (std::size_t at = hash(name) & m_mask;; at = (at + 1) & m_mask) {
-            const std::uint16_t slot = m_slots[at];
-            if (slot == 0) return nullptr;
-            const Metric& m = e.metrics[slot - 1u];
-            if (m.name == name) return &m;
-        }
-    }
-
-private:
-    static std::size_t hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
-    std::size_t m_mask = 0;
-    std::vector<std::uint16_t> m_slots;
-};
-
-class EntityScope final : public EvalScope {
-public:
-    EntityScope(const Entity& entity, const Entity* run, const RunBatch* batch = nullptr, Memo* memo = nullptr,
-                const RunHistory* history = nullptr, std::int64_t run_id = 0, const MetricIndex* index = nullptr)
-        : m_entity(entity), m_run(run), m_batch(batch), m_memo(memo), m_history(history), m_run_id(run_id),
-          m_index(index) {}
-
-    std::optional<double> metric(std::string_view name) const override {
-        const Metric* m = m_index != nullptr ? m_index->find(m_entity, name) : m_entity.metric(name);
-        if (m == nullptr) return std::nullopt;
-        return m->value;
-    }
-
-    std::optional<double> run_metric(std::string_view name) const override {
-        if (m_run == nullptr) return std::nullopt;
-        return m_run->value(name);
-    }
-
-    std::optional<std::string> attribute(std::string_view name) const override {
-        if (name == "name") return m_entity.name;
-        if (name == "kind") return std::string(to_string(m_entity.kind));
-        auto it = m_entity.attributes.find(std::string(name));
-        if (it == m_entity.attributes.end()) return std::nullopt;
-        return it->second;
-    }
-
-    void for_each_entity(std::string_view kind, const std::function<void(const EvalScope&)>& fn) const override {
-        if (m_batch == nullptr) return;
-        const auto k = entity_kind_from_string(kind);
-        if (!k) return;
-        for (const Entity& e : m_batch->entities)
-            if (e.kind == *k) fn(EntityScope(e, m_run, m_batch, m_memo, m_history, m_run_id));
-    }
-
-    Memo* memo() const override { return m_memo; }
-
-    std::optional<Comparison> compare(std::string_view metric, bool run_level) const override {
-        const Entity* e = subject(run_level);
-        if (e == nullptr) return std::nullopt;
-        return m_history->compare(*e, metric);
-    }
-
-    std::optional<double> latest_baseline(std::string_view metric, bool run_level) const override {
-        const Entity* e = subject(run_level);
-        if (e == nullptr) return std::nullopt;
-        return m_history->latest(*e, metric);
-    }
-
-    std::optional<bool> is_new() const override {
-        if (m_history == nullptr) return std::nullopt;
-        return m_history->is_new(m_entity);
-    }
-
-    std::optional<std::vector<std::string>> vanished(std::string_view kind) const override {
-        const auto k = entity_kind_from_string(kind);
-        if (m_history == nullptr || !k) return std::nullopt;
-        return m_history->vanished(*k);
-    }
-
-    std::optional<std::string> first_bad(std::string_view metric, bool run_level) const override {
-        const Entity* e = subject(run_level);
-        if (e == nullptr || m_batch == nullptr) return std::nullopt;
-        const auto run = m_history->first_bad_run(*e, metric, m_run_id);
-        if (!run) return std::nullopt;
-        return m_history->describe_run(*run, m_batch->labels);
-    }
-
-    std::optional<std::string> last_good(std::string_view metric, bool run_level) const override {
-        const Entity* e = subject(run_level);
-        if (e == nullptr || m_batch == nullptr || m_history == nullptr) return std::nullopt;
-        const auto run = m_history->last_good_run(*e, metric, m_run_id);
-        if (!run) return std::nullopt;
-        return fmt::format("{} at {}", m_history->describe_run(run->first, m_batch->labels),
-                           format_metric(metric.starts_with("run.") ? metric.substr(4) : metric, run->second));
-    }
-
-    std::optional<UniformChange> uniform_change(std::string_view metric) const override {
-        if (m_history == nullptr) return std::nullopt;
-        return m_history->uniform_change(metric);
-    }
-
-    std::optional<std::string> changed_labels() const override {
-        if (m_history == nullptr) return std::nullopt;
-        return m_history->changed_labels();
-    }
-
-private:
-    // The entity history functions read: this one, or the run for run.METRIC; nullptr without history.
-    const Entity* subject(bool run_level) const {
-        if (m_history == nullptr) return nullptr;
-        return run_level ? m_run : &m_entity;
-    }
-
-    const Entity& m_entity;
-    const Entity* m_run;
-    const RunBatch* m_batch;
-    Memo* m_memo;
-    const RunHistory* m_history;
-    std::int64_t m_run_id;
-    const MetricIndex* m_index;
-};
 
 // Speedup the profiler itself estimated for the rule's concern on this entity: for a kernel,
 // the duration-weighted mean over its launches (launches without the result count as 0).
@@ -186,14 +53,22 @@ void collect_values(const std::set<std::string>& names, const EntityScope& scope
     }
 }
 
+// A kernel finding below its rule's min_impact: what the rule's summary line names.
+struct BelowMinImpact {
+    std::string entity_name;
+    std::optional<double> share_pct;
+    std::optional<double> impact;
+};
+
 // One line for a rule's kernel findings below its min_impact: how many, their share of GPU time
 // and estimated gain together, the largest by name. Severity info, on the run.
-Finding summary_finding(const CompiledRule& rule, const StoredRun& run, std::vector<Finding> below) {
-    std::sort(below.begin(), below.end(),
-              [](const Finding& a, const Finding& b) { return a.share_pct.value_or(0) > b.share_pct.value_or(0); });
+Finding summary_finding(const CompiledRule& rule, const StoredRun& run, std::vector<BelowMinImpact> below) {
+    std::sort(below.begin(), below.end(), [](const BelowMinImpact& a, const BelowMinImpact& b) {
+        return a.share_pct.value_or(0) > b.share_pct.value_or(0);
+    });
     double share = 0, impact = 0;
     bool any_impact = false;
-    for (const Finding& f : below) {
+    for (const BelowMinImpact& f : below) {
         share += f.share_pct.value_or(0);
         if (f.impact) {
             impact += *f.impact;
@@ -248,27 +123,66 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
             launches_of[static_cast<std::size_t>(e.parent)].push_back(i);
     }
 
-    Memo memo;  // aggregates over this run, computed once
-    // Metric indexes of the entities rules look at, built on first use (0.1-0.3 KB each).
+    AggregateMemo memo;  // aggregates over this run, computed once
+    // Rows per entity kind, built when a rule of the kind first needs them, with the columns of
+    // every metric the kind's rules read.
+    std::map<EntityKind, std::unique_ptr<RunRows>> rows_of;
+    std::map<EntityKind, std::set<std::string>> read_by_kind;
+    for (const CompiledRule& rule : rules.rules) {
+        auto& names = read_by_kind[rule.spec.scope];
+        names.insert(rule.when.metrics_read().begin(), rule.when.metrics_read().end());
+        names.insert({"duration_total", "duration"});  // a finding's share of GPU time
+    }
+    // Metric indexes of the entities findings are built on, made on first use (0.1-0.3 KB each).
     std::vector<std::unique_ptr<MetricIndex>> indexes(batch.entities.size());
-    std::vector<Finding> below;  // a rule's kernel findings below its min_impact
+    std::vector<BelowMinImpact> below;  // a rule's kernel findings below its min_impact
     for (std::size_t r = 0; r < rules.rules.size(); ++r) {
         const CompiledRule& rule = rules.rules[r];
         const RunHistory* history = r < histories.size() ? histories[r] : nullptr;
-        for (std::size_t i = 0; i < batch.entities.size(); ++i) {
-            const Entity& entity = batch.entities[i];
-            if (entity.kind != rule.spec.scope) continue;
-            if (!indexes[i]) indexes[i] = std::make_unique<MetricIndex>(entity);
-            const EntityScope scope(entity, run_entity, &batch, &memo, history, run.id, indexes[i].get());
-            const Value cond = rule.when.evaluate(scope);
-            const bool* fired = std::get_if<bool>(&cond);
-            if (fired == nullptr) {
+        auto& rows = rows_of[rule.spec.scope];
+        if (!rows) {
+            rows = std::make_unique<RunRows>(batch, rule.spec.scope, run_entity, &memo, run.id);
+            rows->gather(read_by_kind[rule.spec.scope]);
+        }
+        rows->set_history(history);
+        const std::vector<Truth> decided = rule.when.decide_rows(*rows);
+        for (std::size_t row = 0; row < decided.size(); ++row) {
+            if (decided[row] == Truth::missing) {
                 ++result.not_applicable;
                 continue;
             }
+            const std::size_t i = rows->entity(row);
             ++result.evaluated;
             if (record_checks) result.checks.push_back({r, i});
-            if (!*fired) continue;
+            if (decided[row] == Truth::no) continue;
+
+            const Entity& entity = batch.entities[i];
+            // Share and estimated gain first: a finding too small to tell on its own is not rendered.
+            std::optional<double> share;
+            // A rank's estimated speedup is already a share of its job's step.
+            if (entity.kind == EntityKind::run || entity.kind == EntityKind::rank) {
+                share = 100.0;
+            } else if (gpu_time > 0) {
+                const auto t = rows->metric(row, entity.kind == EntityKind::kernel ? "duration_total" : "duration");
+                if (t) share = 100.0 * *t / gpu_time;
+            }
+            if (rule.min_share_pct && share && *share < *rule.min_share_pct) continue;
+            if (!indexes[i]) indexes[i] = std::make_unique<MetricIndex>(entity);
+            const EntityScope scope(entity, run_entity, &batch, &memo, history, run.id, indexes[i].get());
+            std::optional<double> speedup = tool_speedup(rule, batch, i, launches_of);
+            if (!speedup && rule.estimated_speedup) {
+                const Value v = rule.estimated_speedup->evaluate(scope);
+                if (const double* d = std::get_if<double>(&v); d && std::isfinite(*d)) speedup = std::clamp(*d, 0.0, 100.0);
+            }
+            std::optional<double> impact;
+            if (share && speedup) impact = *share * *speedup / 100.0;
+            // A kernel finding that could move the run by less than the rule's min_impact is said
+            // in the rule's one summary line instead (history rules judge change, not size).
+            const double could_move = impact ? *impact : share.value_or(100.0);
+            if (entity.kind == EntityKind::kernel && !rule.uses_history && share && could_move < rule.min_impact_pct) {
+                below.push_back({entity.name, share, impact});
+                continue;
+            }
 
             Finding f;
             f.rule = rule.spec.id;
@@ -281,6 +195,9 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
             f.message = rule.message.render(scope);
             collect_values(rule.when.metrics_read(), scope, f.metrics);
             collect_values(rule.message.metrics_read(), scope, f.metrics);
+            f.estimated_speedup_pct = speedup;
+            f.share_pct = share;
+            f.impact = impact;
             // A regression carries its comparison as the engine judged it.
             if (history != nullptr && !rule.regressions.empty()) {
                 const RegressionCheck& check = rule.regressions.front();
@@ -307,28 +224,6 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
                         }
                         f.comparison = std::move(fc);
                     }
-            }
-            f.estimated_speedup_pct = tool_speedup(rule, batch, i, launches_of);
-            if (!f.estimated_speedup_pct && rule.estimated_speedup) {
-                const Value s = rule.estimated_speedup->evaluate(scope);
-                if (const double* d = std::get_if<double>(&s); d && std::isfinite(*d))
-                    f.estimated_speedup_pct = std::clamp(*d, 0.0, 100.0);
-            }
-            // A rank's estimated speedup is already a share of its job's step.
-            if (entity.kind == EntityKind::run || entity.kind == EntityKind::rank) {
-                f.share_pct = 100.0;
-            } else if (gpu_time > 0) {
-                const auto t = scope.metric(entity.kind == EntityKind::kernel ? "duration_total" : "duration");
-                if (t) f.share_pct = 100.0 * *t / gpu_time;
-            }
-            if (rule.min_share_pct && f.share_pct && *f.share_pct < *rule.min_share_pct) continue;
-            if (f.share_pct && f.estimated_speedup_pct) f.impact = *f.share_pct * *f.estimated_speedup_pct / 100.0;
-            // A kernel finding that could move the run by less than the rule's min_impact is said
-            // in the rule's one summary line instead (history rules judge change, not size).
-            const double could_move = f.impact ? *f.impact : f.share_pct.value_or(100.0);
-            if (entity.kind == EntityKind::kernel && !rule.uses_history && f.share_pct && could_move < rule.min_impact_pct) {
-                below.push_back(std::move(f));
-                continue;
             }
             result.findings.push_back(std::move(f));
         }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -86,6 +87,37 @@ public:
     virtual std::optional<std::string> changed_labels() const { return std::nullopt; }
 };
 
+// The entities of one kind in a run, evaluated together: an expression is evaluated a node at a
+// time over all rows (columns of metric values), not an entity at a time.
+class RowScope {
+public:
+    virtual ~RowScope() = default;
+    // A metric on every row: `values[r]` holds where `has[r]` is 1; valid while the scope lives.
+    struct Column {
+        const double* values = nullptr;
+        const std::uint8_t* has = nullptr;
+    };
+
+    virtual std::size_t rows() const = 0;
+    virtual Column metric_column(std::string_view name) const = 0;
+    virtual std::optional<double> run_metric(std::string_view name) const = 0;
+    // The attribute on row `row`, nullptr where missing; valid while the scope lives.
+    virtual const std::string* attribute(std::size_t row, std::string_view name) const = 0;
+    // Calls `fn` with row `row` as a single-entity scope (history, rank and aggregates read it).
+    virtual void with_row(std::size_t row, const std::function<void(const EvalScope&)>& fn) const = 0;
+    // False when history functions have no baseline to read: they are missing on every row.
+    virtual bool has_history() const = 0;
+    // A column of small values kept with the scope under `key` (-1 on every row at first), for
+    // results several expressions share (a macro's regular expression); nullptr: none kept.
+    virtual std::vector<std::int8_t>* shared_column(const void* key) const {
+        (void)key;
+        return nullptr;
+    }
+};
+
+// A condition's value on one row: missing (a metric it reads is absent), false or true.
+enum class Truth : std::uint8_t { missing, no, yes };
+
 // A regressed() call of a rule: what the run pipeline needs to follow the regression over runs.
 struct RegressionCheck {
     std::string metric;
@@ -148,6 +180,9 @@ public:
     static Expression all_of(const std::vector<Expression>& parts);
 
     Value evaluate(const EvalScope& scope) const;
+    // A boolean expression on every row of `scope`: the same values as evaluate() on each row's
+    // entity alone, computed a node at a time over all rows.
+    std::vector<Truth> decide_rows(const RowScope& scope) const;
     ValueType type() const;
     const std::string& source() const { return m_source; }
     // Canonical metrics the expression reads ("run." prefixed for run metrics).
