@@ -151,8 +151,10 @@ public:
             case NodeKind::match: {
                 auto arg = take();
                 eval(*n.args[0], active, *arg);
-                // A macro's node is shared by the rules using it: each row is matched once.
-                std::vector<std::int8_t>* known = m_scope.shared_column(&n);
+                // A macro's node is shared by the rules using it: each row's attribute is matched once
+                // (an argument computed otherwise may read the rule's own baseline: matched each time).
+                std::vector<std::int8_t>* known =
+                    n.args[0]->kind == NodeKind::attribute ? m_scope.shared_column(&n) : nullptr;
                 if (n.regex)
                     for (std::size_t r = 0; r < m_rows; ++r)
                         if (active[r] && arg->has[r]) {
