@@ -188,14 +188,26 @@ bool is_config_metric(std::string_view name) {
     return std::find(k_config.begin(), k_config.end(), name) != k_config.end() || name.starts_with("block_limit_");
 }
 
-// Through the launch's name index: a raw page can hold 100,000 metrics per launch.
+// Most launches have some tens of metrics: a scan costs less than a map node per metric. Past
+// k_scanned_metrics the names are indexed (a raw page can hold 100,000 metrics per launch).
 void set_metric(NcuLaunch& launch, Metric m) {
-    const auto [at, fresh] = launch.metric_index.try_emplace(m.name, launch.metrics.size());
-    if (fresh) {
+    std::size_t at = launch.metrics.size();
+    if (launch.metrics.size() < NcuLaunch::k_scanned_metrics) {
+        for (std::size_t i = 0; i < launch.metrics.size() && at == launch.metrics.size(); ++i)
+            if (launch.metrics[i].name == m.name) at = i;
+    } else {
+        if (launch.metric_index.size() != launch.metrics.size()) {
+            launch.metric_index.clear();
+            for (std::size_t i = 0; i < launch.metrics.size(); ++i) launch.metric_index.emplace(launch.metrics[i].name, i);
+        }
+        const auto [it, fresh] = launch.metric_index.try_emplace(m.name, launch.metrics.size());
+        if (!fresh) at = it->second;
+    }
+    if (at == launch.metrics.size()) {
         launch.metrics.push_back(std::move(m));
         return;
     }
-    Metric& old = launch.metrics[at->second];
+    Metric& old = launch.metrics[at];
     if (old.tool_name == m.tool_name || old.tool_unit.empty()) old = std::move(m);
     // else: keep the first of two tool metrics mapping to one name (display name wins over raw)
 }
@@ -375,7 +387,6 @@ void drop_impossible_values(NcuLaunch& launch) {
         if (is_config_metric(m.name) || m.name == "duration") kept.push_back(std::move(m));
     launch.metrics = std::move(kept);
     launch.metric_index.clear();
-    for (std::size_t i = 0; i < launch.metrics.size(); ++i) launch.metric_index.emplace(launch.metrics[i].name, i);
     launch.attributes["impossible_metrics"] = named;
 }
 

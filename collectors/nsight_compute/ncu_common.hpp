@@ -20,8 +20,10 @@ struct NcuLaunch {
     double invocations = 1;  // launches this record stands for
     bool is_summary = false; // metrics are per-launch averages of a group, not one launch
     std::string device;
-    std::vector<Metric> metrics;
-    std::unordered_map<std::string, std::size_t> metric_index;  // name -> position in metrics
+    // Launches with fewer metrics are searched by a scan; past it, through metric_index.
+    static constexpr std::size_t k_scanned_metrics = 64;
+    std::vector<Metric> metrics;  // names unique (set_metric)
+    std::unordered_map<std::string, std::size_t> metric_index;  // name -> position, once past the scan
     std::map<std::string, std::string> attributes;
     std::vector<ToolFinding> findings;
 };
