@@ -55,6 +55,11 @@ const std::string& field(const std::vector<std::string>& row, int index) {
     return row[static_cast<std::size_t>(index)];
 }
 
+std::string_view field(const std::vector<std::string_view>& row, int index) {
+    if (index < 0 || static_cast<std::size_t>(index) >= row.size()) return {};
+    return row[static_cast<std::size_t>(index)];
+}
+
 // "(384, 1, 1)" -> "384x1x1"
 std::string dims(std::string_view text) {
     std::string out;
@@ -79,7 +84,8 @@ struct Identity {
                index == stream || index == block || index == grid || index == device || index == cc;
     }
 
-    void fill(NcuLaunch& l, const std::vector<std::string>& row, RunBatch& batch) const {
+    template <typename Row>
+    void fill(NcuLaunch& l, const Row& row, RunBatch& batch) const {
         l.id = field(row, id);
         l.kernel = field(row, kernel);
         l.device = field(row, device);
@@ -112,8 +118,10 @@ Result<std::uint64_t> seek_header(const std::string& path, CsvStream& reader, bo
     return reader.line();
 }
 
-// Reads the next record; false at the end; an error naming the line otherwise.
-Result<bool> next_record(const std::string& path, CsvStream& reader, std::vector<std::string>& row) {
+// Reads the next record (strings, or views lasting until the next call); false at the end; an
+// error naming the line otherwise.
+template <typename Field>
+Result<bool> next_record(const std::string& path, CsvStream& reader, std::vector<Field>& row) {
     auto status = reader.next(row);
     if (!status) return std::unexpected(status.error());
     if (*status == CsvReader::Status::error) return fail(path, reader.record_line(), reader.error());
@@ -135,7 +143,8 @@ public:
         bool unlocked = false;
         const auto header_line = seek_header(path, reader, unlocked);
         if (!header_line) return std::unexpected(header_line.error());
-        std::vector<std::string> header, row;
+        std::vector<std::string> header;
+        std::vector<std::string_view> row;  // the fields where they lie in the reader's window
         if (auto got = next_record(path, reader, header); !got || !*got)
             return got ? csv_error(path, reader) : std::unexpected(got.error());
 
@@ -171,7 +180,7 @@ public:
                 return fail(path, reader.record_line(),
                             fmt::format("expected at least {} fields (up to \"Metric Value\"), found {}", min_fields,
                                         row.size()));
-            const std::string& launch_id = field(row, ident.id);
+            const std::string_view launch_id = field(row, ident.id);
             if (!parse_report_number(launch_id))
                 return fail(path, reader.record_line(),
                             fmt::format("expected a numeric launch ID in column 1, found \"{}\"", launch_id));
@@ -179,12 +188,12 @@ public:
             auto found = std::find_if(open.rbegin(), open.rend(), [&](const auto& o) { return o.first == launch_id; });
             auto it = found == open.rend() ? open.end() : std::prev(found.base());
             if (it == open.end()) {
-                if (closed_recently.contains(launch_id))
+                if (closed_recently.contains(std::string(launch_id)))
                     return fail(path, reader.record_line(),
                                 fmt::format("rows of launch {} appear again after more than {} other launches "
                                             "began; the rows of one launch must stay together",
                                             launch_id, k_open_launches));
-                open.emplace_back(launch_id, NcuLaunch{});
+                open.emplace_back(std::string(launch_id), NcuLaunch{});
                 ident.fill(open.back().second, row, batch);
                 it = std::prev(open.end());
                 if (open.size() > k_open_launches) {
@@ -196,7 +205,7 @@ public:
                 }
             }
             NcuLaunch& launch = it->second;
-            if (const std::string& rule = field(row, rule_name); !rule.empty()) {
+            if (const std::string_view rule = field(row, rule_name); !rule.empty()) {
                 ToolFinding f;
                 f.rule = rule;
                 f.type = field(row, rule_type);
@@ -207,7 +216,7 @@ public:
                 launch.findings.push_back(std::move(f));
                 continue;
             }
-            const std::string& name = field(row, metric_name);
+            const std::string_view name = field(row, metric_name);
             if (name.empty()) continue;
             add_ncu_value(launch, name, field(row, metric_unit), field(row, metric_value));
         }

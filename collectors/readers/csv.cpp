@@ -22,50 +22,58 @@ int column_index(const std::vector<std::string>& header, std::initializer_list<s
 // Fields are written into the strings `fields` already holds (their capacity reused from record to
 // record: no allocation per field once the rows' sizes are seen).
 CsvReader::Status CsvReader::next(std::vector<std::string>& fields) {
-    std::size_t count = 0;
-    const auto next_field = [&]() -> std::string& {
-        if (count == fields.size()) fields.emplace_back();
-        std::string& f = fields[count++];
-        f.clear();
-        return f;
-    };
-    if (m_pos >= m_text.size()) {
-        fields.clear();
-        return Status::end;
-    }
+    m_rewritten.clear();
+    const Status status = next(m_views, m_rewritten);
+    fields.resize(m_views.size());
+    for (std::size_t i = 0; i < m_views.size(); ++i) fields[i].assign(m_views[i]);
+    return status;
+}
+
+CsvReader::Status CsvReader::next(std::vector<std::string_view>& fields, std::list<std::string>& rewritten) {
+    fields.clear();
+    if (m_pos >= m_text.size()) return Status::end;
     m_record_line = m_line;
     const std::size_t n = m_text.size();
     while (true) {
-        std::string& field = next_field();
         if (m_pos < n && m_text[m_pos] == '"') {
             const std::uint64_t quote_line = m_line;
-            ++m_pos;
+            const std::size_t start = ++m_pos;
+            std::string* own = nullptr;  // the field's text once it differs from what is written
+            std::string_view as_written;
             while (true) {
                 const std::size_t q = m_text.find('"', m_pos);
                 if (q == std::string_view::npos) {
                     m_error = "unterminated quoted field (opened on line " + std::to_string(quote_line) + ")";
                     m_pos = n;
-                    fields.resize(count);
                     return Status::error;
                 }
                 const std::string_view quoted = m_text.substr(m_pos, q - m_pos);
-                m_line += static_cast<std::uint64_t>(std::count(quoted.begin(), quoted.end(), '\n'));
-                field.append(quoted);
+                if (std::memchr(quoted.data(), '\n', quoted.size()) != nullptr)
+                    m_line += static_cast<std::uint64_t>(std::count(quoted.begin(), quoted.end(), '\n'));
+                if (own != nullptr) own->append(quoted);
                 m_pos = q + 1;
-                if (m_pos < n && m_text[m_pos] == '"') {
-                    field.push_back('"');
+                if (m_pos < n && m_text[m_pos] == '"') {  // a doubled quote stands for one
+                    if (own == nullptr) own = &rewritten.emplace_back(m_text.substr(start, q - start));
+                    own->push_back('"');
                     ++m_pos;
                     continue;
                 }
+                if (own == nullptr) as_written = m_text.substr(start, q - start);
                 break;
             }
             // Text after the closing quote up to the separator is kept (lenient, as spreadsheets do).
-            while (m_pos < n && m_text[m_pos] != ',' && m_text[m_pos] != '\n' && m_text[m_pos] != '\r')
-                field.push_back(m_text[m_pos++]);
+            std::size_t after = m_pos;
+            while (after < n && m_text[after] != ',' && m_text[after] != '\n' && m_text[after] != '\r') ++after;
+            if (after > m_pos) {
+                if (own == nullptr) own = &rewritten.emplace_back(as_written);
+                own->append(m_text.substr(m_pos, after - m_pos));
+                m_pos = after;
+            }
+            fields.push_back(own != nullptr ? std::string_view(*own) : as_written);
         } else {
             std::size_t end = m_text.find_first_of(k_field_ends, m_pos);
             if (end == std::string_view::npos) end = n;
-            field.assign(m_text.substr(m_pos, end - m_pos));
+            fields.push_back(m_text.substr(m_pos, end - m_pos));
             m_pos = end;
         }
         if (m_pos >= n) break;
@@ -73,7 +81,7 @@ CsvReader::Status CsvReader::next(std::vector<std::string>& fields) {
         if (c == ',') {
             ++m_pos;
             if (m_pos >= n) {  // trailing comma at end of input: one more empty field
-                next_field();
+                fields.emplace_back();
                 break;
             }
             continue;
@@ -83,7 +91,6 @@ CsvReader::Status CsvReader::next(std::vector<std::string>& fields) {
         ++m_line;
         break;
     }
-    fields.resize(count);
     return Status::record;
 }
 
@@ -138,9 +145,18 @@ Result<bool> CsvStream::skip_to_line_starting_with(std::initializer_list<std::st
 }
 
 Result<CsvReader::Status> CsvStream::next(std::vector<std::string>& fields) {
+    const auto status = next(m_views);
+    if (!status) return status;
+    fields.resize(m_views.size());
+    for (std::size_t i = 0; i < m_views.size(); ++i) fields[i].assign(m_views[i]);
+    return status;
+}
+
+Result<CsvReader::Status> CsvStream::next(std::vector<std::string_view>& fields) {
     while (true) {
+        m_rewritten.clear();
         CsvReader reader(std::string_view(m_buffer.data() + m_pos, m_window - m_pos), m_line);
-        const auto status = reader.next(fields);
+        const auto status = reader.next(fields, m_rewritten);
         if (status == CsvReader::Status::record) {
             m_record_line = reader.record_line();
             m_pos += reader.offset();

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,10 @@ public:
 
     // Reads the next record into `fields`. On error, error() says what and line() where.
     Status next(std::vector<std::string>& fields);
+    // The same record as views: into the text where a field is as written, into a string of
+    // `rewritten` where it is not (doubled quotes, text after a closing quote). The views last
+    // while the text and those strings do.
+    Status next(std::vector<std::string_view>& fields, std::list<std::string>& rewritten);
 
     // Line on which the last record started (1-based, counting from first_line).
     std::uint64_t record_line() const { return m_record_line; }
@@ -34,6 +39,8 @@ public:
 
 private:
     std::string_view m_text;
+    std::vector<std::string_view> m_views;  // next(strings)'s record, as views first
+    std::list<std::string> m_rewritten;
     std::size_t m_pos = 0;
     std::uint64_t m_line;
     std::uint64_t m_record_line = 0;
@@ -51,6 +58,8 @@ public:
                                             const std::function<void(std::string_view)>& on_skipped = {});
     // As CsvReader::next; read errors come back as the Error.
     Result<CsvReader::Status> next(std::vector<std::string>& fields);
+    // As CsvReader::next into views, which last until the next call.
+    Result<CsvReader::Status> next(std::vector<std::string_view>& fields);
     // The next raw line without its line ending (for line formats that are not quoted CSV); false
     // at the end. The view lasts until the next call; record_line() is its number.
     Result<bool> next_line(std::string_view& line);
@@ -63,6 +72,8 @@ private:
     Result<void> fill();
 
     ByteSource& m_source;
+    std::vector<std::string_view> m_views;  // next(strings)'s record, as views first
+    std::list<std::string> m_rewritten;     // the current record's rewritten fields
     std::string m_buffer;
     std::size_t m_pos = 0, m_window = 0, m_len = 0;  // read up to, whole lines up to, bytes in
     bool m_eof = false;
