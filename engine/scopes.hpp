@@ -1,8 +1,7 @@
 #pragma once
 
-#include <array>
+#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -161,24 +160,6 @@ private:
     const MetricIndex* m_index;
 };
 
-// Equality of two strings of the same length, eight bytes at a time (inline: metric names are
-// short and nearly all equal, where a call to memcmp costs more than the comparison).
-inline bool same_text(const std::string& a, const std::string& b) {
-    const std::size_t n = a.size();
-    const char* p = a.data();
-    const char* q = b.data();
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        std::uint64_t x = 0, y = 0;
-        std::memcpy(&x, p + i, 8);
-        std::memcpy(&y, q + i, 8);
-        if (x != y) return false;
-    }
-    for (; i < n; ++i)
-        if (p[i] != q[i]) return false;
-    return true;
-}
-
 // The entities of one kind in a run as rows. The metrics its rules read are gathered into columns
 // in one pass, shared by every rule of the kind. Entities whose metric names stand in the same
 // places (those one reader writes) share a layout, so a column costs a load per row, not a lookup.
@@ -188,7 +169,7 @@ public:
     static constexpr std::size_t k_rows_per_thread = 20000;
 
     RunRows(const RunBatch& batch, EntityKind kind, const Entity* run, AggregateMemo* memo, std::int64_t run_id)
-        : m_batch(batch), m_run(run), m_memo(memo), m_run_id(run_id) {
+        : m_batch(batch), m_run(run), m_memo(memo), m_run_id(run_id), m_kind_name(to_string(kind)) {
         for (std::size_t i = 0; i < batch.entities.size(); ++i)
             if (batch.entities[i].kind == kind) m_entities.push_back(i);
     }
@@ -202,13 +183,8 @@ public:
     // entity's metrics read once while they are in cache.
     void gather(const std::set<std::string>& names) {
         std::vector<const std::string*> wanted;
-        std::vector<bool> wanted_length;  // a name of this length may be one of `wanted`
-        for (const std::string& n : names) {
-            if (n.starts_with("run.") || m_columns.contains(n)) continue;
-            wanted.push_back(&n);
-            if (wanted_length.size() <= n.size()) wanted_length.resize(n.size() + 1, false);
-            wanted_length[n.size()] = true;
-        }
+        for (const std::string& n : names)
+            if (!n.starts_with("run.") && !m_columns.contains(n)) wanted.push_back(&n);
         if (wanted.empty() || m_entities.empty()) return;
         const std::size_t k = wanted.size();
         std::vector<MetricColumn*> out(k);
@@ -218,18 +194,10 @@ public:
             c.has.assign(m_entities.size(), 0);
             out[j] = &c;
         }
-        // Another entity places the wanted names where `example` does when every name has the
-        // same length in both and the names of a wanted length are equal: a wanted name cannot
-        // stand where the lengths differ from its own.
-        const auto same_places = [&](const Entity& example, const Entity& e) {
-            if (example.metrics.size() != e.metrics.size()) return false;
-            for (std::size_t q = 0; q < e.metrics.size(); ++q) {
-                const std::string& a = example.metrics[q].name;
-                const std::string& b = e.metrics[q].name;
-                if (a.size() != b.size()) return false;
-                if (a.size() < wanted_length.size() && wanted_length[a.size()] && !same_text(a, b)) return false;
-            }
-            return true;
+        // Another entity shares `example`'s layout when its metric names are the same, in order.
+        const auto same_places = [](const Entity& example, const Entity& e) {
+            return std::equal(example.metrics.begin(), example.metrics.end(), e.metrics.begin(), e.metrics.end(),
+                              [](const Metric& a, const Metric& b) { return a.name == b.name; });
         };
         // Rows [begin, end): the rows split in two are gathered on two threads (the work waits on
         // memory: each entity's metrics sit apart on the heap).
@@ -287,7 +255,7 @@ public:
     const std::string* attribute(std::size_t row, std::string_view name) const override {
         const Entity& e = m_batch.entities[m_entities[row]];
         if (name == "name") return &e.name;
-        if (name == "kind") return &kind_name(e.kind);
+        if (name == "kind") return &m_kind_name;
         auto it = m_attributes.find(name);
         if (it == m_attributes.end()) {
             std::vector<const std::string*> column(m_entities.size(), nullptr);
@@ -320,16 +288,6 @@ private:
         std::vector<std::uint8_t> has;
     };
 
-    static const std::string& kind_name(EntityKind kind) {
-        static const std::array<std::string, 9> names{
-            std::string(to_string(EntityKind::run)),        std::string(to_string(EntityKind::device)),
-            std::string(to_string(EntityKind::kernel)),     std::string(to_string(EntityKind::launch)),
-            std::string(to_string(EntityKind::nvtx_range)), std::string(to_string(EntityKind::api_call)),
-            std::string(to_string(EntityKind::memcpy)),     std::string(to_string(EntityKind::collective)),
-            std::string(to_string(EntityKind::rank))};
-        return names.at(static_cast<std::size_t>(kind));
-    }
-
     // A column gather() did not make (a metric only metric("...") names): looked up row by row.
     const MetricColumn& column(std::string_view name) const {
         auto it = m_columns.find(name);
@@ -349,6 +307,7 @@ private:
     const Entity* m_run;
     AggregateMemo* m_memo;
     std::int64_t m_run_id;
+    const std::string m_kind_name;  // every row's kind, for the `kind` attribute
     const RunHistory* m_history = nullptr;
     std::vector<std::size_t> m_entities;  // row -> index into the batch's entities
     mutable std::map<std::string, MetricColumn, std::less<>> m_columns;

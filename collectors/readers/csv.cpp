@@ -9,6 +9,13 @@ namespace {
 
 constexpr std::string_view k_field_ends = ",\n\r";
 
+// The record read as views, written into the strings `fields` already holds (their capacity
+// reused from record to record: no allocation per field once the rows' sizes are seen).
+void assign_fields(const std::vector<std::string_view>& views, std::vector<std::string>& fields) {
+    fields.resize(views.size());
+    for (std::size_t i = 0; i < views.size(); ++i) fields[i].assign(views[i]);
+}
+
 }  // namespace
 
 int column_index(const std::vector<std::string>& header, std::initializer_list<std::string_view> names) {
@@ -19,13 +26,10 @@ int column_index(const std::vector<std::string>& header, std::initializer_list<s
 }
 
 
-// Fields are written into the strings `fields` already holds (their capacity reused from record to
-// record: no allocation per field once the rows' sizes are seen).
 CsvReader::Status CsvReader::next(std::vector<std::string>& fields) {
     m_rewritten.clear();
     const Status status = next(m_views, m_rewritten);
-    fields.resize(m_views.size());
-    for (std::size_t i = 0; i < m_views.size(); ++i) fields[i].assign(m_views[i]);
+    assign_fields(m_views, fields);
     return status;
 }
 
@@ -146,9 +150,7 @@ Result<bool> CsvStream::skip_to_line_starting_with(std::initializer_list<std::st
 
 Result<CsvReader::Status> CsvStream::next(std::vector<std::string>& fields) {
     const auto status = next(m_views);
-    if (!status) return status;
-    fields.resize(m_views.size());
-    for (std::size_t i = 0; i < m_views.size(); ++i) fields[i].assign(m_views[i]);
+    if (status) assign_fields(m_views, fields);
     return status;
 }
 

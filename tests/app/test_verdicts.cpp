@@ -270,7 +270,6 @@ struct ThresholdCase {
     std::string concern;
     std::string figure;              // run metric the rules compare with the threshold
     double shipped = 0;              // the rules' `let:` value
-    std::vector<std::string> traces;  // sweep names, sorted
     std::map<std::string, double> value;
     std::map<std::string, bool> worth;  // acting on it gains k_worth of the step or more (measured)
     std::map<std::string, bool> fired;  // perfwatch check raised the concern
@@ -336,9 +335,9 @@ TEST(Verdicts, TimelineThresholdsChosenOnHalfAMeasuredSweepHoldOnTheOtherHalf) {
     EXPECT_EQ(shipped_let("launch_bound.yaml", "launch-many-kernels-per-iteration", "min_idle_pct"), launch_threshold);
     EXPECT_EQ(shipped_let("launch_bound.yaml", "many-kernels-per-iteration", "min_idle_pct"), launch_threshold);
     std::vector<ThresholdCase> cases{
-        {"launch-bound", "idle_launch_pct", launch_threshold, {}, {}, {}, {}},
+        {"launch-bound", "idle_launch_pct", launch_threshold, {}, {}, {}},
         {"host-gaps", "idle_host_gaps_pct",
-         shipped_let("timeline.yaml", "timeline-idle-between-bursts", "min_share_pct"), {}, {}, {}, {}}};
+         shipped_let("timeline.yaml", "timeline-idle-between-bursts", "min_share_pct"), {}, {}, {}}};
 
     std::vector<std::string> files;
     std::vector<std::string> names;
@@ -363,7 +362,6 @@ TEST(Verdicts, TimelineThresholdsChosenOnHalfAMeasuredSweepHoldOnTheOtherHalf) {
     }
     ASSERT_EQ(run_name.size(), names.size());
     for (auto& c : cases) {
-        c.traces = names;
         for (const auto& name : names) c.fired[name] = false;
         for (const auto& f : doc["findings"])
             if (f["labels"].value("concern", "") == c.concern) c.fired[run_name.at(f["run"].get<std::int64_t>())] = true;
