@@ -19,7 +19,7 @@
 #include "collectors/readers/comm_kernels.hpp"
 #include "collectors/readers/idle_causes.hpp"
 #include "collectors/readers/json_number.hpp"
-#include "collectors/readers/json_stream.hpp"
+#include "collectors/readers/json_stream_thread.hpp"
 #include "collectors/readers/span_set.hpp"
 #include "collectors/readers/sync_idle.hpp"
 #include "collectors/readers/timeline.hpp"
@@ -144,6 +144,7 @@ struct KernelExtra {
     std::string limiter;
     std::string device;
     std::uint32_t id = 0;  // in order of first appearance
+    bool comm = false;     // a communication kernel (its name says so)
 };
 
 class KinetoReader {
@@ -151,7 +152,7 @@ public:
     explicit KinetoReader(const std::string& path) : m_path(path) {}
 
     Result<RunBatch> run(ByteSource& source) {
-        JsonEventStream stream(m_path, source);
+        JsonEventStreamThread stream(m_path, source);
         m_stream = &stream;
         auto want = [](std::string_view key) {
             return key == "deviceProperties" || key == "distributedInfo" || key == "schemaVersion" ||
@@ -378,8 +379,9 @@ private:
                 const std::string& device_name = device_label(device);
                 const bool kernel = c == Cat::kernel;
                 if (kernel) {
-                    const std::uint32_t kernel_id = kernel_extra(name, device_name, args, has_args, length);
-                    const bool comm = is_comm_kernel(name);
+                    const KernelExtra& extra = kernel_extra(name, device_name, args, has_args, length);
+                    const std::uint32_t kernel_id = extra.id;
+                    const bool comm = extra.comm;
                     DeviceSpans& spans = m_device_spans[device_name];
                     (comm ? spans.comm : spans.compute).add(start, start + length);
                     (comm ? m_comm_time : m_compute_time) += length;
@@ -456,23 +458,24 @@ private:
         return it->second;
     }
 
-    // Records a kernel execution's launch facts under its name; the name's id.
-    std::uint32_t kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args,
-                               bool has_args, double length) {
+    // Records a kernel execution's launch facts under its name; the name's facts.
+    const KernelExtra& kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args,
+                                    bool has_args, double length) {
         auto found = m_kernels.find(name);
         if (found == m_kernels.end()) {
             found = m_kernels.emplace(std::string(name), KernelExtra{}).first;
             found->second.id = static_cast<std::uint32_t>(m_kernels.size() - 1);
+            found->second.comm = is_comm_kernel(name);
         }
         KernelExtra& x = found->second;
-        x.device = device;
-        if (!has_args) return x.id;
+        if (x.device != device) x.device = device;
+        if (!has_args) return x;
         double occ = 0;
         if (field(args, "est. achieved occupancy %", occ)) {
             x.occupancy_weighted += occ * length;
             x.occupancy_weight += length;
         }
-        if (length <= x.longest) return x.id;
+        if (length <= x.longest) return x;
         x.longest = length;
         x.grid = product(args, "grid");
         x.block = product(args, "block");
@@ -481,7 +484,7 @@ private:
         if (!field(args, "blocks per SM", x.blocks_per_sm)) x.blocks_per_sm = -1;
         if (!field(args, "warps per SM", x.warps_per_sm)) x.warps_per_sm = -1;
         occupancy_object(args, x);
-        return x.id;
+        return x;
     }
 
     // args.occupancy (Kineto 2024+): {"activeBlocksPerMultiprocessor", "limitingFactors",
@@ -735,7 +738,7 @@ private:
                 if (x.id < concurrent.size())
                     if (const auto total = e.value("duration_total"); total && *total > 0)
                         e.set(plain("concurrent_pct", 100.0 * concurrent[x.id] / *total, "percent"));
-                e.attributes["kernel_type"] = is_comm_kernel(e.name) ? "COMM" : "COMPUTATION";
+                e.attributes["kernel_type"] = x.comm ? "COMM" : "COMPUTATION";
                 if (x.grid >= 0) e.set(plain("grid_size", x.grid, "count", "grid"));
                 if (x.block >= 0) e.set(plain("block_size", x.block, "count", "block"));
                 if (x.registers >= 0) e.set(plain("registers_per_thread", x.registers, "count", "registers per thread"));
@@ -856,7 +859,7 @@ private:
     TimelineBuilder m_timeline{TimelineOptions{false, false}};
     std::size_t m_events = 0;
     std::optional<double> m_base;
-    const JsonEventStream* m_stream = nullptr;
+    const JsonEventStreamThread* m_stream = nullptr;
     std::size_t m_repaired_events = 0;
     std::map<std::string, std::string> m_name_sha256;  // repaired name -> SHA-256 of the original bytes
     std::string m_schema;

@@ -1,6 +1,7 @@
 #include "collectors/readers/byte_source.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,13 +10,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
+
+#include "collectors/readers/bounded_queue.hpp"
 
 namespace perfwatch {
 
@@ -128,64 +128,7 @@ std::string hex(const unsigned char* digest, unsigned int len) {
 
 }  // namespace
 
-namespace {
-
-// A bounded queue of byte chunks from one thread to another; emptied chunks come back for reuse,
-// so memory stays at the queue's depth of chunks.
-class ChunkQueue {
-public:
-    explicit ChunkQueue(std::size_t depth) : m_depth(depth) {}
-
-    // A chunk to fill: an emptied one when there is one (its capacity kept), else a new one.
-    std::vector<char> spare() {
-        std::lock_guard lock(m_mutex);
-        if (m_free.empty()) return {};
-        std::vector<char> chunk = std::move(m_free.back());
-        m_free.pop_back();
-        return chunk;
-    }
-    // Waits for room; false once closed (the chunk is dropped).
-    bool push(std::vector<char> chunk) {
-        std::unique_lock lock(m_mutex);
-        m_changed.wait(lock, [&] { return m_queue.size() < m_depth || m_closed; });
-        if (m_closed) return false;
-        m_queue.push_back(std::move(chunk));
-        m_changed.notify_all();
-        return true;
-    }
-    // Waits for a chunk; nullopt once closed and drained.
-    std::optional<std::vector<char>> pop() {
-        std::unique_lock lock(m_mutex);
-        m_changed.wait(lock, [&] { return !m_queue.empty() || m_closed; });
-        if (m_queue.empty()) return std::nullopt;
-        std::vector<char> chunk = std::move(m_queue.front());
-        m_queue.pop_front();
-        m_changed.notify_all();
-        return chunk;
-    }
-    void recycle(std::vector<char> chunk) {
-        std::lock_guard lock(m_mutex);
-        m_free.push_back(std::move(chunk));
-    }
-    // No more chunks: pop() hands out what is queued, then nullopt; push() refuses.
-    void close() {
-        {
-            std::lock_guard lock(m_mutex);
-            m_closed = true;
-        }
-        m_changed.notify_all();
-    }
-
-private:
-    std::size_t m_depth;
-    std::mutex m_mutex;
-    std::condition_variable m_changed;
-    std::deque<std::vector<char>> m_queue;
-    std::vector<std::vector<char>> m_free;
-    bool m_closed = false;
-};
-
-}  // namespace
+using ChunkQueue = BoundedQueue<std::vector<char>>;
 
 // SHA-256 of the bytes handed out. For a large file the hashing runs on a thread of its own beside
 // the parsing: each chunk read is copied to a queue of at most k_depth chunks (bounded memory) that
@@ -195,6 +138,7 @@ public:
     explicit Hash(bool beside) {
         EVP_DigestInit_ex(m_ctx.get(), EVP_sha256(), nullptr);
         if (beside) m_thread = std::thread([this] {
+            pthread_setname_np(pthread_self(), "pw-sha256");
             while (auto chunk = m_queue.pop()) {
                 EVP_DigestUpdate(m_ctx.get(), chunk->data(), chunk->size());
                 m_queue.recycle(std::move(*chunk));
@@ -332,7 +276,10 @@ namespace {
 class ReadAheadSource final : public ByteSource {
 public:
     explicit ReadAheadSource(std::unique_ptr<ByteSource> inner) : m_inner(std::move(inner)) {
-        m_thread = std::thread([this] { produce(); });
+        m_thread = std::thread([this] {
+            pthread_setname_np(pthread_self(), "pw-read-ahead");
+            produce();
+        });
     }
     ~ReadAheadSource() override {
         m_queue.close();

@@ -2,15 +2,21 @@
 
 #include <fmt/format.h>
 
-#include <array>
 #include <bit>
-#include <cctype>
 #include <cstring>
+#include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace perfwatch {
 
 namespace {
 constexpr int k_eof = -1;
+
+// std::isspace's characters in the C locale.
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f'; }
 }
 
 Result<std::size_t> JsonEventStream::refill() {
@@ -50,11 +56,14 @@ std::unexpected<Error> JsonEventStream::eof_error(std::string_view where) const 
 
 Result<void> JsonEventStream::skip_ws() {
     while (true) {
-        auto c = peek();
+        while (m_pos < m_len && is_space(m_buffer[m_pos])) {
+            ++m_pos;
+            ++m_offset;
+        }
+        if (m_pos < m_len) return {};
+        auto c = peek();  // refills
         if (!c) return std::unexpected(c.error());
-        if (*c == k_eof || !std::isspace(*c)) return {};
-        ++m_pos;
-        ++m_offset;
+        if (*c == k_eof) return {};
     }
 }
 
@@ -99,104 +108,196 @@ Result<void> JsonEventStream::read_string(std::string* out) {
 
 namespace {
 
-// Character classes for the scanner: what ends a run of plain characters.
-enum : unsigned char { k_plain, k_quote, k_open, k_close, k_separator };
+// The characters of a 64-byte block that the scanner looks at, a bit each (bit i: block[i]).
+struct BlockBits {
+    std::uint64_t quote = 0, backslash = 0;
+    std::uint64_t bracket = 0, structural = 0;  // bracket: { } [ ]; structural: those, ',' and ':'
+};
 
-constexpr std::array<unsigned char, 256> k_classes = [] {
-    std::array<unsigned char, 256> t{};
-    t['"'] = k_quote;
-    t['{'] = t['['] = k_open;
-    t['}'] = t[']'] = k_close;
-    t[','] = t[' '] = t['\n'] = t['\r'] = t['\t'] = k_separator;
-    return t;
-}();
+constexpr std::size_t k_block = 64;
 
-// The first '"' or '\\' in buf[i, end), or end; eight bytes at a time (the buffer is padded,
-// so reading up to 8 bytes past `end` is safe; matches there are ignored).
-std::size_t find_quote_or_backslash(const char* buf, std::size_t i, std::size_t end) {
-    if constexpr (std::endian::native != std::endian::little) {
-        while (i < end && buf[i] != '"' && buf[i] != '\\') ++i;
-        return i;
+// Classifies the 64 bytes at `p` (all readable), 16 at a time where SSE2 is there.
+BlockBits classify(const char* p) {
+    BlockBits bits;
+#if defined(__SSE2__)
+    for (unsigned k = 0; k < 4; ++k) {
+        const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+        // '[' and '{' (and ']' and '}') differ only in the 0x20 bit.
+        const __m128i folded = _mm_or_si128(c, _mm_set1_epi8(0x20));
+        const __m128i bracket =
+            _mm_or_si128(_mm_cmpeq_epi8(folded, _mm_set1_epi8('{')), _mm_cmpeq_epi8(folded, _mm_set1_epi8('}')));
+        const __m128i structural = _mm_or_si128(
+            bracket, _mm_or_si128(_mm_cmpeq_epi8(c, _mm_set1_epi8(',')), _mm_cmpeq_epi8(c, _mm_set1_epi8(':'))));
+        auto mask = [k](__m128i v) {
+            return static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(v))) << (16 * k);
+        };
+        bits.quote |= mask(_mm_cmpeq_epi8(c, _mm_set1_epi8('"')));
+        bits.backslash |= mask(_mm_cmpeq_epi8(c, _mm_set1_epi8('\\')));
+        bits.bracket |= mask(bracket);
+        bits.structural |= mask(structural);
     }
-    // The lowest flagged byte is exact (and the first in memory on little-endian machines).
-    constexpr std::uint64_t k_ones = 0x0101010101010101ULL, k_highs = 0x8080808080808080ULL;
-    while (i < end) {
-        std::uint64_t v;
-        std::memcpy(&v, buf + i, sizeof v);
-        const std::uint64_t q = v ^ (k_ones * '"'), b = v ^ (k_ones * '\\');
-        const std::uint64_t hit = (((q - k_ones) & ~q) | ((b - k_ones) & ~b)) & k_highs;
-        if (hit != 0) return std::min(end, i + static_cast<std::size_t>(__builtin_ctzll(hit) >> 3));
-        i += 8;
+#else
+    for (unsigned i = 0; i < k_block; ++i) {
+        const std::uint64_t bit = std::uint64_t{1} << i;
+        switch (p[i]) {
+        case '"': bits.quote |= bit; break;
+        case '\\': bits.backslash |= bit; break;
+        case '{': case '}': case '[': case ']': bits.bracket |= bit; bits.structural |= bit; break;
+        case ',': case ':': bits.structural |= bit; break;
+        default: break;
+        }
     }
-    return end;
+#endif
+    return bits;
+}
+
+// The characters a backslash escapes. `carry`: the block's first character is escaped (the
+// previous block ended in an escaping backslash); set for the next block. Backslashes are rare
+// in traces: walked one at a time.
+std::uint64_t escaped_bits(std::uint64_t backslash, bool& carry) {
+    std::uint64_t escaped = carry ? 1 : 0;
+    carry = false;
+    backslash &= ~escaped;
+    while (backslash != 0) {
+        const int i = std::countr_zero(backslash);
+        backslash &= backslash - 1;
+        if (i == 63) {
+            carry = true;
+            break;
+        }
+        const std::uint64_t next = std::uint64_t{2} << i;
+        escaped |= next;
+        backslash &= ~next;  // an escaped backslash escapes nothing
+    }
+    return escaped;
+}
+
+// Bit i set where an odd number of bits 0..i are set: inside a string from its opening quote
+// (included) to its closing one (excluded).
+std::uint64_t prefix_xor(std::uint64_t x) {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
+}
+
+// `text` without the JSON whitespace around it.
+std::pair<std::size_t, std::size_t> trimmed(const char* buf, std::size_t from, std::size_t to) {
+    while (from < to && is_space(buf[from])) ++from;
+    while (to > from && is_space(buf[to - 1])) --to;
+    return {from, to};
 }
 
 }  // namespace
 
+Result<std::string_view> JsonEventStream::scalar(bool keep) {
+    // A number, true, false or null: up to a separator, a closing bracket or white space.
+    std::size_t start = m_pos, i = m_pos;
+    while (true) {
+        while (i < m_len && !is_space(m_buffer[i]) && m_buffer[i] != ',' && m_buffer[i] != ']' && m_buffer[i] != '}') ++i;
+        if (i < m_len) break;
+        const std::size_t from = keep ? start : i;
+        m_offset += from - m_pos;
+        std::memmove(m_buffer.data(), m_buffer.data() + from, m_len - from);
+        m_len -= from;
+        i -= from;
+        start = keep ? start - from : 0;
+        m_pos = 0;
+        auto r = refill();
+        if (!r) return std::unexpected(r.error());
+        if (*r == 0) break;  // a scalar at the very end
+    }
+    const std::string_view text(m_buffer.data() + start, i - start);
+    m_offset += i - m_pos;
+    m_pos = i;
+    return keep ? text : std::string_view();
+}
+
 Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
     if (auto r = skip_ws(); !r) return std::unexpected(r.error());
-    std::size_t start = m_pos, i = m_pos;
+    auto first = peek();
+    if (!first) return std::unexpected(first.error());
+    if (*first == k_eof) return eof_error("inside a value");
+    if (*first != '{' && *first != '[' && *first != '"') return scalar(keep);
+
+    // The value is walked a structural character at a time: each 64-byte block is classified at
+    // once, and only its quotes (outside escapes) and its brackets, commas and colons (outside
+    // strings) are visited; inside a nested container (an event's args), only its brackets.
+    std::size_t start = m_pos, next = m_pos, block = m_pos;
+    std::uint64_t bits = 0;            // characters of the block still to visit
+    std::uint64_t block_all = 0, block_brackets = 0;  // the block's structural characters, its brackets
+    std::uint64_t string_carry = 0;    // all ones when the previous block ended inside a string
+    bool escape_carry = false, in_string = false;
     int depth = 0;
-    bool in_string = false, started = false;
     // The top-level members of an object value, for the hints: where each member is (a key, its
-    // colon, its value, inside a scalar, after the value), which hint the current member fills
-    // (`slot`), and the hints found, as offsets from `start`.
-    enum class At { key, colon, value, scalar, after } at = At::after;
+    // colon, its value, after it), which hint the current member fills (`slot`), and the hints
+    // found, as offsets from `start`.
+    enum class At { key, colon, value, after } at = At::after;
     enum Slot : std::size_t { none, ph, cat, name, ts, dur, args, slots };
-    std::size_t slot = none, string_start = 0, scalar_start = 0;
+    std::size_t slot = none, string_start = 0, value_start = 0, args_start = 0;
     std::size_t hint_at[slots] = {}, hint_len[slots] = {};
-    bool string_escaped = false, escape_pending = false;
     bool object = false;  // the value is an object (not an array)
     auto record = [&](std::size_t which, std::size_t from, std::size_t to) {
-        if (from < start || to < from) return;  // hints are best effort: never a bad view
+        if (from < start || to <= from) return;  // hints are best effort: never a bad view
         hint_at[which] = from - start;
         hint_len[which] = to - from;
     };
+    std::size_t end = 0;
     while (true) {
-        if (i == m_len) {
-            // Out of buffered input: move the value's start to the front (or drop what was
-            // scanned when it is skipped) and read more.
-            const std::size_t from = keep ? start : i;
-            m_offset += from - m_pos;
-            std::memmove(m_buffer.data(), m_buffer.data() + from, m_len - from);
-            m_len -= from;
-            i -= from;
-            string_start -= std::min(string_start, from);
-            scalar_start -= std::min(scalar_start, from);
-            start = keep ? start - from : 0;  // a skipped value has no text to return
-            m_pos = 0;
-            auto r = refill();
-            if (!r) return std::unexpected(r.error());
-            if (*r == 0) {
-                if (started && depth == 0 && !in_string) break;  // a scalar at the very end
-                m_offset += i;
-                return eof_error(in_string ? "inside a string" : "inside a value");
-            }
-        }
-        const char* buf = m_buffer.data();
-        if (in_string) {
-            if (escape_pending) {  // the character after a backslash that ended the last buffer
-                escape_pending = false;
-                ++i;
-                continue;
-            }
-            i = find_quote_or_backslash(buf, i, m_len);
-            if (i == m_len) continue;
-            if (buf[i] == '\\') {
-                string_escaped = true;
-                if (i + 1 < m_len) {
-                    i += 2;
-                } else {
-                    escape_pending = true;
-                    i = m_len;
+        while (bits == 0) {
+            if (next + k_block > m_len) {
+                // Out of buffered input: move the value's start to the front (or drop what was
+                // scanned when it is skipped) and read more; at the end, pad the last block.
+                const std::size_t from = keep ? start : std::min(next, m_len);
+                m_offset += from - m_pos;
+                std::memmove(m_buffer.data(), m_buffer.data() + from, m_len - from);
+                m_len -= from;
+                next -= from;
+                string_start -= std::min(string_start, from);
+                value_start -= std::min(value_start, from);
+                args_start -= std::min(args_start, from);
+                start = keep ? start - from : 0;  // a skipped value has no text to return
+                m_pos = 0;
+                auto r = refill();
+                if (!r) return std::unexpected(r.error());
+                if (*r > 0) continue;
+                if (next >= m_len) {
+                    m_offset += m_len;
+                    return eof_error(in_string ? "inside a string" : "inside a value");
                 }
+                // Spaces: nothing past the input is structural.
+                std::memset(m_buffer.data() + m_len, ' ', next + k_block - m_len);
+            }
+            const BlockBits b = classify(m_buffer.data() + next);
+            const std::uint64_t quotes = b.quote & ~escaped_bits(b.backslash, escape_carry);
+            const std::uint64_t inside = prefix_xor(quotes) ^ string_carry;
+            string_carry = static_cast<std::uint64_t>(static_cast<std::int64_t>(inside) >> 63);
+            block_all = (b.structural & ~inside) | quotes;
+            block_brackets = b.bracket & ~inside;
+            bits = depth >= 2 ? block_brackets : block_all;
+            block = next;
+            next += k_block;
+        }
+        const std::size_t i = block + static_cast<std::size_t>(std::countr_zero(bits));
+        bits &= bits - 1;
+        const char* buf = m_buffer.data();
+        const char c = buf[i];
+        if (c == '"') {
+            if (!in_string) {
+                in_string = true;
+                string_start = i;
                 continue;
             }
             in_string = false;
-            ++i;
-            if (depth == 0) break;
+            if (depth == 0) {
+                end = i + 1;
+                break;
+            }
             if (depth == 1 && hints != nullptr) {
-                const std::size_t text_at = string_start + 1, text_len = i - 1 - text_at;
+                const std::size_t text_at = string_start + 1, text_len = i - text_at;
                 if (at == At::key) {
                     const std::string_view key(buf + text_at, text_len);
                     slot = key == "ph"     ? ph
@@ -208,82 +309,62 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
                                            : none;
                     at = At::colon;
                 } else {
-                    if ((slot == ph || slot == cat || slot == name) && !string_escaped)
+                    if ((slot == ph || slot == cat || slot == name) && std::memchr(buf + text_at, '\\', text_len) == nullptr)
                         record(slot, text_at, text_at + text_len);
                     at = At::after;
                 }
             }
             continue;
         }
-        if (depth == 1 && at == At::value && k_classes[static_cast<unsigned char>(buf[i])] == k_plain &&
-            buf[i] != ':') {
-            at = At::scalar;
-            scalar_start = i;
-        }
-        while (i < m_len && k_classes[static_cast<unsigned char>(buf[i])] == k_plain) {
-            if (buf[i] == ':' && depth == 1 && at == At::colon) {
-                at = At::value;
-                ++i;
-                break;
-            }
-            started = true;
-            ++i;
-        }
-        if (i == m_len) continue;
-        const char c = buf[i];
-        switch (k_classes[static_cast<unsigned char>(c)]) {
-        case k_plain:
-            continue;  // after a top-level colon: the value starts here
-        case k_quote:
-            in_string = true;
-            string_escaped = false;
-            string_start = i;
-            started = true;
-            break;
-        case k_open:
+        switch (c) {
+        case '{':
+        case '[':
             ++depth;
-            started = true;
             if (depth == 1) {
                 object = c == '{';
                 at = object ? At::key : At::after;
             } else if (depth == 2) {
                 // Only a well-formed member ("args": {...}) is captured.
-                if (slot == args && c == '{' && at == At::value) scalar_start = i;
+                if (slot == args && c == '{' && at == At::value) args_start = i;
                 else slot = none;
                 at = At::after;
+                bits &= block_brackets;
             }
             break;
-        case k_close:
-            if (depth == 0) goto done;  // the end of a scalar value
-            if (depth == 1 && at == At::scalar && (slot == ts || slot == dur)) record(slot, scalar_start, i);
-            if (depth == 2 && slot == args && c == '}') record(args, scalar_start, i + 1);
-            if (--depth == 0) {
-                ++i;
-                goto done;
+        case '}':
+        case ']':
+            if (depth == 1 && at == At::value && (slot == ts || slot == dur)) {
+                const auto [from, to] = trimmed(buf, value_start, i);
+                record(slot, from, to);
             }
+            if (depth == 2 && slot == args && c == '}') record(args, args_start, i + 1);
+            if (--depth == 0) end = i + 1;
+            if (depth == 1) bits = block_all & ~((std::uint64_t{2} << (i - block)) - 1);  // what follows i
             break;
-        case k_separator:
-            if (depth == 0) goto done;
+        case ',':
             if (depth == 1) {
-                if (at == At::scalar) {
-                    if (slot == ts || slot == dur) record(slot, scalar_start, i);
-                    at = At::after;
+                if (at == At::value && (slot == ts || slot == dur)) {
+                    const auto [from, to] = trimmed(buf, value_start, i);
+                    record(slot, from, to);
                 }
-                if (c == ',') {
-                    at = object ? At::key : At::after;
-                    slot = none;
-                }
+                at = object ? At::key : At::after;
+                slot = none;
+            }
+            break;
+        case ':':
+            if (depth == 1 && at == At::colon) {
+                at = At::value;
+                value_start = i + 1;
             }
             break;
         default:
             break;
         }
-        ++i;
+        if (depth == 0 && end != 0) break;
     }
-done:
-    const std::string_view text(m_buffer.data() + start, i - start);
-    m_offset += i - m_pos;
-    m_pos = i;
+    const std::string_view text(m_buffer.data() + start, end - start);
+    m_offset += end - m_pos;
+    m_pos = end;
     if (hints != nullptr) {
         auto hint = [&](std::size_t which) {
             return hint_len[which] > 0 ? text.substr(hint_at[which], hint_len[which]) : std::string_view();

@@ -43,6 +43,7 @@ private:
     Result<void> read_string(std::string* out);  // at '"'; appends the raw text with quotes when out
     // Scans one JSON value in the buffer; its text when `keep`, else consumed bytes are dropped.
     Result<std::string_view> value(bool keep, Hints* hints = nullptr);
+    Result<std::string_view> scalar(bool keep);  // value()'s number, true, false or null
     Result<std::size_t> refill();  // appends input after m_len, growing the buffer when full
     Result<void> events(const EventFn& on_event);
     std::unexpected<Error> eof_error(std::string_view where) const;

@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "collectors/readers/byte_source.hpp"
 #include "collectors/collector.hpp"
 #include "collectors/readers/json_stream.hpp"
+#include "collectors/readers/json_stream_thread.hpp"
 #include "tests/support.hpp"
 
 namespace perfwatch::test {
@@ -52,10 +54,12 @@ struct Seen {
     std::vector<std::pair<std::string, std::string>> members;
 };
 
+// What a stream (JsonEventStream, or the same scanned on a thread) hands out.
+template <typename Stream = JsonEventStream>
 Result<Seen> scan(ByteSource& source) {
     Seen seen;
     const std::string path = "doc.json";
-    JsonEventStream stream(path, source);
+    Stream stream(path, source);
     auto r = stream.run([](std::string_view key) { return key == "schemaVersion" || key == "displayTimeUnit"; },
                         [&](std::string_view key, std::string_view json) -> Result<void> {
                             seen.members.emplace_back(key, json);
@@ -80,9 +84,9 @@ Result<Seen> scan(ByteSource& source) {
 TEST(JsonEventStream, EveryChunkSizeYieldsTheSameEventsAndHints) {
     const auto doc = nlohmann::json::parse(k_doc);
     const auto& events = doc.at("traceEvents");
-    for (std::size_t chunk : {1u, 2u, 3u, 5u, 7u, 13u, 64u, 4096u}) {
+    for (std::size_t chunk : {1u, 2u, 3u, 5u, 7u, 13u, 64u, 4096u}) for (const bool threaded : {false, true}) {
         ChunkedSource source(k_doc, chunk);
-        auto seen = scan(source);
+        auto seen = threaded ? scan<JsonEventStreamThread>(source) : scan(source);
         ASSERT_TRUE(seen) << "chunk " << chunk << ": " << seen.error().to_string();
         ASSERT_EQ(seen->events.size(), events.size()) << "chunk " << chunk;
         for (std::size_t i = 0; i < events.size(); ++i) {
@@ -115,14 +119,93 @@ TEST(JsonEventStream, EveryChunkSizeYieldsTheSameEventsAndHints) {
 
 TEST(JsonEventStream, EveryCutIsAnErrorWithItsOffset) {
     const std::size_t end = k_doc.rfind('}');
-    for (std::size_t cut = 1; cut < end; ++cut) {
+    for (std::size_t cut = 1; cut < end; ++cut) for (const bool threaded : {false, true}) {
         ChunkedSource source(std::string_view(k_doc).substr(0, cut), 7);
-        auto seen = scan(source);
+        auto seen = threaded ? scan<JsonEventStreamThread>(source) : scan(source);
         ASSERT_FALSE(seen) << "cut at " << cut << " was accepted";
         EXPECT_EQ(seen.error().file, "doc.json");
         EXPECT_TRUE(seen.error().has_offset) << seen.error().to_string();
         EXPECT_LE(seen.error().offset, cut) << seen.error().to_string();
     }
+}
+
+// The scanner classifies 64 bytes at a time: escaped quotes, runs of backslashes and brackets in
+// strings are placed at every position of a block, and across its end.
+TEST(JsonEventStream, EscapesAndBracketsInStringsAtEveryPositionOfABlock) {
+    std::string doc = R"({"traceEvents": [)";
+    std::vector<std::string> names;
+    for (std::size_t pad = 0; pad < 140; ++pad) {
+        for (const std::string_view tail : {R"(\")", R"(\\)", R"(\\\")", R"(\\}],:{[)", R"(\\\\\"]})"}) {
+            const std::string name = std::string(pad, 'x') + std::string(tail);
+            doc += fmt::format(R"({}{{"ph": "X", "name": "{}", "cat": "{}", "ts": 1, "args": {{"s": "{}]"}}}})",
+                               names.empty() ? "" : ",", name, std::string(pad % 67, 'c'), name);
+            names.push_back(name);
+        }
+    }
+    doc += "]}";
+    const auto parsed = nlohmann::json::parse(doc).at("traceEvents");
+    for (const bool threaded : {false, true}) {
+        ChunkedSource source(doc, 1000);
+        auto seen = threaded ? scan<JsonEventStreamThread>(source) : scan(source);
+        ASSERT_TRUE(seen) << seen.error().to_string();
+        ASSERT_EQ(seen->events.size(), names.size());
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            EXPECT_EQ(nlohmann::json::parse(seen->events[i]), parsed[i]) << "event " << i;
+            EXPECT_EQ(seen->name[i], "") << "event " << i;  // every name holds a backslash: no hint
+            EXPECT_EQ(seen->cat[i], parsed[i].at("cat").get<std::string>()) << "event " << i;
+            EXPECT_EQ(seen->ts[i], "1") << "event " << i;
+            EXPECT_EQ(nlohmann::json::parse(seen->args[i]), parsed[i].at("args")) << "event " << i;
+        }
+    }
+}
+
+// Many batches: 40,000 events of about 150 bytes, the last one cut short.
+TEST(JsonEventStreamThread, HandsOverEveryEventInOrderThenTheScannersErrorAndStopsWhenACallbackFails) {
+    std::string doc = R"({"traceEvents": [)";
+    for (int i = 0; i < 40000; ++i)
+        doc += fmt::format(R"({}{{"ph": "X", "cat": "kernel", "name": "k{}", "ts": {}, "dur": 2, "args": {{"grid": [1, 2, {}]}}}})",
+                           i == 0 ? "" : ",\n", i % 97, i * 3, i);
+    doc += R"(, {"ph": "X", "name": "cut)";
+    struct Event {
+        std::string text, name;
+        std::uint64_t offset;
+    };
+    auto walk = [&](auto& stream, std::size_t stop_at, std::vector<Event>& seen) {
+        return stream.run([](std::string_view) { return false; },
+                          [](std::string_view, std::string_view) -> Result<void> { return {}; },
+                          [&](std::string_view json, const JsonEventStream::Hints& hints) -> Result<void> {
+                              if (seen.size() == stop_at) return std::unexpected(Error{.file = "doc.json", .message = "stop here"});
+                              seen.push_back({std::string(json), std::string(hints.name), stream.offset()});
+                              return {};
+                          });
+    };
+    const std::string path = "doc.json";
+    ChunkedSource plain_source(doc, 4096), threaded_source(doc, 4096);
+    JsonEventStream plain(path, plain_source);
+    JsonEventStreamThread threaded(path, threaded_source);
+    std::vector<Event> want, got;
+    const auto want_end = walk(plain, SIZE_MAX, want);
+    const auto got_end = walk(threaded, SIZE_MAX, got);
+    ASSERT_EQ(want.size(), 40000u);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i].text, want[i].text) << "event " << i;
+        EXPECT_EQ(got[i].name, fmt::format("k{}", i % 97)) << "event " << i;
+        EXPECT_EQ(got[i].offset, want[i].offset) << "event " << i;
+    }
+    ASSERT_FALSE(want_end);
+    ASSERT_FALSE(got_end);
+    EXPECT_EQ(got_end.error().to_string(), want_end.error().to_string());
+    EXPECT_NE(got_end.error().message.find("inside a string"), std::string::npos) << got_end.error().to_string();
+
+    // A callback's error ends the run at once, with that error, whatever the scanner had queued.
+    ChunkedSource again(doc, 4096);
+    JsonEventStreamThread stopped(path, again);
+    std::vector<Event> some;
+    const auto r = walk(stopped, 1234, some);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().message, "stop here");
+    EXPECT_EQ(some.size(), 1234u);
 }
 
 TEST(FileSource, AFileTruncatedWhileReadIsAnErrorNamingTheOffset) {

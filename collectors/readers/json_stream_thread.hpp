@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "collectors/readers/json_stream.hpp"
+
+namespace perfwatch {
+
+// A JsonEventStream scanned on a thread of its own while the caller handles what it found: the
+// scanner copies events and wanted members into batches (a few, at most 256 KB each past one
+// large event, so memory stays flat) and the callbacks run on the caller's thread in the
+// document's order, with the same texts, hints and padding as JsonEventStream gives. An error the
+// scanner meets comes back after the events before it; an error a callback returns stops the
+// scanner. `want_member` runs on the scanning thread: it must not touch the callbacks' state.
+class JsonEventStreamThread {
+public:
+    JsonEventStreamThread(const std::string& path, ByteSource& source) : m_path(path), m_source(source) {}
+
+    Result<void> run(const JsonEventStream::WantFn& want_member, const JsonEventStream::MemberFn& on_member,
+                     const JsonEventStream::EventFn& on_event);
+
+    // Bytes of the input consumed up to the end of the event or member being handed over.
+    std::uint64_t offset() const { return m_offset; }
+
+private:
+    const std::string& m_path;
+    ByteSource& m_source;
+    std::uint64_t m_offset = 0;
+};
+
+}  // namespace perfwatch

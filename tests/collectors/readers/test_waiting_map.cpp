@@ -1,0 +1,59 @@
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <map>
+#include <random>
+
+#include "collectors/readers/waiting_map.hpp"
+
+namespace perfwatch::test {
+
+// The test's own model of the contract: a map, and the order of puts for dropping the oldest.
+TEST(WaitingMap, TakesWhatWasPutAndDropsTheOldestPastItsLimitAsAPlainMapWould) {
+    for (const std::uint64_t seed : {1u, 2u, 3u}) {
+        std::mt19937_64 rng(seed);
+        constexpr std::size_t k_limit = 300;
+        WaitingMap<std::int64_t> map(k_limit);
+        std::map<std::int64_t, std::int64_t> model;
+        std::deque<std::int64_t> order;
+        // Sequential IDs with gaps (correlation IDs), and collisions forced by a small ID range.
+        std::int64_t next_id = 0;
+        std::size_t taken = 0, dropped_seen = 0;
+        for (int step = 0; step < 200000; ++step) {
+            const bool sequential = step < 100000;
+            const std::int64_t id = sequential ? next_id += static_cast<std::int64_t>(rng() % 3)
+                                               : static_cast<std::int64_t>(rng() % 2000) * 1024;
+            if (rng() % 2 == 0) {
+                const std::int64_t value = static_cast<std::int64_t>(rng());
+                map.put(id, value);
+                model[id] = value;
+                order.push_back(id);
+                while (model.size() > k_limit || order.size() > 2 * k_limit) {
+                    dropped_seen += model.erase(order.front());
+                    order.pop_front();
+                }
+            } else {
+                const std::int64_t probe = id - static_cast<std::int64_t>(rng() % 4) * (sequential ? 1 : 1024);
+                const auto got = map.take(probe);
+                const auto want = model.find(probe);
+                ASSERT_EQ(got.has_value(), want != model.end()) << "seed " << seed << " step " << step << " id " << probe;
+                if (got) {
+                    EXPECT_EQ(*got, want->second);
+                    model.erase(want);
+                    ++taken;
+                }
+            }
+        }
+        // Every entry still waiting is found exactly once, then none.
+        for (const auto& [id, value] : model) {
+            const auto got = map.take(id);
+            ASSERT_TRUE(got) << "id " << id;
+            EXPECT_EQ(*got, value);
+            EXPECT_FALSE(map.take(id));
+        }
+        EXPECT_GT(taken, 10000u);
+        EXPECT_GT(dropped_seen, 100u);  // the limit was exercised
+    }
+}
+
+}  // namespace perfwatch::test
