@@ -12,7 +12,9 @@ namespace perfwatch {
 // Values waiting for their other half, by ID (a launch for its kernel, by correlation ID), in
 // bounded memory: past `limit` entries the oldest are dropped (one whose partner never comes
 // would otherwise stay forever). Open addressing in one array (no allocation per entry): a
-// trace puts and takes one entry per launch.
+// trace puts and takes one entry per launch. IDs that follow each other (correlation IDs count
+// up) land in neighbouring slots; an entry that would land past k_max_probe slots from its own
+// (IDs crafted to collide) is dropped as if it were the oldest, so no input makes it slow.
 template <typename Value>
 class WaitingMap {
 public:
@@ -20,7 +22,9 @@ public:
 
     void put(std::int64_t id, Value value) {
         if (4 * (m_size + 1) > 3 * m_slots.size()) grow();
-        Slot& slot = m_slots[find(id)];
+        const std::size_t at = find(id);
+        if (at == k_none) return;
+        Slot& slot = m_slots[at];
         if (!slot.used) ++m_size;
         slot = Slot{id, value, true};
         m_order.push_back(id);
@@ -34,7 +38,7 @@ public:
     std::optional<Value> take(std::int64_t id) {
         if (m_size == 0) return std::nullopt;
         const std::size_t at = find(id);
-        if (!m_slots[at].used) return std::nullopt;
+        if (at == k_none || !m_slots[at].used) return std::nullopt;
         const Value value = m_slots[at].value;
         erase(at);
         return value;
@@ -47,18 +51,23 @@ private:
         bool used = false;
     };
 
+    static constexpr std::size_t k_max_probe = 128;
+    static constexpr std::size_t k_none = static_cast<std::size_t>(-1);
+
     std::size_t home(std::int64_t id) const {
-        return static_cast<std::size_t>((static_cast<std::uint64_t>(id) * 0x9E3779B97F4A7C15ULL) >> 32) & (m_slots.size() - 1);
+        const auto u = static_cast<std::uint64_t>(id);
+        return static_cast<std::size_t>(u ^ (u >> 17) ^ (u >> 34) ^ (u >> 51)) & (m_slots.size() - 1);
     }
-    // The slot holding `id`, or the empty slot where it would go.
+    // The slot holding `id`, or the empty slot where it would go; k_none past k_max_probe slots.
     std::size_t find(std::int64_t id) const {
         std::size_t at = home(id);
-        while (m_slots[at].used && m_slots[at].id != id) at = (at + 1) & (m_slots.size() - 1);
-        return at;
+        for (std::size_t probe = 0; probe < k_max_probe; ++probe, at = (at + 1) & (m_slots.size() - 1))
+            if (!m_slots[at].used || m_slots[at].id == id) return at;
+        return k_none;
     }
-    // Empties slot `at` (nothing when it is empty), moving back the entries probed past it.
+    // Empties slot `at` (nothing when it is k_none or empty), moving back the entries probed past it.
     void erase(std::size_t at) {
-        if (!m_slots[at].used) return;
+        if (at == k_none || !m_slots[at].used) return;
         const std::size_t mask = m_slots.size() - 1;
         std::size_t hole = at;
         for (std::size_t next = (hole + 1) & mask; m_slots[next].used; next = (next + 1) & mask) {
@@ -75,8 +84,11 @@ private:
     void grow() {
         std::vector<Slot> old(std::max<std::size_t>(64, 2 * m_slots.size()));
         old.swap(m_slots);
-        for (const Slot& slot : old)
-            if (slot.used) m_slots[find(slot.id)] = slot;
+        for (const Slot& slot : old) {
+            if (!slot.used) continue;
+            if (const std::size_t at = find(slot.id); at != k_none) m_slots[at] = slot;
+            else --m_size;  // crafted to collide: dropped
+        }
     }
 
     std::size_t m_limit;

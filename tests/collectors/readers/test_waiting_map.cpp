@@ -3,6 +3,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <vector>
 
 #include "collectors/readers/waiting_map.hpp"
 
@@ -16,13 +17,15 @@ TEST(WaitingMap, TakesWhatWasPutAndDropsTheOldestPastItsLimitAsAPlainMapWould) {
         WaitingMap<std::int64_t> map(k_limit);
         std::map<std::int64_t, std::int64_t> model;
         std::deque<std::int64_t> order;
-        // Sequential IDs with gaps (correlation IDs), and collisions forced by a small ID range.
+        // Sequential IDs with gaps (correlation IDs), then IDs drawn again and again from 2,000
+        // random ones (puts over waiting IDs, takes of missing ones).
+        std::vector<std::int64_t> pool(2000);
+        for (auto& id : pool) id = static_cast<std::int64_t>(rng() >> 24);
         std::int64_t next_id = 0;
         std::size_t taken = 0, dropped_seen = 0;
         for (int step = 0; step < 200000; ++step) {
             const bool sequential = step < 100000;
-            const std::int64_t id = sequential ? next_id += static_cast<std::int64_t>(rng() % 3)
-                                               : static_cast<std::int64_t>(rng() % 2000) * 1024;
+            const std::int64_t id = sequential ? next_id += static_cast<std::int64_t>(rng() % 3) : pool[rng() % pool.size()];
             if (rng() % 2 == 0) {
                 const std::int64_t value = static_cast<std::int64_t>(rng());
                 map.put(id, value);
@@ -33,7 +36,7 @@ TEST(WaitingMap, TakesWhatWasPutAndDropsTheOldestPastItsLimitAsAPlainMapWould) {
                     order.pop_front();
                 }
             } else {
-                const std::int64_t probe = id - static_cast<std::int64_t>(rng() % 4) * (sequential ? 1 : 1024);
+                const std::int64_t probe = sequential ? id - static_cast<std::int64_t>(rng() % 4) : pool[rng() % pool.size()];
                 const auto got = map.take(probe);
                 const auto want = model.find(probe);
                 ASSERT_EQ(got.has_value(), want != model.end()) << "seed " << seed << " step " << step << " id " << probe;
