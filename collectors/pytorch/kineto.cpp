@@ -43,15 +43,23 @@ constexpr double k_short_cpu_ns = 50'000;
 enum class Cat { kernel, memcpy, memset, runtime, cpu_op, annotation, sync, overhead, other };
 
 Cat category(std::string_view cat) {
-    if (cat == "kernel" || cat == "Kernel") return Cat::kernel;
-    if (cat == "gpu_memcpy" || cat == "Memcpy") return Cat::memcpy;
-    if (cat == "gpu_memset" || cat == "Memset") return Cat::memset;
-    if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime") return Cat::runtime;
-    if (cat == "cpu_op" || cat == "Operator") return Cat::cpu_op;
-    if (cat == "user_annotation") return Cat::annotation;
-    if (cat == "cuda_sync") return Cat::sync;
-    if (cat == "overhead") return Cat::overhead;
-    return Cat::other;
+    // By length first: every event asks, and most are CPU operators.
+    switch (cat.size()) {
+    case 6:
+        if (cat == "cpu_op") return Cat::cpu_op;
+        if (cat == "kernel" || cat == "Kernel") return Cat::kernel;
+        if (cat == "Memcpy") return Cat::memcpy;
+        if (cat == "Memset") return Cat::memset;
+        return Cat::other;
+    case 7: return cat == "Runtime" ? Cat::runtime : Cat::other;
+    case 8: return cat == "Operator" ? Cat::cpu_op : cat == "overhead" ? Cat::overhead : Cat::other;
+    case 9: return cat == "cuda_sync" ? Cat::sync : Cat::other;
+    case 10: return cat == "gpu_memcpy" ? Cat::memcpy : cat == "gpu_memset" ? Cat::memset : Cat::other;
+    case 11: return cat == "cuda_driver" ? Cat::runtime : Cat::other;
+    case 12: return cat == "cuda_runtime" ? Cat::runtime : Cat::other;
+    case 15: return cat == "user_annotation" ? Cat::annotation : Cat::other;
+    default: return Cat::other;
+    }
 }
 
 // Most collective entities a rank keeps (in order); later ones count only in the run's figures.
@@ -260,7 +268,8 @@ private:
             }
             // A name or args that is not UTF-8 takes the full parse below, which repairs it.
             if (!hints.name.empty() && plain_number(hints.ts, ts) && plain_number(hints.dur, dur) &&
-                is_valid_utf8(hints.name) && simdjson::validate_utf8(hints.args.data(), hints.args.size())) {
+                simdjson::validate_utf8(hints.name.data(), hints.name.size()) &&
+                simdjson::validate_utf8(hints.args.data(), hints.args.size())) {
                 if (c == Cat::runtime) return take_runtime(hints.name, ts, dur, args_correlation(hints.args));
                 simdjson::dom::object args;
                 bool has_args = false;
