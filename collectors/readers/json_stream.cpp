@@ -22,9 +22,9 @@ bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t' |
 Result<std::size_t> JsonEventStream::refill() {
     const std::size_t capacity = m_buffer.size() - k_json_padding;
     // Grow when the value being scanned fills the buffer (one event or member at a time), and
-    // while input keeps coming, up to 1 MB (small reports stay with a small buffer; large ones
+    // while input keeps coming, up to 256 KB (small reports stay with a small buffer; large ones
     // are read in large chunks).
-    if (m_len == capacity || (m_offset > 4 * capacity && capacity < (1 << 20))) m_buffer.resize(capacity * 2 + k_json_padding);
+    if (m_len == capacity || (m_offset > 4 * capacity && capacity < (1 << 18))) m_buffer.resize(capacity * 2 + k_json_padding);
     auto r = m_source.read(m_buffer.data() + m_len, m_buffer.size() - k_json_padding - m_len);
     if (!r) return std::unexpected(r.error());
     m_len += *r;
