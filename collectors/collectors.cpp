@@ -173,8 +173,10 @@ Result<std::vector<RunBatch>> collect_file_runs(const std::string& path, const s
 
 namespace {
 
-// Compressed reports from this size on are inflated on a thread of their own.
+// Compressed reports from this size on are inflated on a thread of their own; plain ones from
+// the second size on are read there (the read calls' copies leave the parser's thread).
 constexpr std::uint64_t k_inflate_beside_bytes = 1 << 20;
+constexpr std::uint64_t k_read_beside_bytes = 8 << 20;
 
 Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch>* runs) {
     auto file = FileSource::open(path);
@@ -210,11 +212,13 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
     };
     switch (c->input()) {
     case CollectorInput::stream: {
-        // A large compressed report is inflated on a thread beside its parser.
-        std::unique_ptr<ByteSource> inflated;
+        // A large report is read (and a compressed one inflated) on a thread beside its parser.
+        std::unique_ptr<ByteSource> ahead;
         if (is_gzip(*head))
-            inflated = raw.size_at_open() >= k_inflate_beside_bytes ? read_ahead(gunzip(path, raw)) : gunzip(path, raw);
-        ByteSource& source = inflated ? *inflated : raw;
+            ahead = raw.size_at_open() >= k_inflate_beside_bytes ? read_ahead(gunzip(path, raw)) : gunzip(path, raw);
+        else if (raw.size_at_open() >= k_read_beside_bytes)
+            ahead = read_ahead(borrow(raw));
+        ByteSource& source = ahead ? *ahead : raw;
         if (runs != nullptr) take_runs(c->collect_stream_runs(path, source));
         else batch = c->collect_stream(path, source);
         break;

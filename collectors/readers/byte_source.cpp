@@ -307,7 +307,7 @@ public:
     }
 
 private:
-    static constexpr std::size_t k_chunk = 1 << 20;
+    static constexpr std::size_t k_chunk = 1 << 18;
 
     void produce() {
         while (true) {
@@ -337,6 +337,21 @@ private:
 std::unique_ptr<ByteSource> read_ahead(std::unique_ptr<ByteSource> inner) {
     return std::make_unique<ReadAheadSource>(std::move(inner));
 }
+
+namespace {
+
+class BorrowedSource final : public ByteSource {
+public:
+    explicit BorrowedSource(ByteSource& inner) : m_inner(inner) {}
+    Result<std::size_t> read(char* buffer, std::size_t n) override { return m_inner.read(buffer, n); }
+
+private:
+    ByteSource& m_inner;
+};
+
+}  // namespace
+
+std::unique_ptr<ByteSource> borrow(ByteSource& inner) { return std::make_unique<BorrowedSource>(inner); }
 
 bool is_gzip(std::string_view data) {
     return data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f && static_cast<unsigned char>(data[1]) == 0x8b;

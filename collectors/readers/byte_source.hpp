@@ -68,10 +68,13 @@ Result<std::string> sha256_file(const std::string& path);
 // Decompresses gzip (or zlib) read from `compressed`, with the limits. `compressed` must outlive it.
 std::unique_ptr<ByteSource> gunzip(const std::string& path, ByteSource& compressed, InflateLimits limits = {});
 
-// `inner` read ahead on a thread of its own (a few 1 MB chunks), so that what it does (inflating)
+// `inner` read ahead on a thread of its own (a few 256 KB chunks), so that what it does (reading, inflating)
 // runs beside what its reader does. Errors come back where they happened in the stream. The
 // thread stops when the result is destroyed; `inner`'s own input must outlive it.
 std::unique_ptr<ByteSource> read_ahead(std::unique_ptr<ByteSource> inner);
+
+// A source that reads from `inner` without owning it (`inner` must outlive it).
+std::unique_ptr<ByteSource> borrow(ByteSource& inner);
 
 // Plain bytes, or gzip when `data` starts with the gzip magic.
 std::unique_ptr<ByteSource> open_source(const std::string& path, std::string_view data, InflateLimits limits = {});
