@@ -30,6 +30,7 @@ public:
         m_pos += k;
         return k;
     }
+    std::uint64_t size_hint() const override { return m_data.size(); }
 
 private:
     std::string_view m_data;
@@ -43,6 +44,7 @@ public:
         m_ok = inflateInit2(&m_z, 15 + 32) == Z_OK;  // gzip or zlib header, detected
     }
     ~GzipSource() override { inflateEnd(&m_z); }
+    std::uint64_t size_hint() const override { return m_in.size_hint(); }
 
     Result<std::size_t> read(char* buffer, std::size_t n) override {
         if (!m_ok) return fail(m_path, 0, "cannot initialise gzip decompression");
@@ -306,6 +308,8 @@ public:
         return k;
     }
 
+    std::uint64_t size_hint() const override { return m_inner->size_hint(); }
+
 private:
     static constexpr std::size_t k_chunk = 1 << 18;
 
@@ -344,6 +348,7 @@ class BorrowedSource final : public ByteSource {
 public:
     explicit BorrowedSource(ByteSource& inner) : m_inner(inner) {}
     Result<std::size_t> read(char* buffer, std::size_t n) override { return m_inner.read(buffer, n); }
+    std::uint64_t size_hint() const override { return m_inner.size_hint(); }
 
 private:
     ByteSource& m_inner;

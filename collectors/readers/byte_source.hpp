@@ -25,6 +25,9 @@ public:
     virtual ~ByteSource() = default;
     // Reads up to `n` bytes; 0 at the end. Errors name the problem and the input offset.
     virtual Result<std::size_t> read(char* buffer, std::size_t n) = 0;
+    // About how many bytes the source holds, at least (a compressed source: its input's size);
+    // 0 when it cannot tell. For choosing how to read it, never for correctness.
+    virtual std::uint64_t size_hint() const { return 0; }
 };
 
 // A report file read from the start with read(2), in the caller's chunks, never whole. It hashes
@@ -39,6 +42,7 @@ public:
     ~FileSource() override;
 
     Result<std::size_t> read(char* buffer, std::size_t n) override;
+    std::uint64_t size_hint() const override { return m_size; }
     // Up to `n` bytes from the start of the file, without moving the read position.
     Result<std::string> head(std::size_t n) const;
     // Reads what was not read yet and returns the lower-case hex SHA-256 of the whole file.

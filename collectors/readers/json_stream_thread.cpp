@@ -41,6 +41,19 @@ std::array<std::string_view JsonEventStream::Hints::*, 6> k_hints = {
 Result<void> JsonEventStreamThread::run(const JsonEventStream::WantFn& want_member,
                                         const JsonEventStream::MemberFn& on_member,
                                         const JsonEventStream::EventFn& on_event) {
+    if (m_source.size_hint() < m_beside_from) {
+        JsonEventStream stream(m_path, m_source);
+        return stream.run(
+            want_member,
+            [&](std::string_view key, std::string_view json) {
+                m_offset = stream.offset();
+                return on_member(key, json);
+            },
+            [&](std::string_view json, const JsonEventStream::Hints& hints) {
+                m_offset = stream.offset();
+                return on_event(json, hints);
+            });
+    }
     BoundedQueue<Batch> queue(4);
     // The scanner's side: items gathered into a batch, which is handed over when full.
     std::thread scanner([&] {

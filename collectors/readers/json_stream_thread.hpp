@@ -7,7 +7,9 @@
 
 namespace perfwatch {
 
-// A JsonEventStream scanned on a thread of its own while the caller handles what it found: the
+// A JsonEventStream scanned on a thread of its own while the caller handles what it found (from
+// `beside_from` bytes of input on, by the source's size hint; a smaller input is scanned on the
+// caller's thread, with no thread to start): the
 // scanner copies events and wanted members into batches (a few, at most 256 KB each past one
 // large event, so memory stays flat) and the callbacks run on the caller's thread in the
 // document's order, with the same texts, hints and padding as JsonEventStream gives. An error the
@@ -15,7 +17,10 @@ namespace perfwatch {
 // scanner. `want_member` runs on the scanning thread: it must not touch the callbacks' state.
 class JsonEventStreamThread {
 public:
-    JsonEventStreamThread(const std::string& path, ByteSource& source) : m_path(path), m_source(source) {}
+    static constexpr std::uint64_t k_beside_bytes = 1 << 20;
+
+    JsonEventStreamThread(const std::string& path, ByteSource& source, std::uint64_t beside_from = k_beside_bytes)
+        : m_path(path), m_source(source), m_beside_from(beside_from) {}
 
     Result<void> run(const JsonEventStream::WantFn& want_member, const JsonEventStream::MemberFn& on_member,
                      const JsonEventStream::EventFn& on_event);
@@ -26,6 +31,7 @@ public:
 private:
     const std::string& m_path;
     ByteSource& m_source;
+    std::uint64_t m_beside_from;
     std::uint64_t m_offset = 0;
 };
 

@@ -59,7 +59,11 @@ template <typename Stream = JsonEventStream>
 Result<Seen> scan(ByteSource& source) {
     Seen seen;
     const std::string path = "doc.json";
-    Stream stream(path, source);
+    // JsonEventStreamThread: on its thread however small the input.
+    auto stream = [&] {
+        if constexpr (std::is_same_v<Stream, JsonEventStream>) return JsonEventStream(path, source);
+        else return JsonEventStreamThread(path, source, 0);
+    }();
     auto r = stream.run([](std::string_view key) { return key == "schemaVersion" || key == "displayTimeUnit"; },
                         [&](std::string_view key, std::string_view json) -> Result<void> {
                             seen.members.emplace_back(key, json);
@@ -182,7 +186,7 @@ TEST(JsonEventStreamThread, HandsOverEveryEventInOrderThenTheScannersErrorAndSto
     const std::string path = "doc.json";
     ChunkedSource plain_source(doc, 4096), threaded_source(doc, 4096);
     JsonEventStream plain(path, plain_source);
-    JsonEventStreamThread threaded(path, threaded_source);
+    JsonEventStreamThread threaded(path, threaded_source, 0);
     std::vector<Event> want, got;
     const auto want_end = walk(plain, SIZE_MAX, want);
     const auto got_end = walk(threaded, SIZE_MAX, got);
@@ -200,7 +204,7 @@ TEST(JsonEventStreamThread, HandsOverEveryEventInOrderThenTheScannersErrorAndSto
 
     // A callback's error ends the run at once, with that error, whatever the scanner had queued.
     ChunkedSource again(doc, 4096);
-    JsonEventStreamThread stopped(path, again);
+    JsonEventStreamThread stopped(path, again, 0);
     std::vector<Event> some;
     const auto r = walk(stopped, 1234, some);
     ASSERT_FALSE(r);
@@ -315,6 +319,35 @@ TEST(CollectFile, GzipTraceStreamedFromDiskEqualsTheInMemoryRead) {
         EXPECT_EQ(from_disk->entities[i].metrics.size(), in_memory->entities[i].metrics.size());
     }
     EXPECT_DOUBLE_EQ(from_disk->entities[0].value("launches").value_or(-1), 300);
+}
+
+// A plain report from 8 MB on is read on a thread beside its parser: the run is the one read in
+// memory, metric for metric, and its SHA-256 is sha256sum's.
+TEST(CollectFile, ALargePlainReportReadBesideItsParserEqualsTheInMemoryRead) {
+    TempDir dir;
+    const std::string fixture = read_file(std::string(PERFWATCH_SOURCE_DIR) + "/tests/fixtures/ncu/metrics_output.txt");
+    std::string text;
+    while (text.size() < (9u << 20)) text += fixture;
+    const std::string path = dir.file("large.txt");
+    write_file(path, text);
+    auto from_disk = collect_file(path);
+    ASSERT_TRUE(from_disk) << from_disk.error().to_string();
+    auto in_memory = collect_content(path, text);
+    ASSERT_TRUE(in_memory) << in_memory.error().to_string();
+    const auto sum = run_program({"/usr/bin/sha256sum", path});
+    ASSERT_EQ(sum.exit_code, 0) << sum.err;
+    EXPECT_EQ(from_disk->sha256, sum.out.substr(0, 64));
+    ASSERT_EQ(from_disk->entities.size(), in_memory->entities.size());
+    ASSERT_GT(from_disk->entities.size(), 100u);
+    for (std::size_t i = 0; i < in_memory->entities.size(); ++i) {
+        const Entity &a = from_disk->entities[i], &b = in_memory->entities[i];
+        EXPECT_EQ(a.name, b.name) << "entity " << i;
+        ASSERT_EQ(a.metrics.size(), b.metrics.size()) << "entity " << i;
+        for (std::size_t m = 0; m < a.metrics.size(); ++m) {
+            EXPECT_EQ(a.metrics[m].name, b.metrics[m].name) << "entity " << i;
+            EXPECT_EQ(a.metrics[m].value, b.metrics[m].value) << a.metrics[m].name << " of entity " << i;
+        }
+    }
 }
 
 }  // namespace perfwatch::test
