@@ -105,12 +105,16 @@ Result<void> JsonEventStreamThread::run(const JsonEventStream::WantFn& want_memb
         hand_over(true);
     });
 
-    // The caller's side: items handed to the callbacks in order.
-    auto finish = [&](Result<void> result) {
-        queue.close();
-        scanner.join();
-        return result;
-    };
+    // The caller's side: items handed to the callbacks in order. However it ends (a result, an
+    // error, an exception from a callback), the scanner is stopped and joined.
+    struct Stop {
+        BoundedQueue<Batch>& queue;
+        std::thread& scanner;
+        ~Stop() {
+            queue.close();
+            scanner.join();
+        }
+    } stop{queue, scanner};
     while (auto batch = queue.pop()) {
         for (const Item& item : batch->items) {
             m_offset = item.end_offset;
@@ -124,13 +128,13 @@ Result<void> JsonEventStreamThread::run(const JsonEventStream::WantFn& want_memb
                     if (item.hint_length[h] > 0) hints.*k_hints[h] = text.substr(item.hint_at[h], item.hint_length[h]);
                 r = on_event(text, hints);
             }
-            if (!r) return finish(r);
+            if (!r) return r;
         }
-        if (batch->error) return finish(std::unexpected(*batch->error));
-        if (batch->last) return finish({});
+        if (batch->error) return std::unexpected(*batch->error);
+        if (batch->last) return {};
         queue.recycle(std::move(*batch));
     }
-    return finish(std::unexpected(Error{.file = m_path, .message = "the JSON scanner ended without a result"}));
+    return std::unexpected(Error{.file = m_path, .message = "the JSON scanner ended without a result"});
 }
 
 }  // namespace perfwatch
