@@ -49,13 +49,8 @@ int column(const std::vector<std::string>& header, std::string_view name) {
     return it == header.end() ? -1 : static_cast<int>(it - header.begin());
 }
 
-const std::string& field(const std::vector<std::string>& row, int index) {
-    static const std::string k_empty;
-    if (index < 0 || static_cast<std::size_t>(index) >= row.size()) return k_empty;
-    return row[static_cast<std::size_t>(index)];
-}
-
-std::string_view field(const std::vector<std::string_view>& row, int index) {
+template <typename Field>  // std::string, or std::string_view into the reader's window
+std::string_view field(const std::vector<Field>& row, int index) {
     if (index < 0 || static_cast<std::size_t>(index) >= row.size()) return {};
     return row[static_cast<std::size_t>(index)];
 }
@@ -89,13 +84,13 @@ struct Identity {
         l.id = field(row, id);
         l.kernel = field(row, kernel);
         l.device = field(row, device);
-        if (const auto& v = field(row, process); !v.empty()) l.attributes["process"] = v;
-        if (const auto& v = field(row, context); !v.empty()) l.attributes["context"] = v;
-        if (const auto& v = field(row, stream); !v.empty()) l.attributes["stream"] = v;
-        if (const auto& v = field(row, cc); !v.empty()) l.attributes["cc"] = v;
-        if (const auto& v = field(row, block); !v.empty()) l.attributes["block"] = dims(v);
-        if (const auto& v = field(row, grid); !v.empty()) l.attributes["grid"] = dims(v);
-        if (const auto& v = field(row, kernel_time); !v.empty()) {
+        if (const std::string_view v = field(row, process); !v.empty()) l.attributes["process"] = v;
+        if (const std::string_view v = field(row, context); !v.empty()) l.attributes["context"] = v;
+        if (const std::string_view v = field(row, stream); !v.empty()) l.attributes["stream"] = v;
+        if (const std::string_view v = field(row, cc); !v.empty()) l.attributes["cc"] = v;
+        if (const std::string_view v = field(row, block); !v.empty()) l.attributes["block"] = dims(v);
+        if (const std::string_view v = field(row, grid); !v.empty()) l.attributes["grid"] = dims(v);
+        if (const std::string_view v = field(row, kernel_time); !v.empty()) {
             if (auto iso = ncu_time_to_iso(v)) {
                 l.attributes["time"] = *iso;
                 if (!batch.captured_at || *iso < *batch.captured_at) batch.captured_at = *iso;

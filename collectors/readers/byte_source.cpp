@@ -1,8 +1,8 @@
 #include "collectors/readers/byte_source.hpp"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -4,19 +4,17 @@
 
 #include <bit>
 #include <cstring>
-#include <utility>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
+#include "collectors/readers/units.hpp"
+
 namespace perfwatch {
 
 namespace {
 constexpr int k_eof = -1;
-
-// std::isspace's characters in the C locale.
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f'; }
 }
 
 Result<std::size_t> JsonEventStream::refill() {
@@ -29,6 +27,13 @@ Result<std::size_t> JsonEventStream::refill() {
     if (!r) return std::unexpected(r.error());
     m_len += *r;
     return *r;
+}
+
+void JsonEventStream::drop_before(std::size_t from) {
+    m_offset += from - m_pos;
+    std::memmove(m_buffer.data(), m_buffer.data() + from, m_len - from);
+    m_len -= from;
+    m_pos = 0;
 }
 
 Result<int> JsonEventStream::peek() {
@@ -185,13 +190,6 @@ std::uint64_t prefix_xor(std::uint64_t x) {
     return x;
 }
 
-// `text` without the JSON whitespace around it.
-std::pair<std::size_t, std::size_t> trimmed(const char* buf, std::size_t from, std::size_t to) {
-    while (from < to && is_space(buf[from])) ++from;
-    while (to > from && is_space(buf[to - 1])) --to;
-    return {from, to};
-}
-
 }  // namespace
 
 Result<std::string_view> JsonEventStream::scalar(bool keep) {
@@ -201,12 +199,9 @@ Result<std::string_view> JsonEventStream::scalar(bool keep) {
         while (i < m_len && !is_space(m_buffer[i]) && m_buffer[i] != ',' && m_buffer[i] != ']' && m_buffer[i] != '}') ++i;
         if (i < m_len) break;
         const std::size_t from = keep ? start : i;
-        m_offset += from - m_pos;
-        std::memmove(m_buffer.data(), m_buffer.data() + from, m_len - from);
-        m_len -= from;
+        drop_before(from);
         i -= from;
         start = keep ? start - from : 0;
-        m_pos = 0;
         auto r = refill();
         if (!r) return std::unexpected(r.error());
         if (*r == 0) break;  // a scalar at the very end
@@ -246,6 +241,14 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
         hint_at[which] = from - start;
         hint_len[which] = to - from;
     };
+    // A top-level member's value ends at `to` (a comma or the closing bracket): "ts" and "dur"
+    // are kept when they were scalars (no string or container began after the colon).
+    auto member_ends = [&](const char* buf, std::size_t to) {
+        if (at != At::value || (slot != ts && slot != dur)) return;
+        const std::string_view scalar = trim(std::string_view(buf + value_start, to - value_start));
+        const auto from = static_cast<std::size_t>(scalar.data() - buf);
+        record(slot, from, from + scalar.size());
+    };
     std::size_t end = 0;
     while (true) {
         while (bits == 0) {
@@ -253,15 +256,12 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
                 // Out of buffered input: move the value's start to the front (or drop what was
                 // scanned when it is skipped) and read more; at the end, pad the last block.
                 const std::size_t from = keep ? start : std::min(next, m_len);
-                m_offset += from - m_pos;
-                std::memmove(m_buffer.data(), m_buffer.data() + from, m_len - from);
-                m_len -= from;
+                drop_before(from);
                 next -= from;
                 string_start -= std::min(string_start, from);
                 value_start -= std::min(value_start, from);
                 args_start -= std::min(args_start, from);
                 start = keep ? start - from : 0;  // a skipped value has no text to return
-                m_pos = 0;
                 auto r = refill();
                 if (!r) return std::unexpected(r.error());
                 if (*r > 0) continue;
@@ -334,20 +334,14 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
             break;
         case '}':
         case ']':
-            if (depth == 1 && at == At::value && (slot == ts || slot == dur)) {
-                const auto [from, to] = trimmed(buf, value_start, i);
-                record(slot, from, to);
-            }
+            if (depth == 1) member_ends(buf, i);
             if (depth == 2 && slot == args && c == '}') record(args, args_start, i + 1);
             if (--depth == 0) end = i + 1;
             if (depth == 1) bits = block_all & ~((std::uint64_t{2} << (i - block)) - 1);  // what follows i
             break;
         case ',':
             if (depth == 1) {
-                if (at == At::value && (slot == ts || slot == dur)) {
-                    const auto [from, to] = trimmed(buf, value_start, i);
-                    record(slot, from, to);
-                }
+                member_ends(buf, i);
                 at = object ? At::key : At::after;
                 slot = none;
             }
@@ -361,7 +355,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
         default:
             break;
         }
-        if (depth == 0 && end != 0) break;
+        if (end != 0) break;  // the closing bracket of the value
     }
     const std::string_view text(m_buffer.data() + start, end - start);
     m_offset += end - m_pos;

@@ -45,6 +45,7 @@ private:
     Result<std::string_view> value(bool keep, Hints* hints = nullptr);
     Result<std::string_view> scalar(bool keep);  // value()'s number, true, false or null
     Result<std::size_t> refill();  // appends input after m_len, growing the buffer when full
+    void drop_before(std::size_t from);  // moves m_buffer[from, m_len) to the front (from >= m_pos)
     Result<void> events(const EventFn& on_event);
     std::unexpected<Error> eof_error(std::string_view where) const;
 

@@ -32,7 +32,7 @@ struct Batch {
 
 constexpr std::size_t k_batch_bytes = 256 << 10;
 
-std::array<std::string_view JsonEventStream::Hints::*, 6> k_hints = {
+constexpr std::array<std::string_view JsonEventStream::Hints::*, 6> k_hints = {
     &JsonEventStream::Hints::ph, &JsonEventStream::Hints::cat, &JsonEventStream::Hints::name,
     &JsonEventStream::Hints::ts, &JsonEventStream::Hints::dur, &JsonEventStream::Hints::args};
 

@@ -55,13 +55,6 @@ std::optional<double> time_factor(std::string_view unit) {
 
 }  // namespace
 
-namespace {
-
-// The C locale's white space, without a call per character (std::isspace is one).
-constexpr bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-
-}  // namespace
-
 std::string_view trim(std::string_view s) {
     while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
     while (!s.empty() && is_space(s.back())) s.remove_suffix(1);

@@ -26,6 +26,10 @@ std::optional<double> parse_report_number(std::string_view text);
 // "executed_ipc_active"; "sm__inst_executed.avg" -> "sm__inst_executed_avg".
 std::string slug(std::string_view tool_name);
 
+// The C locale's white space, without a call per character (std::isspace is one).
+constexpr bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+// `s` without the white space around it.
 std::string_view trim(std::string_view s);
 
 // Splits text into lines (LF or CRLF; the last line may lack its newline), counting from 1.
