@@ -16,6 +16,10 @@ void make_valid(std::string& text, bool name) {
     if (needs_repair(text, name)) text = to_valid_utf8(text, name);
 }
 
+void make_valid(Symbol& text, bool name) {
+    if (needs_repair(text, name)) text = Symbol(to_valid_utf8(text, name));
+}
+
 template <typename Map>
 void make_valid_map(Map& map) {
     const bool changed =

@@ -36,10 +36,11 @@ const Metric* Entity::metric(std::string_view metric_name) const {
     // Size, last and first characters before the full compare: most names differ there.
     const std::size_t n = metric_name.size();
     if (n == 0) return nullptr;
-    for (const Metric& m : metrics)
-        if (m.name.size() == n && m.name[n - 1] == metric_name[n - 1] && m.name[0] == metric_name[0] &&
-            std::string_view(m.name) == metric_name)
+    for (const Metric& m : metrics) {
+        const std::string_view text = m.name;
+        if (text.size() == n && text[n - 1] == metric_name[n - 1] && text[0] == metric_name[0] && text == metric_name)
             return &m;
+    }
     return nullptr;
 }
 

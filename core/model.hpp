@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/symbol.hpp"
+
 namespace perfwatch {
 
 // What an entity stands for. A run holds one `run` entity carrying run-level metrics. A
@@ -19,22 +21,23 @@ std::string_view to_string(EntityKind kind);
 std::optional<EntityKind> entity_kind_from_string(std::string_view text);
 
 // A measured value normalized to a base unit (ns, byte, hz, byte/s, percent 0-100, count),
-// with the tool's own name and unit kept beside it for traceability.
+// with the tool's own name and unit kept beside it for traceability. Its texts are interned
+// Symbols: a metric is 40 bytes, whatever its names.
 struct Metric {
-    std::string name;
+    Symbol name;
     double value = 0;
-    std::string unit;
-    std::string tool_name;
-    std::string tool_unit;
+    Symbol unit;
+    Symbol tool_name;
+    Symbol tool_unit;
 };
 
 // A finding the profiler itself reported (ncu OPT/INF/WRN rule rows), attached to an entity.
 struct ToolFinding {
-    std::string rule;      // tool's rule identifier when the format names it ("TheoreticalOccupancy")
-    std::string type;      // OPT, INF or WRN
-    std::string section;   // section the rule belongs to
+    Symbol rule;           // tool's rule identifier when the format names it ("TheoreticalOccupancy")
+    Symbol type;           // OPT, INF or WRN
+    Symbol section;        // section the rule belongs to
     std::string text;      // the rule's full message, unwrapped
-    std::string speedup_type;  // "global", "local" or empty
+    Symbol speedup_type;   // "global", "local" or empty
     std::optional<double> speedup_pct;
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/symbol.hpp"
 
 namespace perfwatch::sql {
 
@@ -197,6 +198,7 @@ private:
     void push(std::string v) { m_values.emplace_back(std::move(v)); }
     void push(std::string_view v) { m_values.emplace_back(std::string(v)); }
     void push(const char* v) { m_values.emplace_back(std::string(v)); }
+    void push(const Symbol& v) { m_values.emplace_back(v.str()); }
     void push(Blob v) { m_values.emplace_back(std::move(v)); }
     void push(std::nullopt_t) { m_values.emplace_back(std::monostate{}); }
     void push(const std::optional<double>& v) {

@@ -300,19 +300,29 @@ struct TransparentHash {
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-// ncu_canonical_name, worked out once per thread for each (tool name, base unit): a report repeats
-// the same few hundred metrics on every launch.
-const std::string& canonical_name_cached(std::string_view tool_name, std::string_view base_unit) {
-    thread_local std::unordered_map<std::string, std::vector<std::pair<std::string, std::string>>, TransparentHash,
-                                    std::equal_to<>>
-        cache;
+// What a (tool name, tool unit) of a report becomes: its canonical name and base unit, with the
+// tool's name and unit kept beside them, all interned.
+struct NcuMetricNames {
+    std::string base_unit;  // the key's base unit (to_base_unit of the tool unit)
+    std::string tool_unit;
+    Symbol name, unit, tool_name, tool_unit_symbol;
+};
+
+// ncu_canonical_name and the symbols of a metric, worked out once per thread for each (tool name,
+// tool unit, base unit): a report repeats the same few hundred metrics on every launch.
+const NcuMetricNames& ncu_name_cached(std::string_view tool_name, std::string_view tool_unit, std::string_view base_unit) {
+    thread_local std::unordered_map<std::string, std::vector<NcuMetricNames>, TransparentHash, std::equal_to<>> cache;
     if (cache.size() > (1U << 16)) cache.clear();  // a raw page names up to 100,000 metrics
     auto it = cache.find(tool_name);
     if (it == cache.end()) it = cache.try_emplace(std::string(tool_name)).first;
-    for (const auto& [unit, name] : it->second)
-        if (unit == base_unit) return name;
-    it->second.emplace_back(std::string(base_unit), ncu_canonical_name(tool_name, base_unit));
-    return it->second.back().second;
+    for (const NcuMetricNames& n : it->second)
+        if (n.base_unit == base_unit && n.tool_unit == tool_unit) return n;
+    std::string name = ncu_canonical_name(tool_name, base_unit);
+    // Some versions report sector counts in bytes: they are kept as sectors (see add_ncu_value).
+    const bool sectors = name.starts_with("global_sectors_") && base_unit == "byte";
+    return it->second.emplace_back(NcuMetricNames{std::string(base_unit), std::string(tool_unit), Symbol(name),
+                                           Symbol(sectors ? std::string_view("count") : base_unit), Symbol(tool_name),
+                                           Symbol(tool_unit)});
 }
 
 }  // namespace
@@ -323,19 +333,15 @@ bool add_ncu_value(NcuLaunch& launch, std::string_view tool_name, std::string_vi
     const std::string_view unit = trim(tool_unit);
     if (auto v = parse_report_number(value_text)) {
         BaseValue base = to_base_unit(*v, unit);
-        std::string name = canonical_name_cached(tool_name, base.unit);
-        if (name.starts_with("global_sectors_") && base.unit == "byte") {
-            base.value /= k_bytes_per_sector;  // some versions report these in bytes, not sectors
-            base.unit = "count";
-        }
-        set_metric(launch, Metric{std::move(name), base.value, std::string(base.unit), std::string(tool_name),
-                                          std::string(unit)});
+        const NcuMetricNames& n = ncu_name_cached(tool_name, unit, base.unit);
+        if (n.unit != base.unit) base.value /= k_bytes_per_sector;  // bytes of sectors: counted as sectors
+        set_metric(launch, Metric{n.name, base.value, n.unit, n.tool_name, n.tool_unit_symbol});
         return true;
     }
     if (value_text.empty() || value_text.find("nan") != std::string_view::npos || value_text == "n/a" ||
         value_text == "N/A" || value_text == "-")
         return false;
-    launch.attributes[canonical_name_cached(tool_name, "")] = std::string(value_text);
+    launch.attributes[ncu_name_cached(tool_name, "", "").name] = std::string(value_text);
     return true;
 }
 

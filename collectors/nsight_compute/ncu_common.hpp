@@ -23,7 +23,7 @@ struct NcuLaunch {
     // Launches with fewer metrics are searched by a scan; past it, through metric_index.
     static constexpr std::size_t k_scanned_metrics = 64;
     std::vector<Metric> metrics;  // names unique (set_metric)
-    std::unordered_map<std::string, std::size_t> metric_index;  // name -> position, once past the scan
+    std::unordered_map<Symbol, std::size_t> metric_index;  // name -> position, once past the scan
     std::map<std::string, std::string> attributes;
     std::vector<ToolFinding> findings;
 };
