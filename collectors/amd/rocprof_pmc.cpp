@@ -17,11 +17,17 @@ namespace perfwatch {
 
 namespace {
 
+// Longest first line read as a header: rocprof-compute's widest (hundreds of counters) is a few
+// KB; a longer one (a minified JSON trace is one line) is not these reports' and is not parsed.
+constexpr std::size_t k_max_header_line = 64 * 1024;
+
 // The column names of the header line at the start of `head` (a BOM and surrounding space removed).
 std::vector<std::string> header_names(std::string_view head) {
     if (head.starts_with("\xEF\xBB\xBF")) head.remove_prefix(3);
     std::vector<std::string> out;
-    CsvReader reader(head.substr(0, head.find('\n')));
+    const std::string_view line = head.substr(0, head.find('\n'));
+    if (line.size() > k_max_header_line) return out;
+    CsvReader reader(line);
     if (reader.next(out) != CsvReader::Status::record) out.clear();
     for (std::string& field : out) field = std::string(trim(field));
     return out;

@@ -71,6 +71,9 @@ TimelineEvent::Kind op_kind(std::string_view name) {
 }
 
 bool plausible_line(std::string_view line) {
+    // A profile line starts with an integer: another report's line (a JSON trace is often one
+    // line of megabytes) is not split.
+    if (!integer(line.substr(0, line.find(',')))) return false;
     const auto f = split_commas(line);
     if (f.size() < 5 || !integer(f[0]) || !integer(f[1]) || trim(f[2]).empty() || !integer(f[3]) || !integer(f[4]))
         return false;
