@@ -12,12 +12,10 @@ namespace perfwatch {
 
 namespace {
 
-void make_valid(std::string& text, bool name) {
-    if (needs_repair(text, name)) text = to_valid_utf8(text, name);
-}
-
-void make_valid(Symbol& text, bool name) {
-    if (needs_repair(text, name)) text = Symbol(to_valid_utf8(text, name));
+// A std::string or a Symbol, repaired in place.
+template <typename Text>
+void make_valid(Text& text, bool name) {
+    if (needs_repair(text, name)) text = Text(to_valid_utf8(text, name));
 }
 
 template <typename Map>

@@ -75,7 +75,7 @@ bool plausible_line(std::string_view line) {
     // line of megabytes) is not split.
     if (!integer(line.substr(0, line.find(',')))) return false;
     const auto f = split_commas(line);
-    if (f.size() < 5 || !integer(f[0]) || !integer(f[1]) || trim(f[2]).empty() || !integer(f[3]) || !integer(f[4]))
+    if (f.size() < 5 || !integer(f[1]) || trim(f[2]).empty() || !integer(f[3]) || !integer(f[4]))
         return false;
     if (op_kind(f[2]) != TimelineEvent::Kind::kernel) return f.size() <= 6;
     return fits_legacy(f) || fits_shared(f);

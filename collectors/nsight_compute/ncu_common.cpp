@@ -304,8 +304,7 @@ struct TransparentHash {
 // tool's name and unit kept beside them, all interned.
 struct NcuMetricNames {
     std::string base_unit;  // the key's base unit (to_base_unit of the tool unit)
-    std::string tool_unit;
-    Symbol name, unit, tool_name, tool_unit_symbol;
+    Symbol name, unit, tool_name, tool_unit;
 };
 
 // ncu_canonical_name and the symbols of a metric, worked out once per thread for each (tool name,
@@ -316,13 +315,13 @@ const NcuMetricNames& ncu_name_cached(std::string_view tool_name, std::string_vi
     auto it = cache.find(tool_name);
     if (it == cache.end()) it = cache.try_emplace(std::string(tool_name)).first;
     for (const NcuMetricNames& n : it->second)
-        if (n.base_unit == base_unit && n.tool_unit == tool_unit) return n;
+        if (n.tool_unit == tool_unit && n.base_unit == base_unit) return n;
     std::string name = ncu_canonical_name(tool_name, base_unit);
     // Some versions report sector counts in bytes: they are kept as sectors (see add_ncu_value).
     const bool sectors = name.starts_with("global_sectors_") && base_unit == "byte";
-    return it->second.emplace_back(NcuMetricNames{std::string(base_unit), std::string(tool_unit), Symbol(name),
-                                           Symbol(sectors ? std::string_view("count") : base_unit), Symbol(tool_name),
-                                           Symbol(tool_unit)});
+    return it->second.emplace_back(NcuMetricNames{std::string(base_unit), Symbol(name),
+                                                  Symbol(sectors ? std::string_view("count") : base_unit),
+                                                  Symbol(tool_name), Symbol(tool_unit)});
 }
 
 }  // namespace
@@ -335,7 +334,7 @@ bool add_ncu_value(NcuLaunch& launch, std::string_view tool_name, std::string_vi
         BaseValue base = to_base_unit(*v, unit);
         const NcuMetricNames& n = ncu_name_cached(tool_name, unit, base.unit);
         if (n.unit != base.unit) base.value /= k_bytes_per_sector;  // bytes of sectors: counted as sectors
-        set_metric(launch, Metric{n.name, base.value, n.unit, n.tool_name, n.tool_unit_symbol});
+        set_metric(launch, Metric{n.name, base.value, n.unit, n.tool_name, n.tool_unit});
         return true;
     }
     if (value_text.empty() || value_text.find("nan") != std::string_view::npos || value_text == "n/a" ||
