@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
         e.parent = 0;
         const double f = factor(rng);
         for (Metric& m : e.metrics)
-            if (m.unit == "ns" || m.unit == "count" || m.unit == "percent") m.value = m.unit == "percent" ? std::min(100.0, m.value * f) : m.value * f;
+            if (m.unit() == "ns" || m.unit() == "count" || m.unit() == "percent") m.value = m.unit() == "percent" ? std::min(100.0, m.value * f) : m.value * f;
         run.batch.entities.push_back(std::move(e));
     }
     // The run's GPU time is its kernels' (as every reader sets it), so shares and impacts are

@@ -53,15 +53,17 @@ void sanitize_batch(RunBatch& batch) {
             if (std::isfinite(m.value)) return false;
             if (dropped++ == 0)
                 first_dropped = fmt::format("{} '{}' metric '{}' = {}", to_string(e.kind), e.name,
-                                            to_valid_utf8(m.name, true), m.value);
+                                            to_valid_utf8(m.name(), true), m.value);
             return true;
         };
         std::erase_if(e.metrics, not_finite);
         for (Metric& m : e.metrics) {
-            make_valid(m.name, true);
-            make_valid(m.unit, true);
-            make_valid(m.tool_name, true);
-            make_valid(m.tool_unit, true);
+            MetricNames n = m.key.names();
+            make_valid(n.name, true);
+            make_valid(n.unit, true);
+            make_valid(n.tool_name, true);
+            make_valid(n.tool_unit, true);
+            if (n != m.key.names()) m.key = MetricKey(n.name, n.unit, n.tool_name, n.tool_unit);
         }
         for (auto it = e.samples.begin(); it != e.samples.end();) {
             std::erase_if(it->second, [](double v) { return !std::isfinite(v); });

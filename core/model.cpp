@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <utility>
 
 namespace perfwatch {
@@ -32,12 +33,72 @@ std::optional<EntityKind> entity_kind_from_string(std::string_view text) {
     return std::nullopt;
 }
 
+namespace {
+
+// A key's four names by identity.
+using NamesId = std::array<std::uintptr_t, 4>;
+
+struct NamesIdHash {
+    std::size_t operator()(const NamesId& id) const noexcept {
+        std::size_t h = 0;
+        for (std::uintptr_t part : id) h = (h ^ std::hash<std::uintptr_t>{}(part)) * 0x100000001b3ULL;
+        return h;
+    }
+};
+
+using KeyTable = detail::InternTable<MetricNames, NamesId, NamesIdHash>;
+
+NamesId names_id(const MetricNames& n) {
+    return {n.name.identity(), n.unit.identity(), n.tool_name.identity(), n.tool_unit.identity()};
+}
+
+// The interned keys, costed in keys.
+KeyTable& key_table() {
+    static KeyTable* t = new KeyTable(k_max_metric_keys);  // never destroyed, as Symbol's table
+    return *t;
+}
+
+}  // namespace
+
+MetricKey::MetricKey(Symbol name, Symbol unit, Symbol tool_name, Symbol tool_unit) {
+    MetricNames names{std::move(name), std::move(unit), std::move(tool_name), std::move(tool_unit)};
+    if (names == MetricNames{}) return;
+    // A counted name has no lasting identity: its key is counted too.
+    if (!names.name.interned() || !names.unit.interned() || !names.tool_name.interned() || !names.tool_unit.interned()) {
+        adopt(new Node(std::move(names)), true);
+        return;
+    }
+    // Each thread remembers recent keys, found without the table's lock (as Symbol does).
+    thread_local std::array<Node*, 256> recent{};
+    const NamesId id = names_id(names);
+    Node*& slot = recent[NamesIdHash{}(id) % recent.size()];
+    if (slot != nullptr && names_id(slot->value) == id) {
+        adopt(slot, false);
+        return;
+    }
+    Node* node = key_table().find_or_add(
+        id, 1, [&] { return new Node(names); }, names_id);
+    if (node != nullptr) {
+        slot = node;
+        adopt(node, false);
+        return;
+    }
+    adopt(new Node(std::move(names)), true);
+}
+
+const MetricNames& MetricKey::no_names() noexcept {
+    static const MetricNames k_none;
+    return k_none;
+}
+
+std::size_t MetricKey::interned_count() { return key_table().cost(); }
+
 const Metric* Entity::metric(std::string_view metric_name) const {
     // Size, last and first characters before the full compare: most names differ there.
     const std::size_t n = metric_name.size();
     if (n == 0) return nullptr;
     for (const Metric& m : metrics) {
-        const std::string_view text = m.name;
+        const std::string_view text = m.name();
         if (text.size() == n && text[n - 1] == metric_name[n - 1] && text[0] == metric_name[0] && text == metric_name)
             return &m;
     }
@@ -51,7 +112,7 @@ std::optional<double> Entity::value(std::string_view metric_name) const {
 }
 
 void Entity::set(Metric m) {
-    auto it = std::find_if(metrics.begin(), metrics.end(), [&](const Metric& x) { return x.name == m.name; });
+    auto it = std::find_if(metrics.begin(), metrics.end(), [&](const Metric& x) { return x.name() == m.name(); });
     if (it == metrics.end())
         metrics.push_back(std::move(m));
     else

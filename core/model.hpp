@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/symbol.hpp"
+#include "core/symbol_map.hpp"
 
 namespace perfwatch {
 
@@ -20,15 +21,58 @@ enum class EntityKind { run, device, kernel, launch, nvtx_range, api_call, memcp
 std::string_view to_string(EntityKind kind);
 std::optional<EntityKind> entity_kind_from_string(std::string_view text);
 
-// A measured value normalized to a base unit (ns, byte, hz, byte/s, percent 0-100, count),
-// with the tool's own name and unit kept beside it for traceability. Its texts are interned
-// Symbols: a metric is 40 bytes, whatever its names.
-struct Metric {
+// A metric's four names: the canonical name and base unit, the tool's own name and unit.
+struct MetricNames {
     Symbol name;
-    double value = 0;
     Symbol unit;
     Symbol tool_name;
     Symbol tool_unit;
+    bool operator==(const MetricNames&) const = default;
+};
+
+// A metric's names interned together, one pointer wide: the metrics of every entity that a
+// reader writes alike share one copy. Past k_max_metric_keys distinct ones (or when a name is a
+// counted Symbol) a new key is shared by its copies and freed with them, as Symbol does.
+class MetricKey : public detail::InternHandle<MetricNames> {
+public:
+    MetricKey() noexcept = default;
+    MetricKey(Symbol name, Symbol unit, Symbol tool_name = {}, Symbol tool_unit = {});
+
+    // The names (all empty for a default key).
+    const MetricNames& names() const noexcept { return m_bits == 0 ? no_names() : node()->value; }
+    const Symbol& name() const noexcept { return names().name; }
+    const Symbol& unit() const noexcept { return names().unit; }
+    const Symbol& tool_name() const noexcept { return names().tool_name; }
+    const Symbol& tool_unit() const noexcept { return names().tool_unit; }
+
+    friend bool operator==(const MetricKey& a, const MetricKey& b) noexcept { return same(a, b); }
+
+    // Distinct keys interned so far (for tests).
+    static std::size_t interned_count();
+
+private:
+    static const MetricNames& no_names() noexcept;
+};
+
+// Past this many distinct interned metric keys, new keys are counted, not interned.
+inline constexpr std::size_t k_max_metric_keys = std::size_t{1} << 18;
+
+// A measured value normalized to a base unit (ns, byte, hz, byte/s, percent 0-100, count),
+// with the tool's own name and unit kept beside it for traceability. Its names are one interned
+// MetricKey: a metric is 16 bytes, whatever its names.
+struct Metric {
+    Metric() noexcept = default;
+    Metric(Symbol name_, double value_, Symbol unit_ = {}, Symbol tool_name_ = {}, Symbol tool_unit_ = {})
+        : key(std::move(name_), std::move(unit_), std::move(tool_name_), std::move(tool_unit_)), value(value_) {}
+    Metric(MetricKey key_, double value_) noexcept : key(std::move(key_)), value(value_) {}
+
+    const Symbol& name() const noexcept { return key.name(); }
+    const Symbol& unit() const noexcept { return key.unit(); }
+    const Symbol& tool_name() const noexcept { return key.tool_name(); }
+    const Symbol& tool_unit() const noexcept { return key.tool_unit(); }
+
+    MetricKey key;
+    double value = 0;
 };
 
 // A finding the profiler itself reported (ncu OPT/INF/WRN rule rows), attached to an entity.
@@ -58,11 +102,11 @@ struct Entity {
     std::string name;
     std::int64_t parent = -1;
     std::vector<Metric> metrics;
-    std::map<std::string, std::string> attributes;
+    Attributes attributes;
     std::vector<ToolFinding> tool_findings;
     // Per-instance values behind a metric ("duration": each launch's duration, ns), at most
     // k_max_samples evenly spaced; rank tests against a baseline use them.
-    std::map<std::string, std::vector<double>> samples;
+    SymbolMap<std::vector<double>> samples;
 
     const Metric* metric(std::string_view metric_name) const;
     std::optional<double> value(std::string_view metric_name) const;

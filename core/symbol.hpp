@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "core/interned.hpp"
+
 namespace perfwatch {
 
 // A text from a small vocabulary (a metric's name, unit or tool name), kept once per process:
@@ -17,19 +19,14 @@ namespace perfwatch {
 // and compares by address. Past k_max_interned_bytes of distinct texts (a hostile or unusual
 // report) a new text is not interned but shared by its copies and freed with the last of them, so
 // the table cannot grow without bound. Thread-safe.
-class Symbol {
+class Symbol : public detail::InternHandle<std::string> {
 public:
     Symbol() noexcept = default;  // the empty text
     Symbol(std::string_view text);
     Symbol(const char* text) : Symbol(std::string_view(text)) {}
     Symbol(const std::string& text) : Symbol(std::string_view(text)) {}
-    Symbol(const Symbol& other) noexcept;
-    Symbol(Symbol&& other) noexcept : m_bits(other.m_bits) { other.m_bits = 0; }
-    Symbol& operator=(const Symbol& other) noexcept;
-    Symbol& operator=(Symbol&& other) noexcept;
-    ~Symbol() { release(); }
 
-    const std::string& str() const noexcept;
+    const std::string& str() const noexcept { return m_bits == 0 ? empty_text() : node()->value; }
     std::string_view view() const noexcept { return str(); }
     operator const std::string&() const noexcept { return str(); }
     operator std::string_view() const noexcept { return str(); }
@@ -40,13 +37,7 @@ public:
     bool starts_with(std::string_view prefix) const noexcept { return view().starts_with(prefix); }
     bool ends_with(std::string_view suffix) const noexcept { return view().ends_with(suffix); }
 
-    friend bool operator==(const Symbol& a, const Symbol& b) noexcept {
-        // Interned texts are equal exactly when their copies are the same; a counted text is never
-        // interned, but two counted copies of one text may exist.
-        if (a.m_bits == b.m_bits) return true;
-        if (((a.m_bits | b.m_bits) & k_counted) == 0) return false;
-        return a.view() == b.view();
-    }
+    friend bool operator==(const Symbol& a, const Symbol& b) noexcept { return same(a, b); }
     friend bool operator==(const Symbol& a, std::string_view b) noexcept { return a.view() == b; }
     friend bool operator==(const Symbol& a, const std::string& b) noexcept { return a.view() == b; }
     friend bool operator==(const Symbol& a, const char* b) noexcept { return a.view() == b; }
@@ -65,15 +56,11 @@ public:
     friend std::string operator+(const Symbol& a, const std::string& b) { return std::string(a.view()).append(b); }
     friend std::string operator+(const std::string& a, const Symbol& b) { return std::string(a).append(b.view()); }
 
-    // Bytes of distinct texts interned so far, and whether `text` is interned (for tests).
+    // Bytes of distinct texts interned so far (for tests).
     static std::size_t interned_bytes();
-    bool interned() const noexcept { return (m_bits & k_counted) == 0; }
 
 private:
-    static constexpr std::uintptr_t k_counted = 1;
-    void release() noexcept;
-
-    std::uintptr_t m_bits = 0;  // 0: empty; else the address of the text's node, | k_counted when counted
+    static const std::string& empty_text() noexcept;
 };
 
 // Writes the text (test failure messages, streams).

@@ -38,9 +38,9 @@ namespace {
 std::vector<std::string> property_changes(const Entity& a, const Entity& b) {
     std::map<std::string, std::pair<std::optional<double>, std::optional<double>>> props;
     for (const Metric& m : a.metrics)
-        if (is_deterministic_metric(m.name)) props[m.name].first = m.value;
+        if (is_deterministic_metric(m.name())) props[m.name()].first = m.value;
     for (const Metric& m : b.metrics)
-        if (is_deterministic_metric(m.name)) props[m.name].second = m.value;
+        if (is_deterministic_metric(m.name())) props[m.name()].second = m.value;
     std::vector<std::string> out;
     for (const auto& [name, v] : props) {
         if (v.first && v.second && *v.first == *v.second) continue;

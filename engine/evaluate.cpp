@@ -6,6 +6,8 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <unordered_map>
+#include <utility>
 
 #include "core/vocabulary.hpp"
 #include "engine/scopes.hpp"
@@ -14,10 +16,14 @@ namespace perfwatch {
 
 namespace {
 
+// (kernel, launch) index pairs into a run's entities, by kernel: a run keeps few launches, so
+// this costs nothing per kernel.
+using LaunchesOf = std::vector<std::pair<std::size_t, std::size_t>>;
+
 // Speedup the profiler itself estimated for the rule's concern on this entity: for a kernel,
 // the duration-weighted mean over its launches (launches without the result count as 0).
 std::optional<double> tool_speedup(const CompiledRule& rule, const RunBatch& batch, std::size_t index,
-                                   const std::vector<std::vector<std::size_t>>& launches_of) {
+                                   const LaunchesOf& launches_of) {
     if (!rule.tool_finding) return std::nullopt;
     auto best_on = [&](const Entity& e) -> std::optional<double> {
         std::optional<double> best;
@@ -32,8 +38,10 @@ std::optional<double> tool_speedup(const CompiledRule& rule, const RunBatch& bat
     if (auto own = best_on(entity)) return own;
     double weighted = 0, weight = 0;
     bool any = false;
-    for (std::size_t c : launches_of[index]) {
-        const Entity& child = batch.entities[c];
+    const auto [first, last] = std::equal_range(launches_of.begin(), launches_of.end(), std::pair{index, std::size_t{0}},
+                                                [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto it = first; it != last; ++it) {
+        const Entity& child = batch.entities[it->second];
         const double w = child.value("duration").value_or(1.0);
         const auto s = best_on(child);
         any = any || s.has_value();
@@ -54,7 +62,7 @@ void collect_values(const std::set<std::string>& names, const EntityScope& scope
 
 // A kernel finding below its rule's min_impact: what the rule's summary line names.
 struct BelowMinImpact {
-    std::string entity_name;
+    const std::string* entity_name;  // the run's entity's
     std::optional<double> share_pct;
     std::optional<double> impact;
 };
@@ -76,7 +84,7 @@ Finding summary_finding(const CompiledRule& rule, const StoredRun& run, std::vec
     }
     std::string names;
     for (std::size_t i = 0; i < below.size() && i < 3; ++i) {
-        std::string n = below[i].entity_name;
+        std::string n = *below[i].entity_name;
         if (n.size() > 60) n = n.substr(0, 57) + "...";
         names += fmt::format("{}{} ({:.1f}%)", i == 0 ? "" : ", ", n, below[i].share_pct.value_or(0));
     }
@@ -115,12 +123,13 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
         if (e.kind == EntityKind::run) run_entity = &e;
     const double gpu_time = run_entity ? run_entity->value("gpu_time").value_or(0.0) : 0.0;
     // Launch entities per parent, built once: a kernel's tool findings live on its launches.
-    std::vector<std::vector<std::size_t>> launches_of(batch.entities.size());
+    LaunchesOf launches_of;
     for (std::size_t i = 0; i < batch.entities.size(); ++i) {
         const Entity& e = batch.entities[i];
-        if (e.kind == EntityKind::launch && e.parent >= 0 && static_cast<std::size_t>(e.parent) < launches_of.size())
-            launches_of[static_cast<std::size_t>(e.parent)].push_back(i);
+        if (e.kind == EntityKind::launch && e.parent >= 0 && static_cast<std::size_t>(e.parent) < batch.entities.size())
+            launches_of.emplace_back(static_cast<std::size_t>(e.parent), i);
     }
+    std::stable_sort(launches_of.begin(), launches_of.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 
     AggregateMemo memo;  // aggregates over this run, computed once
     // Rows per entity kind, built when a rule of the kind first needs them, with the columns of
@@ -133,7 +142,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
         names.insert({"duration_total", "duration"});  // a finding's share of GPU time
     }
     // Metric indexes of the entities findings are built on, made on first use (0.1-0.3 KB each).
-    std::vector<std::unique_ptr<MetricIndex>> indexes(batch.entities.size());
+    std::unordered_map<std::size_t, MetricIndex> indexes;
     std::vector<BelowMinImpact> below;  // a rule's kernel findings below its min_impact
     for (std::size_t r = 0; r < rules.rules.size(); ++r) {
         const CompiledRule& rule = rules.rules[r];
@@ -166,8 +175,8 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
                 if (t) share = 100.0 * *t / gpu_time;
             }
             if (rule.min_share_pct && share && *share < *rule.min_share_pct) continue;
-            if (!indexes[i]) indexes[i] = std::make_unique<MetricIndex>(entity);
-            const EntityScope scope(entity, run_entity, &batch, &memo, history, run.id, indexes[i].get());
+            const MetricIndex& index = indexes.try_emplace(i, entity).first->second;
+            const EntityScope scope(entity, run_entity, &batch, &memo, history, run.id, &index);
             std::optional<double> speedup = tool_speedup(rule, batch, i, launches_of);
             if (!speedup && rule.estimated_speedup) {
                 const Value v = rule.estimated_speedup->evaluate(scope);
@@ -179,7 +188,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
             // in the rule's one summary line instead (history rules judge change, not size).
             const double could_move = impact ? *impact : share.value_or(100.0);
             if (entity.kind == EntityKind::kernel && !rule.uses_history && share && could_move < rule.min_impact_pct) {
-                below.push_back({entity.name, share, impact});
+                below.push_back({&entity.name, share, impact});
                 continue;
             }
 

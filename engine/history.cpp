@@ -162,8 +162,8 @@ std::size_t approx_bytes(const StoredRun& run) {
     std::size_t bytes = sizeof(StoredRun) + run.batch.source.size();
     for (const Entity& e : run.batch.entities) {
         bytes += sizeof(Entity) + e.name.size() + e.metrics.size() * sizeof(Metric);  // names interned
-        for (const auto& [k, v] : e.attributes) bytes += 64 + k.size() + v.size();
-        for (const auto& [k, v] : e.samples) bytes += 64 + k.size() + v.size() * sizeof(double);
+        for (const auto& [k, v] : e.attributes) bytes += sizeof(Attributes::value_type) + v.size();  // keys interned
+        for (const auto& [k, v] : e.samples) bytes += 64 + v.size() * sizeof(double);
         for (const ToolFinding& f : e.tool_findings) bytes += sizeof(ToolFinding) + f.text.size();
     }
     return bytes;

@@ -14,11 +14,7 @@ namespace perfwatch {
 namespace {
 
 Metric job_metric(std::string name, double value, std::string unit) {
-    Metric m;
-    m.name = std::move(name);
-    m.value = value;
-    m.unit = std::move(unit);
-    return m;
+    return Metric{std::move(name), value, std::move(unit)};
 }
 
 const Entity* run_entity(const RunBatch& b) {

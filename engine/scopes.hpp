@@ -34,7 +34,7 @@ public:
         m_mask = capacity - 1;
         m_slots.assign(capacity, 0);
         for (std::size_t i = 0; i < e.metrics.size() && i < 0xffff; ++i) {
-            std::size_t at = hash(e.metrics[i].name) & m_mask;
+            std::size_t at = hash(e.metrics[i].name()) & m_mask;
             while (m_slots[at] != 0) at = (at + 1) & m_mask;
             m_slots[at] = static_cast<std::uint16_t>(i + 1);
         }
@@ -46,7 +46,7 @@ public:
             const std::uint16_t slot = m_slots[at];
             if (slot == 0) return nullptr;
             const Metric& m = e.metrics[slot - 1u];
-            if (m.name == name) return &m;
+            if (m.name() == name) return &m;
         }
     }
 
@@ -194,10 +194,11 @@ public:
             c.has.assign(m_entities.size(), 0);
             out[j] = &c;
         }
-        // Another entity shares `example`'s layout when its metric names are the same, in order.
+        // Another entity shares `example`'s layout when its metric keys (so their names) are the same,
+        // in order: one compare of interned keys per metric.
         const auto same_places = [](const Entity& example, const Entity& e) {
             return std::equal(example.metrics.begin(), example.metrics.end(), e.metrics.begin(), e.metrics.end(),
-                              [](const Metric& a, const Metric& b) { return a.name == b.name; });
+                              [](const Metric& a, const Metric& b) { return a.key == b.key; });
         };
         // Rows [begin, end): the rows split in two are gathered on two threads (the work waits on
         // memory: each entity's metrics sit apart on the heap).
@@ -210,7 +211,7 @@ public:
                     example = &e;
                     std::unordered_map<std::string_view, std::int64_t> place;
                     for (std::size_t q = 0; q < e.metrics.size(); ++q)
-                        place.emplace(e.metrics[q].name, static_cast<std::int64_t>(q));
+                        place.emplace(e.metrics[q].name(), static_cast<std::int64_t>(q));
                     for (std::size_t j = 0; j < k; ++j) {
                         const auto it = place.find(*wanted[j]);
                         at[j] = it == place.end() ? -1 : it->second;

@@ -190,7 +190,7 @@ Result<StoreOutcome> Db::store(const RunBatch& batch) {
             const Entity& e = batch.entities[i];
             const std::int64_t eid = ids[i];
             for (const auto& [k, v] : e.attributes) attributes.add(eid, k, v);
-            for (const Metric& m : e.metrics) metrics.add(eid, m.name, m.value, m.unit, m.tool_name, m.tool_unit);
+            for (const Metric& m : e.metrics) metrics.add(eid, m.name(), m.value, m.unit(), m.tool_name(), m.tool_unit());
             for (const auto& [name, values] : e.samples)
                 samples.add(eid, name,
                             sql::Blob{std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double))});

@@ -34,9 +34,9 @@ std::string show_text(const StoredRun& run) {
         out += fmt::format("\n{}{} '{}'\n", pad, to_string(e.kind), e.name);
         for (const auto& [k, v] : e.attributes) out += fmt::format("{}  {:<34} {}\n", pad, k, v);
         for (const Metric& m : e.metrics) {
-            out += fmt::format("{}  {:<34} {:>16} {:<8}", pad, m.name, value_text(m.value), m.unit);
-            if (!m.tool_name.empty())
-                out += fmt::format(" ({}{}{})", m.tool_name, m.tool_unit.empty() ? "" : ", ", m.tool_unit);
+            out += fmt::format("{}  {:<34} {:>16} {:<8}", pad, m.name(), value_text(m.value), m.unit());
+            if (!m.tool_name().empty())
+                out += fmt::format(" ({}{}{})", m.tool_name(), m.tool_unit().empty() ? "" : ", ", m.tool_unit());
             out += '\n';
         }
         for (const ToolFinding& f : e.tool_findings) {
@@ -67,10 +67,12 @@ std::string show_json(const StoredRun& run) {
         nlohmann::json metrics = nlohmann::json::object(), units = nlohmann::json::object(),
                        tool = nlohmann::json::object();
         for (const Metric& m : e.metrics) {
-            metrics[m.name] = m.value;
-            units[m.name] = m.unit;
-            if (!m.tool_name.empty()) tool[m.name] = {{"name", m.tool_name}, {"unit", m.tool_unit}};
+            metrics[m.name()] = m.value;
+            units[m.name()] = m.unit();
+            if (!m.tool_name().empty()) tool[m.name()] = {{"name", m.tool_name()}, {"unit", m.tool_unit()}};
         }
+        nlohmann::json attributes = nlohmann::json::object();
+        for (const auto& [k, v] : e.attributes) attributes[k.str()] = v;
         nlohmann::json findings = nlohmann::json::array();
         for (const ToolFinding& f : e.tool_findings)
             findings.push_back({{"rule", f.rule},
@@ -84,7 +86,7 @@ std::string show_json(const StoredRun& run) {
                              {"metrics", metrics},
                              {"units", units},
                              {"tool_metrics", tool},
-                             {"attributes", e.attributes},
+                             {"attributes", attributes},
                              {"tool_findings", findings}};
         if (e.parent >= 0) je["parent"] = e.parent;
         entities.push_back(std::move(je));

@@ -252,7 +252,7 @@ void drop_idle_figures(RunBatch& batch) {
     for (Entity& e : batch.entities)
         if (e.kind == EntityKind::device || e.kind == EntityKind::run)
             std::erase_if(e.metrics, [](const Metric& m) {
-                return m.name == "idle_pct" || m.name == "idle_time" || m.name == "longest_idle_gap";
+                return m.name() == "idle_pct" || m.name() == "idle_time" || m.name() == "longest_idle_gap";
             });
     batch.notes.push_back("counter collection serializes and replays the dispatches: their times are no timeline, so "
                           "no idle time is told");

@@ -164,12 +164,12 @@ std::string limiter_text(const NcuLaunch& launch) {
     double lowest = std::numeric_limits<double>::infinity();
     for (const auto& [metric, label] : k_limits)
         for (const Metric& m : launch.metrics)
-            if (m.name == metric) lowest = std::min(lowest, m.value);
+            if (m.name() == metric) lowest = std::min(lowest, m.value);
     if (!std::isfinite(lowest)) return {};
     std::vector<std::string_view> names;
     for (const auto& [metric, label] : k_limits)
         for (const Metric& m : launch.metrics)
-            if (m.name == metric && m.value == lowest) names.push_back(label);
+            if (m.name() == metric && m.value == lowest) names.push_back(label);
     std::string out;
     for (std::size_t i = 0; i < names.size(); ++i) {
         if (i > 0) out += (i + 1 == names.size()) ? " and " : ", ";
@@ -194,13 +194,13 @@ void set_metric(NcuLaunch& launch, Metric m) {
     std::size_t at = launch.metrics.size();
     if (launch.metrics.size() < NcuLaunch::k_scanned_metrics) {
         for (std::size_t i = 0; i < launch.metrics.size() && at == launch.metrics.size(); ++i)
-            if (launch.metrics[i].name == m.name) at = i;
+            if (launch.metrics[i].name() == m.name()) at = i;
     } else {
         if (launch.metric_index.size() != launch.metrics.size()) {
             launch.metric_index.clear();
-            for (std::size_t i = 0; i < launch.metrics.size(); ++i) launch.metric_index.emplace(launch.metrics[i].name, i);
+            for (std::size_t i = 0; i < launch.metrics.size(); ++i) launch.metric_index.emplace(launch.metrics[i].name(), i);
         }
-        const auto [it, fresh] = launch.metric_index.try_emplace(m.name, launch.metrics.size());
+        const auto [it, fresh] = launch.metric_index.try_emplace(m.name(), launch.metrics.size());
         if (!fresh) at = it->second;
     }
     if (at == launch.metrics.size()) {
@@ -208,7 +208,7 @@ void set_metric(NcuLaunch& launch, Metric m) {
         return;
     }
     Metric& old = launch.metrics[at];
-    if (old.tool_name == m.tool_name || old.tool_unit.empty()) old = std::move(m);
+    if (old.tool_name() == m.tool_name() || old.tool_unit().empty()) old = std::move(m);
     // else: keep the first of two tool metrics mapping to one name (display name wins over raw)
 }
 
@@ -239,7 +239,7 @@ void derive_bank_conflicts_from_rule_text(NcuLaunch& launch) {
     static const std::regex k_pattern(
         R"(results in ([0-9,]+) bank conflicts,\s+which\s+represent\s+[0-9.]+%\s+of\s+the\s+overall\s+([0-9,]+)\s+wavefronts\s+for\s+shared\s+(loads|stores))");
     for (const Metric& m : launch.metrics)
-        if (m.name == "shared_bank_conflicts") return;  // raw metrics win
+        if (m.name() == "shared_bank_conflicts") return;  // raw metrics win
     double conflicts = 0, wavefronts = 0;
     bool any = false;
     for (const ToolFinding& f : launch.findings) {
@@ -301,13 +301,13 @@ struct TransparentHash {
 };
 
 // What a (tool name, tool unit) of a report becomes: its canonical name and base unit, with the
-// tool's name and unit kept beside them, all interned.
+// tool's name and unit kept beside them, as one interned key.
 struct NcuMetricNames {
     std::string base_unit;  // the key's base unit (to_base_unit of the tool unit)
-    Symbol name, unit, tool_name, tool_unit;
+    MetricKey key;
 };
 
-// ncu_canonical_name and the symbols of a metric, worked out once per thread for each (tool name,
+// ncu_canonical_name and the key of a metric, worked out once per thread for each (tool name,
 // tool unit, base unit): a report repeats the same few hundred metrics on every launch.
 const NcuMetricNames& ncu_name_cached(std::string_view tool_name, std::string_view tool_unit, std::string_view base_unit) {
     thread_local std::unordered_map<std::string, std::vector<NcuMetricNames>, TransparentHash, std::equal_to<>> cache;
@@ -315,13 +315,13 @@ const NcuMetricNames& ncu_name_cached(std::string_view tool_name, std::string_vi
     auto it = cache.find(tool_name);
     if (it == cache.end()) it = cache.try_emplace(std::string(tool_name)).first;
     for (const NcuMetricNames& n : it->second)
-        if (n.tool_unit == tool_unit && n.base_unit == base_unit) return n;
+        if (n.key.tool_unit() == tool_unit && n.base_unit == base_unit) return n;
     std::string name = ncu_canonical_name(tool_name, base_unit);
     // Some versions report sector counts in bytes: they are kept as sectors (see add_ncu_value).
     const bool sectors = name.starts_with("global_sectors_") && base_unit == "byte";
-    return it->second.emplace_back(NcuMetricNames{std::string(base_unit), Symbol(name),
-                                                  Symbol(sectors ? std::string_view("count") : base_unit),
-                                                  Symbol(tool_name), Symbol(tool_unit)});
+    return it->second.emplace_back(NcuMetricNames{
+        std::string(base_unit), MetricKey(Symbol(name), Symbol(sectors ? std::string_view("count") : base_unit),
+                                          Symbol(tool_name), Symbol(tool_unit))});
 }
 
 }  // namespace
@@ -333,14 +333,14 @@ bool add_ncu_value(NcuLaunch& launch, std::string_view tool_name, std::string_vi
     if (auto v = parse_report_number(value_text)) {
         BaseValue base = to_base_unit(*v, unit);
         const NcuMetricNames& n = ncu_name_cached(tool_name, unit, base.unit);
-        if (n.unit != base.unit) base.value /= k_bytes_per_sector;  // bytes of sectors: counted as sectors
-        set_metric(launch, Metric{n.name, base.value, n.unit, n.tool_name, n.tool_unit});
+        if (n.key.unit() != base.unit) base.value /= k_bytes_per_sector;  // bytes of sectors: counted as sectors
+        set_metric(launch, Metric{n.key, base.value});
         return true;
     }
     if (value_text.empty() || value_text.find("nan") != std::string_view::npos || value_text == "n/a" ||
         value_text == "N/A" || value_text == "-")
         return false;
-    launch.attributes[ncu_name_cached(tool_name, "", "").name] = std::string(value_text);
+    launch.attributes[ncu_name_cached(tool_name, "", "").key.name()] = std::string(value_text);
     return true;
 }
 
@@ -351,7 +351,7 @@ void derive_sizes_from_dimensions(NcuLaunch& launch) {
                                             std::pair<std::string, std::string>{"grid", "grid_size"}}) {
         const auto it = launch.attributes.find(attribute);
         if (it == launch.attributes.end()) continue;
-        if (std::any_of(launch.metrics.begin(), launch.metrics.end(), [&](const Metric& m) { return m.name == metric; }))
+        if (std::any_of(launch.metrics.begin(), launch.metrics.end(), [&](const Metric& m) { return m.name() == metric; }))
             continue;
         double product = 1;
         std::size_t start = 0;
@@ -383,13 +383,13 @@ void drop_impossible_values(NcuLaunch& launch) {
     std::string named;
     std::vector<Metric> kept;
     for (const Metric& m : launch.metrics) {
-        const bool share = std::find(k_shares.begin(), k_shares.end(), m.name) != k_shares.end();
+        const bool share = std::find(k_shares.begin(), k_shares.end(), m.name()) != k_shares.end();
         if (share && (m.value > 100 + k_tolerance || m.value < -k_tolerance))
-            named += fmt::format("{}{} {:g}%", named.empty() ? "" : ", ", m.tool_name.empty() ? m.name : m.tool_name, m.value);
+            named += fmt::format("{}{} {:g}%", named.empty() ? "" : ", ", m.tool_name().empty() ? m.name() : m.tool_name(), m.value);
     }
     if (named.empty()) return;
     for (Metric& m : launch.metrics)
-        if (is_config_metric(m.name) || m.name == "duration") kept.push_back(std::move(m));
+        if (is_config_metric(m.name()) || m.name() == "duration") kept.push_back(std::move(m));
     launch.metrics = std::move(kept);
     launch.metric_index.clear();
     launch.attributes["impossible_metrics"] = named;
@@ -413,7 +413,7 @@ void NcuEntityBuilder::add(NcuLaunch l) {
         dev.name = "device " + l.device;
         if (auto it = l.attributes.find("cc"); it != l.attributes.end()) dev.attributes["cc"] = it->second;
         for (const Metric& m : l.metrics)
-            if (m.name == "sm_count") dev.set(m);
+            if (m.name() == "sm_count") dev.set(m);
         if (const std::string gpu = ncu_gpu_name(l); !gpu.empty()) dev.attributes["gpu"] = gpu;
         m_device_of[l.device] = m_devices.size();
         m_devices.push_back(std::move(dev));
@@ -432,7 +432,7 @@ void NcuEntityBuilder::add(NcuLaunch l) {
     Kernel& k = m_kernels[slot->second];
     const Metric* d = nullptr;
     for (const Metric& m : l.metrics)
-        if (m.name == "duration") d = &m;
+        if (m.name() == "duration") d = &m;
     k.count += l.invocations;
     if (d == nullptr) {
         k.timed = false;
@@ -447,10 +447,10 @@ void NcuEntityBuilder::add(NcuLaunch l) {
     const double by_count = l.invocations;
     const double by_time = d != nullptr ? d->value * l.invocations : 0;
     for (const Metric& m : l.metrics) {
-        auto [it, first] = k.metrics.try_emplace(m.name);
+        auto [it, first] = k.metrics.try_emplace(m.name());
         Aggregate& a = it->second;
         if (first) {
-            k.metric_order.push_back(m.name);
+            k.metric_order.push_back(m.name());
             a.first = m;
         } else if (a.first.value != m.value) {
             a.uniform = false;
@@ -470,7 +470,7 @@ void NcuEntityBuilder::add(NcuLaunch l) {
     }
     // Attributes shared by every launch describe the kernel.
     if (k.members > 0)
-        std::erase_if(k.attributes, [&](const auto& kv) {
+        erase_if(k.attributes, [&](const auto& kv) {
             auto it = l.attributes.find(kv.first);
             return it == l.attributes.end() || it->second != kv.second;
         });
@@ -519,7 +519,7 @@ void NcuEntityBuilder::finish(RunBatch& batch) {
             if (!a.uniform) {
                 const Metric* from_dominant = nullptr;
                 for (const Metric& dm : dominant)
-                    if (dm.name == mname) from_dominant = &dm;
+                    if (dm.name() == mname) from_dominant = &dm;
                 const double sum = k.timed ? a.sum_by_time : a.sum_by_count;
                 const double weight = k.timed ? a.weight_by_time : a.weight_by_count;
                 if (is_config_metric(mname) && from_dominant != nullptr)
@@ -532,8 +532,8 @@ void NcuEntityBuilder::finish(RunBatch& batch) {
         kernel.set(Metric{"launches", k.count, "count", "", ""});
         if (k.timed && k.count > 0) {
             const auto d = k.metrics.find("duration");
-            const std::string tool_name = d != k.metrics.end() ? d->second.first.tool_name : "";
-            const std::string tool_unit = d != k.metrics.end() ? d->second.first.tool_unit : "";
+            const std::string tool_name = d != k.metrics.end() ? d->second.first.tool_name() : "";
+            const std::string tool_unit = d != k.metrics.end() ? d->second.first.tool_unit() : "";
             kernel.set(Metric{"duration_total", k.total, "ns", tool_name, tool_unit});
             kernel.set(Metric{"duration_mean", k.total / k.count, "ns", tool_name, tool_unit});
             kernel.set(Metric{"duration", k.total / k.count, "ns", tool_name, tool_unit});

@@ -24,7 +24,7 @@ struct NcuLaunch {
     static constexpr std::size_t k_scanned_metrics = 64;
     std::vector<Metric> metrics;  // names unique (set_metric)
     std::unordered_map<Symbol, std::size_t> metric_index;  // name -> position, once past the scan
-    std::map<std::string, std::string> attributes;
+    Attributes attributes;
     std::vector<ToolFinding> findings;
 };
 
@@ -73,7 +73,7 @@ private:
         std::unordered_map<std::string, Aggregate> metrics;
         std::vector<Metric> dominant_by_count, dominant_by_time;
         double dominant_count_weight = -1, dominant_time_weight = -1;
-        std::map<std::string, std::string> attributes;  // those every launch so far shares
+        Attributes attributes;  // those every launch so far shares
         std::vector<ToolFinding> findings;
         std::vector<Entity> launches;
     };

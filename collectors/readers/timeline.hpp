@@ -22,7 +22,7 @@ struct TimelineEvent {
     std::string queue;   // command queue or stream
     double start_ns = 0;
     double end_ns = 0;   // end < start: the report gave no end; counted, not timed
-    std::map<std::string, std::string> attributes;  // kept on the launch entity
+    Attributes attributes;  // kept on the launch entity
 };
 
 // Launches shorter than this count as short (FORMATS.md: launch-bound analysis).

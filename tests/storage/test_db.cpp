@@ -85,8 +85,8 @@ TEST(Db, StoresAndLoadsARunWhole) {
     EXPECT_EQ(b.entities[1].attributes.at("grid"), "1x1x1");
     const Metric* m = b.entities[1].metric("duration_total");
     ASSERT_NE(m, nullptr);
-    EXPECT_EQ(m->tool_name, "Duration");
-    EXPECT_EQ(m->tool_unit, "us");
+    EXPECT_EQ(m->tool_name(), "Duration");
+    EXPECT_EQ(m->tool_unit(), "us");
     ASSERT_EQ(b.entities[2].tool_findings.size(), 1u);
     EXPECT_DOUBLE_EQ(b.entities[2].tool_findings[0].speedup_pct.value_or(0), 50.0);
 }

@@ -219,9 +219,9 @@ TEST(Kineto, EventsReadFromHintsEqualTheFullParse) {
             EXPECT_EQ(a.name, b.name) << path;
             ASSERT_EQ(a.metrics.size(), b.metrics.size()) << path << " " << a.name;
             for (std::size_t m = 0; m < a.metrics.size(); ++m) {
-                EXPECT_EQ(a.metrics[m].name, b.metrics[m].name) << path << " " << a.name;
+                EXPECT_EQ(a.metrics[m].name(), b.metrics[m].name()) << path << " " << a.name;
                 EXPECT_NEAR(a.metrics[m].value, b.metrics[m].value, 1e-9 * std::max(1.0, std::abs(b.metrics[m].value)))
-                    << path << " " << a.name << " " << a.metrics[m].name;
+                    << path << " " << a.name << " " << a.metrics[m].name();
             }
         }
     }

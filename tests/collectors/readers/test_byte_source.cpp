@@ -344,8 +344,8 @@ TEST(CollectFile, ALargePlainReportReadBesideItsParserEqualsTheInMemoryRead) {
         EXPECT_EQ(a.name, b.name) << "entity " << i;
         ASSERT_EQ(a.metrics.size(), b.metrics.size()) << "entity " << i;
         for (std::size_t m = 0; m < a.metrics.size(); ++m) {
-            EXPECT_EQ(a.metrics[m].name, b.metrics[m].name) << "entity " << i;
-            EXPECT_EQ(a.metrics[m].value, b.metrics[m].value) << a.metrics[m].name << " of entity " << i;
+            EXPECT_EQ(a.metrics[m].name(), b.metrics[m].name()) << "entity " << i;
+            EXPECT_EQ(a.metrics[m].value, b.metrics[m].value) << a.metrics[m].name() << " of entity " << i;
         }
     }
 }
