@@ -249,6 +249,16 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
         const auto from = static_cast<std::size_t>(scalar.data() - buf);
         record(slot, from, from + scalar.size());
     };
+    // A key's colon is taken where the key closes rather than in a turn of its own: the next
+    // character to visit, when it is `want` (else k_not_next).
+    constexpr std::size_t k_not_next = static_cast<std::size_t>(-1);
+    auto take_next = [&](char want) {
+        if (bits == 0) return k_not_next;
+        const std::size_t at_next = block + static_cast<std::size_t>(std::countr_zero(bits));
+        if (m_buffer[at_next] != want) return k_not_next;
+        bits &= bits - 1;
+        return at_next;
+    };
     std::size_t end = 0;
     while (true) {
         while (bits == 0) {
@@ -287,18 +297,24 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
         const char* buf = m_buffer.data();
         const char c = buf[i];
         if (c == '"') {
+            std::size_t close = i;
             if (!in_string) {
-                in_string = true;
                 string_start = i;
-                continue;
+                if (bits == 0) {  // it closes in a later block
+                    in_string = true;
+                    continue;
+                }
+                // Nothing inside a string is visited: the next character is its closing quote.
+                close = block + static_cast<std::size_t>(std::countr_zero(bits));
+                bits &= bits - 1;
             }
             in_string = false;
             if (depth == 0) {
-                end = i + 1;
+                end = close + 1;
                 break;
             }
             if (depth == 1 && hints != nullptr) {
-                const std::size_t text_at = string_start + 1, text_len = i - text_at;
+                const std::size_t text_at = string_start + 1, text_len = close - text_at;
                 if (at == At::key) {
                     const std::string_view key(buf + text_at, text_len);
                     slot = key == "ph"     ? ph
@@ -309,6 +325,10 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
                            : key == "args" ? args
                                            : none;
                     at = At::colon;
+                    if (const std::size_t colon = take_next(':'); colon != k_not_next) {
+                        at = At::value;
+                        value_start = colon + 1;
+                    }
                 } else {
                     if ((slot == ph || slot == cat || slot == name) && std::memchr(buf + text_at, '\\', text_len) == nullptr)
                         record(slot, text_at, text_at + text_len);
