@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <utility>
 
 namespace perfwatch {
@@ -41,8 +40,8 @@ using NamesId = std::array<std::uintptr_t, 4>;
 struct NamesIdHash {
     std::size_t operator()(const NamesId& id) const noexcept {
         std::size_t h = 0;
-        for (std::uintptr_t part : id) h = (h ^ std::hash<std::uintptr_t>{}(part)) * 0x100000001b3ULL;
-        return h;
+        for (std::uintptr_t part : id) h = (h ^ part) * 0x100000001b3ULL;
+        return h ^ (h >> 32);  // the high bits into the low ones, which addresses leave at zero
     }
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -14,7 +15,9 @@ namespace perfwatch {
 
 // Values by text key, in key order, kept in one flat list with interned keys: an entity's dozen
 // attributes cost one allocation rather than a tree node each. It offers the part of std::map's
-// interface the tree uses, with the same meaning.
+// interface the tree uses, with the same meaning. A key past the last is appended at once (entries
+// added in key order, as from a std::map or a query ordered by key, cost O(1) each); others cost
+// moving the entries after them: fill a large map from a sorted source.
 template <class Value>
 class SymbolMap {
 public:
@@ -26,6 +29,7 @@ public:
 
     // The value of `key`, added empty when missing.
     Value& operator[](std::string_view key) {
+        if (m_items.empty() || m_items.back().first < key) return m_items.emplace_back(Symbol(key), Value()).second;
         auto it = lower_bound(key);
         if (it == m_items.end() || it->first != key) it = m_items.emplace(it, Symbol(key), Value());
         return it->second;
@@ -47,6 +51,10 @@ public:
 
     // Adds `key` with `value` unless present; the entry and whether it was added.
     std::pair<iterator, bool> emplace(std::string_view key, Value value) {
+        if (m_items.empty() || m_items.back().first < key) {
+            m_items.emplace_back(Symbol(key), std::move(value));
+            return {std::prev(m_items.end()), true};
+        }
         auto it = lower_bound(key);
         if (it != m_items.end() && it->first == key) return {it, false};
         return {m_items.emplace(it, Symbol(key), std::move(value)), true};

@@ -15,6 +15,13 @@ namespace perfwatch {
 
 namespace {
 
+// A launch's attributes as an entity keeps them: taken in key order, each appended.
+Attributes flat_attributes(std::map<std::string, std::string> tree) {
+    Attributes out;
+    for (auto& [k, v] : tree) out[k] = std::move(v);
+    return out;
+}
+
 // Nsight Compute names (section display names of every generation, and raw metric names)
 // mapped to the canonical vocabulary. `unit` restricts an entry to values of that base unit,
 // for names ncu uses twice ("Memory Throughput" is a percentage in one section and a
@@ -427,7 +434,7 @@ void NcuEntityBuilder::add(NcuLaunch l) {
         m_kernels.back().name = l.kernel;
         m_kernels.back().device = l.device;
         m_kernels.back().summary = l.is_summary;
-        m_kernels.back().attributes = l.attributes;
+        m_kernels.back().attributes = flat_attributes(l.attributes);
     }
     Kernel& k = m_kernels[slot->second];
     const Metric* d = nullptr;
@@ -488,7 +495,7 @@ void NcuEntityBuilder::add(NcuLaunch l) {
     launch.kind = EntityKind::launch;
     launch.name = l.id.empty() ? l.kernel : fmt::format("{} #{}", l.kernel, l.id);
     launch.metrics = std::move(l.metrics);
-    launch.attributes = std::move(l.attributes);
+    launch.attributes = flat_attributes(std::move(l.attributes));
     if (!l.id.empty()) launch.attributes["id"] = l.id;
     launch.tool_findings = std::move(l.findings);
     k.launches.push_back(std::move(launch));

@@ -24,7 +24,9 @@ struct NcuLaunch {
     static constexpr std::size_t k_scanned_metrics = 64;
     std::vector<Metric> metrics;  // names unique (set_metric)
     std::unordered_map<Symbol, std::size_t> metric_index;  // name -> position, once past the scan
-    Attributes attributes;
+    // A tree while the launch is read (a raw page may hold thousands of text values, in column
+    // order), made an entity's flat Attributes in key order once the launch is complete.
+    std::map<std::string, std::string> attributes;
     std::vector<ToolFinding> findings;
 };
 
