@@ -124,8 +124,7 @@ void finish_batch(RunBatch& batch, const std::string& path, std::string sha256) 
     batch.sha256 = std::move(sha256);
     add_report_labels(batch);
     sanitize_batch(batch);
-    // Readers add metrics one at a time; a run is kept and evaluated with no spare room past them.
-    for (Entity& e : batch.entities) e.metrics.shrink_to_fit();
+    for (Entity& e : batch.entities) e.shrink_to_fit();
 }
 
 }  // namespace

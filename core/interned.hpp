@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -59,6 +60,15 @@ protected:
     void adopt(Node* node, bool is_counted) noexcept {
         m_bits = reinterpret_cast<std::uintptr_t>(node) | (is_counted ? k_counted : 0);
     }
+    // Takes the node `table` interns under `key` (see InternTable::find_or_add), or, when the
+    // table is full, a counted node `make()` builds.
+    template <class Table, class Key, class Make, class KeyOf>
+    void intern(Table& table, const Key& key, std::size_t cost, Make make, KeyOf key_of) {
+        if (Node* found = table.find_or_add(key, cost, make, key_of))
+            adopt(found, false);
+        else
+            adopt(make(), true);
+    }
     Node* node() const noexcept { return reinterpret_cast<Node*>(m_bits & ~k_counted); }
     bool counted() const noexcept { return (m_bits & k_counted) != 0; }
     // Interned values are equal exactly when their nodes are the same; a counted value is never
@@ -80,7 +90,8 @@ private:
 
 // The interned nodes of one kind, found by `Key` (a view of the value, which the node keeps
 // valid): never freed, so their addresses stay valid for the process. Past `max_cost` in all
-// (bytes, nodes: the caller's measure) it adds no more. Thread-safe.
+// (bytes, nodes: the caller's measure) it adds no more. Thread-safe. One table per type T: each
+// thread's cache of recent nodes belongs to the type.
 template <class T, class Key, class Hash>
 class InternTable {
 public:
@@ -90,13 +101,18 @@ public:
     // `key_of(node->value)`; nullptr when `key` is new and the table is full.
     template <class Make, class KeyOf>
     InternNode<T>* find_or_add(const Key& key, std::size_t cost, Make make, KeyOf key_of) {
+        // Each thread remembers recent nodes by hash, so a value seen before is found without
+        // the lock.
+        thread_local std::array<InternNode<T>*, 512> recent{};
+        InternNode<T>*& slot = recent[Hash{}(key) % recent.size()];
+        if (slot != nullptr && key_of(slot->value) == key) return slot;
         std::lock_guard lock(m_mutex);
-        if (auto it = m_nodes.find(key); it != m_nodes.end()) return it->second;
+        if (auto it = m_nodes.find(key); it != m_nodes.end()) return slot = it->second;
         if (m_cost + cost > m_max_cost) return nullptr;
         InternNode<T>* node = make();
         m_nodes.emplace(key_of(node->value), node);
         m_cost += cost;
-        return node;
+        return slot = node;
     }
     std::size_t cost() {
         std::lock_guard lock(m_mutex);

@@ -67,22 +67,8 @@ MetricKey::MetricKey(Symbol name, Symbol unit, Symbol tool_name, Symbol tool_uni
         adopt(new Node(std::move(names)), true);
         return;
     }
-    // Each thread remembers recent keys, found without the table's lock (as Symbol does).
-    thread_local std::array<Node*, 256> recent{};
-    const NamesId id = names_id(names);
-    Node*& slot = recent[NamesIdHash{}(id) % recent.size()];
-    if (slot != nullptr && names_id(slot->value) == id) {
-        adopt(slot, false);
-        return;
-    }
-    Node* node = key_table().find_or_add(
-        id, 1, [&] { return new Node(names); }, names_id);
-    if (node != nullptr) {
-        slot = node;
-        adopt(node, false);
-        return;
-    }
-    adopt(new Node(std::move(names)), true);
+    intern(
+        key_table(), names_id(names), 1, [&] { return new Node(names); }, names_id);
 }
 
 const MetricNames& MetricKey::no_names() noexcept {
@@ -116,6 +102,11 @@ void Entity::set(Metric m) {
         metrics.push_back(std::move(m));
     else
         *it = std::move(m);
+}
+
+void Entity::shrink_to_fit() {
+    metrics.shrink_to_fit();
+    attributes.shrink_to_fit();
 }
 
 std::size_t RunBatch::run_entity() {

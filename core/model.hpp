@@ -112,6 +112,9 @@ struct Entity {
     std::optional<double> value(std::string_view metric_name) const;
     // Sets or replaces a metric.
     void set(Metric m);
+    // Gives back the room its metric and attribute lists keep past their entries (readers add
+    // them one at a time; a run is kept and evaluated without it).
+    void shrink_to_fit();
 };
 
 // The value of label `key`; empty when the labels lack it.

@@ -1,6 +1,5 @@
 #include "core/symbol.hpp"
 
-#include <array>
 #include <functional>
 #include <ostream>
 
@@ -20,23 +19,8 @@ Table& table() {
 
 Symbol::Symbol(std::string_view text) {
     if (text.empty()) return;
-    // Each thread remembers recent interned texts by hash, so a text seen before is found
-    // without the table's lock.
-    thread_local std::array<Node*, 512> recent{};
-    const std::size_t hash = std::hash<std::string_view>{}(text);
-    Node*& slot = recent[hash % recent.size()];
-    if (slot != nullptr && slot->value == text) {
-        adopt(slot, false);
-        return;
-    }
-    Node* node = table().find_or_add(
-        text, text.size(), [&] { return new Node(text); }, [](const std::string& t) { return std::string_view(t); });
-    if (node != nullptr) {
-        slot = node;
-        adopt(node, false);
-        return;
-    }
-    adopt(new Node(text), true);
+    intern(
+        table(), text, text.size(), [&] { return new Node(text); }, [](const std::string& t) { return std::string_view(t); });
 }
 
 const std::string& Symbol::empty_text() noexcept {

@@ -80,7 +80,6 @@ public:
     const_iterator end() const noexcept { return m_items.end(); }
     std::size_t size() const noexcept { return m_items.size(); }
     bool empty() const noexcept { return m_items.empty(); }
-    void clear() noexcept { m_items.clear(); }
     // Gives back room kept for entries not added.
     void shrink_to_fit() { m_items.shrink_to_fit(); }
 

@@ -69,10 +69,9 @@ std::unordered_map<std::int64_t, std::vector<Entity>> load_contents(sql::Connect
             .metrics.push_back(Metric{metric_st.column(1).as_string(), metric_st.column(2).as_double(),
                                       metric_st.column(3).as_string(), metric_st.column(4).as_string(),
                                       metric_st.column(5).as_string()});
-    // Runs read back are kept as history (the daemon's run cache): their metric lists keep no
-    // spare room past what was read.
+    // Runs read back are kept as history (the daemon's run cache), without spare room.
     for (auto& [content, list] : out)
-        for (Entity& e : list) e.metrics.shrink_to_fit();
+        for (Entity& e : list) e.shrink_to_fit();
     Statement sample_st(db, "SELECT s.entity_id, s.metric, s.data FROM entity_samples s "
                             "JOIN entities e ON e.id = s.entity_id WHERE e.run_id IN " + ids);
     bind_ids(sample_st, content_ids);

@@ -249,13 +249,9 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
         const auto from = static_cast<std::size_t>(scalar.data() - buf);
         record(slot, from, from + scalar.size());
     };
-    // A key's colon is taken where the key closes rather than in a turn of its own: the next
-    // character to visit, when it is `want` (else k_not_next).
-    constexpr std::size_t k_not_next = static_cast<std::size_t>(-1);
-    auto take_next = [&](char want) {
-        if (bits == 0) return k_not_next;
+    // The next character of the block to visit (bits != 0), taken off its bits.
+    auto take_next = [&] {
         const std::size_t at_next = block + static_cast<std::size_t>(std::countr_zero(bits));
-        if (m_buffer[at_next] != want) return k_not_next;
         bits &= bits - 1;
         return at_next;
     };
@@ -292,8 +288,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
             block = next;
             next += k_block;
         }
-        const std::size_t i = block + static_cast<std::size_t>(std::countr_zero(bits));
-        bits &= bits - 1;
+        const std::size_t i = take_next();
         const char* buf = m_buffer.data();
         const char c = buf[i];
         if (c == '"') {
@@ -305,8 +300,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
                     continue;
                 }
                 // Nothing inside a string is visited: the next character is its closing quote.
-                close = block + static_cast<std::size_t>(std::countr_zero(bits));
-                bits &= bits - 1;
+                close = take_next();
             }
             in_string = false;
             if (depth == 0) {
@@ -325,9 +319,10 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
                            : key == "args" ? args
                                            : none;
                     at = At::colon;
-                    if (const std::size_t colon = take_next(':'); colon != k_not_next) {
+                    // Its colon, the next character, is taken here rather than in a turn of its own.
+                    if (bits != 0 && buf[block + static_cast<std::size_t>(std::countr_zero(bits))] == ':') {
                         at = At::value;
-                        value_start = colon + 1;
+                        value_start = take_next() + 1;
                     }
                 } else {
                     if ((slot == ph || slot == cat || slot == name) && std::memchr(buf + text_at, '\\', text_len) == nullptr)
