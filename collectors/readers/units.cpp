@@ -110,6 +110,46 @@ BaseValue to_base_unit(double value, std::string_view tool_unit) {
     return {value, "count"};
 }
 
+bool parse_decimal(std::string_view text, double& out) {
+    // Digits below 2^53 scaled by a power of ten up to 10^22: both are exact doubles, so one
+    // correctly rounded division gives the correctly rounded value (Clinger's fast path), which
+    // is what from_chars gives.
+    static constexpr double k_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                         1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const char* p = text.data();
+    const char* const end = p + text.size();
+    const bool negative = p != end && *p == '-';
+    if (negative) ++p;
+    std::uint64_t digits = 0;
+    std::size_t count = 0, fraction = 0;
+    const auto take_digits = [&] {
+        const char* from = p;
+        for (; p != end && static_cast<unsigned char>(*p - '0') < 10; ++p)
+            digits = digits * 10 + static_cast<std::uint64_t>(*p - '0');
+        count += static_cast<std::size_t>(p - from);
+        return static_cast<std::size_t>(p - from);
+    };
+    bool plain = take_digits() > 0;
+    if (plain && p != end && *p == '.') {
+        ++p;
+        fraction = take_digits();
+        plain = fraction > 0;
+    }
+    // Zeros ending the fraction change nothing ("1712195515284428.0").
+    for (const char* z = p; plain && p == end && count <= 19 && fraction > 0 && digits > (std::uint64_t{1} << 53) && *--z == '0';) {
+        digits /= 10;
+        --fraction;
+        --count;
+    }
+    if (plain && p == end && count <= 19 && digits <= (std::uint64_t{1} << 53)) {
+        const double v = static_cast<double>(digits) / k_pow10[fraction];
+        out = negative ? -v : v;
+        return true;
+    }
+    const auto [ptr, ec] = std::from_chars(text.data(), end, out);
+    return ec == std::errc() && ptr == end && !text.empty();
+}
+
 std::optional<double> parse_report_number(std::string_view text) {
     std::string_view t = trim(text);
     if (t.empty()) return std::nullopt;
@@ -149,9 +189,7 @@ std::optional<double> parse_report_number(std::string_view text) {
     }
     if (t.front() == '+') t.remove_prefix(1);
     double v = 0;
-    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec != std::errc() || ptr != t.data() + t.size()) return std::nullopt;
-    if (!std::isfinite(v)) return std::nullopt;
+    if (!parse_decimal(t, v) || !std::isfinite(v)) return std::nullopt;
     return v;
 }
 

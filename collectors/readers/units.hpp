@@ -22,6 +22,10 @@ BaseValue to_base_unit(double value, std::string_view tool_unit);
 // "(!) nan", "n/a", "").
 std::optional<double> parse_report_number(std::string_view text);
 
+// A number as std::from_chars reads it (fixed or scientific notation, no '+', the whole text):
+// false when it is not one. Plain decimals of up to 19 digits take an exact short path.
+bool parse_decimal(std::string_view text, double& out);
+
 // Lower-case identifier made of [a-z0-9_] from a tool's metric name: "Executed Ipc Active" ->
 // "executed_ipc_active"; "sm__inst_executed.avg" -> "sm__inst_executed_avg".
 std::string slug(std::string_view tool_name);

@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <charconv>
+#include <random>
+#include <string>
+#include <vector>
+
 #include "collectors/readers/units.hpp"
 
 namespace perfwatch {
@@ -45,6 +51,44 @@ TEST(Units, ReportNumbers) {
     EXPECT_FALSE(parse_report_number("n/a"));
     EXPECT_FALSE(parse_report_number(""));
     EXPECT_FALSE(parse_report_number("12abc"));
+}
+
+// parse_decimal against std::from_chars on the same text: the same verdict and the same bits, for
+// random plain decimals (the short path, with zeros ending the fraction of 17-digit times) and
+// texts that leave it (exponents, 20+ digits, points without digits, signs, letters).
+TEST(Units, DecimalsParseAsFromCharsDoes) {
+    std::mt19937_64 random(20261127);
+    const std::string alphabet = "0123456789012345678901234567890123456789.-+eEx ";
+    const auto digits = [&](std::size_t n) {
+        std::string s;
+        for (std::size_t i = 0; i < n; ++i) s.push_back(static_cast<char>('0' + random() % 10));
+        return s;
+    };
+    std::vector<std::string> texts = {"", "-", ".", "-.", "1.", ".5", "-0", "0", "00.000", "9007199254740992",
+                                      "9007199254740993", "9007199254740993.0", "1234567890123456789",
+                                      "12345678901234567890", "0.1234567890123456789", "1e3", "inf", "nan",
+                                      "+1", "1.5 ", "1712345678901.123", "-1712345678901.123456",
+                                      "1712195515284428.0", "1712195515284428.500", "99999999999999999.0",
+                                      "9007199254740993.00", "123456789012345678.90"};
+    for (int i = 0; i < 200000; ++i) {
+        switch (random() % 4) {
+        case 0: texts.push_back(digits(1 + random() % 20)); break;
+        case 3: texts.push_back(digits(14 + random() % 6) + "." + digits(random() % 2) + std::string(1 + random() % 3, '0')); break;
+        case 1: texts.push_back((random() % 2 ? "-" : "") + digits(1 + random() % 14) + "." + digits(1 + random() % 8)); break;
+        default: {
+            std::string s;
+            for (std::size_t n = random() % 12; n > 0; --n) s.push_back(alphabet[random() % alphabet.size()]);
+            texts.push_back(s);
+        }
+        }
+    }
+    for (const std::string& text : texts) {
+        double want = 0, got = 0;
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), want);
+        const bool ok = ec == std::errc() && ptr == text.data() + text.size();
+        ASSERT_EQ(parse_decimal(text, got), ok) << '"' << text << '"';
+        if (ok) ASSERT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(want)) << '"' << text << '"';
+    }
 }
 
 TEST(Units, Slug) {
