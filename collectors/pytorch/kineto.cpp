@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -258,7 +257,7 @@ private:
             if (c == Cat::other) return {};
             double ts = 0, dur = 0;
             // A CPU operator only counts and times its first call, except a legacy trace's step (read below).
-            if (c == Cat::cpu_op && !hints.name.starts_with("ProfilerStep#") && plain_number(hints.ts, ts) &&
+            if (c == Cat::cpu_op && !is_step(hints.name) && plain_number(hints.ts, ts) &&
                 plain_number(hints.dur, dur)) {
                 ++m_cpu_ops;
                 if (auto ok = check_times(hints.name, ts, dur); !ok) return ok;
@@ -268,8 +267,8 @@ private:
             }
             // A name or args that is not UTF-8 takes the full parse below, which repairs it.
             if (!hints.name.empty() && plain_number(hints.ts, ts) && plain_number(hints.dur, dur) &&
-                simdjson::validate_utf8(hints.name.data(), hints.name.size()) &&
-                simdjson::validate_utf8(hints.args.data(), hints.args.size())) {
+                (hints.ascii || (simdjson::validate_utf8(hints.name.data(), hints.name.size()) &&
+                                 simdjson::validate_utf8(hints.args.data(), hints.args.size())))) {
                 if (c == Cat::runtime) return take_runtime(hints.name, ts, dur, args_correlation(hints.args));
                 simdjson::dom::object args;
                 bool has_args = false;
@@ -311,12 +310,14 @@ private:
         return take_complete(category(cat), name, ts, dur, args, has_args);
     }
 
-    // A JSON number written plainly (not a string); false for anything else.
-    static bool plain_number(std::string_view text, double& out) {
-        if (text.empty()) return false;
-        const auto r = std::from_chars(text.data(), text.data() + text.size(), out);
-        return r.ec == std::errc() && r.ptr == text.data() + text.size();
+    // A profiler step's span ("ProfilerStep#3"); its first letter decides for almost every name.
+    static bool is_step(std::string_view name) {
+        constexpr std::string_view k_step = "ProfilerStep#";
+        return !name.empty() && name.front() == 'P' && name.starts_with(k_step);
     }
+
+    // A JSON number written plainly (not a string); false for anything else.
+    static bool plain_number(std::string_view text, double& out) { return parse_decimal(text, out); }
 
     // args.correlation of a runtime call, found in the args text; -1 when absent.
     static double args_correlation(std::string_view args) {
@@ -354,6 +355,7 @@ private:
     }
 
     Result<void> take_runtime(std::string_view name, double ts, double dur, double correlation) {
+        prefetch_pending(correlation);
         if (auto ok = check_times(name, ts, dur); !ok) return ok;
         const auto [start, length] = span_of(ts, dur);
         Stats& s = entry(m_api, name);
@@ -378,6 +380,7 @@ private:
         const auto [start, length] = span_of(ts, dur);
         double correlation = -1;
         if (has_args) field(args, "correlation", correlation);
+        prefetch_pending(correlation);
 
         switch (c) {
             case Cat::kernel:
@@ -427,7 +430,7 @@ private:
             }
             case Cat::runtime:  // handled above
             case Cat::annotation:
-                if (name.starts_with("ProfilerStep#")) m_steps.add(length);
+                if (is_step(name)) m_steps.add(length);
                 break;
             case Cat::sync:
                 m_sync.add(length);
@@ -436,7 +439,7 @@ private:
             case Cat::cpu_op:
                 ++m_cpu_ops;
                 // Legacy traces (the TensorBoard plugin's) mark a step as an operator.
-                if (name.starts_with("ProfilerStep#")) m_steps.add(length);
+                if (is_step(name)) m_steps.add(length);
                 else first_call(name, start, length);
                 break;
             case Cat::overhead:
@@ -536,6 +539,13 @@ private:
     static std::optional<std::int64_t> correlation_id(double correlation) {
         if (!(correlation >= 0 && correlation < 9.0e15) || correlation != std::floor(correlation)) return std::nullopt;
         return static_cast<std::int64_t>(correlation);
+    }
+    // The launch maps' slots for `correlation`, fetched while the event's other work is done.
+    void prefetch_pending(double correlation) const {
+        if (const auto id = correlation_id(correlation)) {
+            m_pending_runtime.prefetch(*id);
+            m_pending_kernels.prefetch(*id);
+        }
     }
     void match_kernel(double correlation, double start, double length, std::int64_t kept, bool memory) {
         const auto id = correlation_id(correlation);
@@ -774,14 +784,20 @@ private:
             }
         }
         const std::map<std::string, double> idle_during = gpu_idle_during_syncs();
-        for (auto& [name, s] : m_api) {
+        // In name order, as a tree would hold them.
+        std::vector<std::pair<std::string_view, const Stats*>> api;
+        api.reserve(m_api.size());
+        for (const auto& [name, s] : m_api) api.emplace_back(name, &s);
+        std::sort(api.begin(), api.end());
+        for (const auto& [name, stats] : api) {
+            const Stats& s = *stats;
             Entity e;
             e.kind = EntityKind::api_call;
             e.name = name;
             e.parent = static_cast<std::int64_t>(run_index);
             set_aggregate_metrics(e, "count", s.count, s.total, s.min, s.max);
             if (name.find("Synchronize") != std::string::npos) e.attributes["synchronizing"] = "true";
-            if (auto idle = idle_during.find(name); idle != idle_during.end() && s.total > 0 && !m_sync_unkept) {
+            if (auto idle = idle_during.find(std::string(name)); idle != idle_during.end() && s.total > 0 && !m_sync_unkept) {
                 e.set(plain("gpu_idle_during", idle->second, "ns"));
                 e.set(plain("gpu_idle_during_pct", 100.0 * idle->second / s.total, "percent"));
             }
@@ -881,7 +897,7 @@ private:
     };
     std::unordered_map<std::string, KernelExtra, NameHash, std::equal_to<>> m_kernels;
     std::map<std::string, double, std::less<>> m_bytes;
-    std::map<std::string, Stats, std::less<>> m_api;
+    std::unordered_map<std::string, Stats, NameHash, std::equal_to<>> m_api;
     std::map<std::string, Stats, std::less<>> m_sync_kinds;
     std::map<double, std::string> m_device_labels;
     WaitingMap<PendingSpan> m_pending_runtime, m_pending_kernels;

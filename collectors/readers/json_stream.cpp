@@ -116,7 +116,7 @@ namespace {
 
 // The characters of a 64-byte block that the scanner looks at, a bit each (bit i: block[i]).
 struct BlockBits {
-    std::uint64_t quote = 0, backslash = 0;
+    std::uint64_t quote = 0, backslash = 0, high = 0;  // high: bytes above 0x7F
     std::uint64_t bracket = 0, structural = 0;  // bracket: { } [ ]; structural: those, ',' and ':'
 };
 
@@ -138,6 +138,7 @@ BlockBits classify(const char* p) {
             return static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(v))) << (16 * k);
         };
         bits.quote |= mask(_mm_cmpeq_epi8(c, _mm_set1_epi8('"')));
+        bits.high |= mask(c);
         bits.backslash |= mask(_mm_cmpeq_epi8(c, _mm_set1_epi8('\\')));
         bits.bracket |= mask(bracket);
         bits.structural |= mask(structural);
@@ -145,6 +146,7 @@ BlockBits classify(const char* p) {
 #else
     for (unsigned i = 0; i < k_block; ++i) {
         const std::uint64_t bit = std::uint64_t{1} << i;
+        if (static_cast<unsigned char>(p[i]) > 0x7F) bits.high |= bit;
         switch (p[i]) {
         case '"': bits.quote |= bit; break;
         case '\\': bits.backslash |= bit; break;
@@ -225,7 +227,9 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
     std::size_t start = m_pos, next = m_pos, block = m_pos;
     std::uint64_t bits = 0;            // characters of the block still to visit
     std::uint64_t block_all = 0, block_brackets = 0;  // the block's structural characters, its brackets
+    std::uint64_t block_backslash = 0;                 // the block's backslashes
     std::uint64_t string_carry = 0;    // all ones when the previous block ended inside a string
+    std::uint64_t high = 0;            // bytes above 0x7F in any block classified (the value's and a few after)
     bool escape_carry = false, in_string = false;
     int depth = 0;
     // The top-level members of an object value, for the hints: where each member is (a key, its
@@ -248,6 +252,12 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
         const std::string_view scalar = trim(std::string_view(buf + value_start, to - value_start));
         const auto from = static_cast<std::size_t>(scalar.data() - buf);
         record(slot, from, from + scalar.size());
+    };
+    // A backslash in [from, to), `to` in the current block: read off its bits when `from` is too.
+    auto has_backslash = [&](const char* buf, std::size_t from, std::size_t to) {
+        if (from < block) return std::memchr(buf + from, '\\', to - from) != nullptr;
+        const std::uint64_t below_to = (to - block) == k_block ? ~std::uint64_t{0} : (std::uint64_t{1} << (to - block)) - 1;
+        return (block_backslash & below_to & ~((std::uint64_t{1} << (from - block)) - 1)) != 0;
     };
     // The next character of the block to visit (bits != 0), taken off its bits.
     auto take_next = [&] {
@@ -279,11 +289,13 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
                 std::memset(m_buffer.data() + m_len, ' ', next + k_block - m_len);
             }
             const BlockBits b = classify(m_buffer.data() + next);
+            high |= b.high;
             const std::uint64_t quotes = b.quote & ~escaped_bits(b.backslash, escape_carry);
             const std::uint64_t inside = prefix_xor(quotes) ^ string_carry;
             string_carry = static_cast<std::uint64_t>(static_cast<std::int64_t>(inside) >> 63);
             block_all = (b.structural & ~inside) | quotes;
             block_brackets = b.bracket & ~inside;
+            block_backslash = b.backslash;
             bits = depth >= 2 ? block_brackets : block_all;
             block = next;
             next += k_block;
@@ -325,7 +337,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
                         value_start = take_next() + 1;
                     }
                 } else {
-                    if ((slot == ph || slot == cat || slot == name) && std::memchr(buf + text_at, '\\', text_len) == nullptr)
+                    if ((slot == ph || slot == cat || slot == name) && !has_backslash(buf, text_at, close))
                         record(slot, text_at, text_at + text_len);
                     at = At::after;
                 }
@@ -385,6 +397,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
         hints->ts = hint(ts);
         hints->dur = hint(dur);
         hints->args = hint(args);
+        hints->ascii = high == 0;
     }
     return keep ? text : std::string_view();
 }

@@ -21,8 +21,10 @@ public:
     // Raw text of an event's top-level members, found while scanning, so a reader can skip or
     // read common events without parsing them: "ph", "cat" and "name" when plain strings (no
     // escapes), "ts" and "dur" when numbers, "args" when an object. Empty otherwise.
+    // `ascii`: no byte of the event is above 0x7F, so all of it is valid UTF-8.
     struct Hints {
         std::string_view ph, cat, name, ts, dur, args;
+        bool ascii = false;
     };
     using EventFn = std::function<Result<void>(std::string_view json, const Hints& hints)>;
     using MemberFn = std::function<Result<void>(std::string_view key, std::string_view json)>;

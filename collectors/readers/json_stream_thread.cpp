@@ -21,6 +21,7 @@ struct Item {
     std::size_t at = 0, key_length = 0, length = 0;
     std::uint64_t end_offset = 0;
     std::array<std::uint32_t, 6> hint_at{}, hint_length{};
+    bool ascii = false;
 };
 
 struct Batch {
@@ -89,7 +90,7 @@ Result<void> JsonEventStreamThread::run(const JsonEventStream::WantFn& want_memb
                     return add(Item{.member = true, .end_offset = stream.offset()}, key, json);
                 },
                 [&](std::string_view json, const JsonEventStream::Hints& hints) {
-                    Item item{.end_offset = stream.offset()};
+                    Item item{.end_offset = stream.offset(), .ascii = hints.ascii};
                     for (std::size_t h = 0; h < k_hints.size(); ++h) {
                         const std::string_view hint = hints.*k_hints[h];
                         if (hint.empty()) continue;
@@ -124,6 +125,7 @@ Result<void> JsonEventStreamThread::run(const JsonEventStream::WantFn& want_memb
                 r = on_member(text.substr(0, item.key_length), text.substr(item.key_length));
             } else {
                 JsonEventStream::Hints hints;
+                hints.ascii = item.ascii;
                 for (std::size_t h = 0; h < k_hints.size(); ++h)
                     if (item.hint_length[h] > 0) hints.*k_hints[h] = text.substr(item.hint_at[h], item.hint_length[h]);
                 r = on_event(text, hints);

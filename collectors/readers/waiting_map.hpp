@@ -32,6 +32,15 @@ public:
             erase(find(m_order.front()));
             m_order.pop_front();
         }
+        // Full, each put drops the oldest: its slot, long untouched, is fetched while the caller
+        // goes on.
+        if (m_order.size() == 2 * m_limit) __builtin_prefetch(&m_slots[home(m_order.front())]);
+    }
+
+    // Starts fetching the slot where `id` would be, so a put or take of it soon after finds it in
+    // the cache (the table outgrows it; neighbouring IDs share lines).
+    void prefetch(std::int64_t id) const {
+        if (!m_slots.empty()) __builtin_prefetch(&m_slots[home(id)]);
     }
 
     // The value waiting under `id`, which stops waiting; nullopt when none is.

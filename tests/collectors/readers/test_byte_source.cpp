@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -51,6 +52,7 @@ const std::string k_doc = R"({"schemaVersion": 1, "skipped": {"a": [1, {"b": "}]
 
 struct Seen {
     std::vector<std::string> events, ph, cat, name, ts, dur, args;
+    std::vector<bool> ascii;
     std::vector<std::pair<std::string, std::string>> members;
 };
 
@@ -77,6 +79,7 @@ Result<Seen> scan(ByteSource& source) {
                             seen.ts.emplace_back(hints.ts);
                             seen.dur.emplace_back(hints.dur);
                             seen.args.emplace_back(hints.args);
+                            seen.ascii.push_back(hints.ascii);
                             return {};
                         });
     if (!r) return std::unexpected(r.error());
@@ -160,6 +163,41 @@ TEST(JsonEventStream, EscapesAndBracketsInStringsAtEveryPositionOfABlock) {
             EXPECT_EQ(seen->ts[i], "1") << "event " << i;
             EXPECT_EQ(nlohmann::json::parse(seen->args[i]), parsed[i].at("args")) << "event " << i;
         }
+    }
+}
+
+// The ascii hint holds only for an event with no byte above 0x7F, wherever such bytes (UTF-8 or
+// not) sit in the 64-byte blocks; it may be missed only by an event sharing a block with one.
+TEST(JsonEventStream, AsciiHintOnlyForEventsWithoutHighBytes) {
+    std::string doc = R"({"traceEvents": [)";
+    std::vector<bool> has_high;
+    for (std::size_t pad = 0; pad < 150; ++pad) {
+        const bool high = pad % 3 != 0;
+        const std::string odd = pad % 2 == 0 ? "\xc3\xa9" : "\xff";
+        doc += fmt::format(R"({}{{"ph": "X", "name": "{}{}", "ts": 1, "args": {{"s": "{}"}}}})", pad == 0 ? "" : ",",
+                           std::string(pad, 'x'), high && pad % 5 != 1 ? odd : "", high && pad % 5 == 1 ? odd : "");
+        has_high.push_back(high);
+    }
+    doc += "]}";
+    const std::string clean = R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1}, {"ph": "X", "name": "b", "ts": 2}]})";
+    for (const bool threaded : {false, true}) {
+        ChunkedSource source(doc, 100);
+        auto seen = threaded ? scan<JsonEventStreamThread>(source) : scan(source);
+        ASSERT_TRUE(seen) << seen.error().to_string();
+        ASSERT_EQ(seen->events.size(), has_high.size());
+        std::size_t told = 0;
+        for (std::size_t i = 0; i < has_high.size(); ++i) {
+            const bool high = std::any_of(seen->events[i].begin(), seen->events[i].end(),
+                                          [](char c) { return static_cast<unsigned char>(c) > 0x7F; });
+            ASSERT_EQ(high, has_high[i]) << "event " << i;
+            if (high) EXPECT_FALSE(seen->ascii[i]) << "event " << i;
+            told += seen->ascii[i] ? 1 : 0;
+        }
+        EXPECT_GT(told, 0u);  // most plain events sit apart from high bytes
+        ChunkedSource clean_source(clean, 7);
+        auto all = threaded ? scan<JsonEventStreamThread>(clean_source) : scan(clean_source);
+        ASSERT_TRUE(all) << all.error().to_string();
+        EXPECT_EQ(all->ascii, (std::vector<bool>{true, true}));
     }
 }
 
