@@ -1,9 +1,11 @@
 #include "collectors/readers/json_stream_thread.hpp"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <array>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -38,6 +40,18 @@ constexpr std::array<std::string_view JsonEventStream::Hints::*, 6> k_hints = {
     &JsonEventStream::Hints::ts, &JsonEventStream::Hints::dur, &JsonEventStream::Hints::args};
 
 }  // namespace
+
+std::uint64_t JsonEventStreamThread::default_beside_from() {
+    static const std::uint64_t k_from = [] {
+        cpu_set_t cpus;
+        CPU_ZERO(&cpus);
+        const int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
+                               ? CPU_COUNT(&cpus)
+                               : static_cast<int>(std::thread::hardware_concurrency());
+        return usable >= 4 ? k_beside_bytes : std::numeric_limits<std::uint64_t>::max();
+    }();
+    return k_from;
+}
 
 Result<void> JsonEventStreamThread::run(const JsonEventStream::WantFn& want_member,
                                         const JsonEventStream::MemberFn& on_member,

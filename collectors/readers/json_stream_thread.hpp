@@ -18,8 +18,12 @@ namespace perfwatch {
 class JsonEventStreamThread {
 public:
     static constexpr std::uint64_t k_beside_bytes = 1 << 20;
+    // k_beside_bytes where this process may run on 4 or more CPUs, else never: the scanner's copy
+    // of each event into a batch and the event crossing to the caller's core cost more than the
+    // thread gains when a read-ahead thread and a hashing thread already share two cores.
+    static std::uint64_t default_beside_from();
 
-    JsonEventStreamThread(const std::string& path, ByteSource& source, std::uint64_t beside_from = k_beside_bytes)
+    JsonEventStreamThread(const std::string& path, ByteSource& source, std::uint64_t beside_from = default_beside_from())
         : m_path(path), m_source(source), m_beside_from(beside_from) {}
 
     Result<void> run(const JsonEventStream::WantFn& want_member, const JsonEventStream::MemberFn& on_member,
