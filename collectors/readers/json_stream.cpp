@@ -215,7 +215,8 @@ Result<std::string_view> JsonEventStream::scalar(bool keep) {
 }
 
 Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
-    if (auto r = skip_ws(); !r) return std::unexpected(r.error());
+    if (m_pos == m_len || is_space(m_buffer[m_pos]))
+        if (auto r = skip_ws(); !r) return std::unexpected(r.error());
     auto first = peek();
     if (!first) return std::unexpected(first.error());
     if (*first == k_eof) return eof_error("inside a value");
@@ -417,6 +418,14 @@ Result<void> JsonEventStream::events(const EventFn& on_event) {
         if (!event) return std::unexpected(event.error());
         ++index;
         if (auto r = on_event(*event, hints); !r) return r;
+        // Most events are followed at once by their comma, or by a line break and it.
+        std::size_t at = m_pos;
+        if (at < m_len && m_buffer[at] == '\n') ++at;
+        if (at < m_len && m_buffer[at] == ',') {
+            m_offset += at + 1 - m_pos;
+            m_pos = at + 1;
+            continue;
+        }
         if (auto r = skip_ws(); !r) return r;
         auto sep = get();
         if (!sep) return std::unexpected(sep.error());
