@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 namespace perfwatch {
@@ -124,6 +125,21 @@ bool parse_decimal(std::string_view text, double& out) {
     std::size_t count = 0, fraction = 0;
     const auto take_digits = [&] {
         const char* from = p;
+        // Eight digits at a time where eight bytes are there: each a digit (high nibble 3, and
+        // still 3 after adding 6), then pairs, fours and the eight combined by multiplies, a
+        // chain of 3 steps rather than 8 dependent multiply-adds.
+        while (end - p >= 8) {
+            std::uint64_t word = 0;
+            std::memcpy(&word, p, 8);  // p[0], the leading digit, in the low byte
+            constexpr std::uint64_t k_high = 0xF0F0F0F0F0F0F0F0, k_threes = 0x3333333333333333;
+            if (((word & k_high) | (((word + 0x0606060606060606) & k_high) >> 4)) != k_threes) break;
+            word -= 0x3030303030303030;
+            word = word * 10 + (word >> 8);  // each even byte: two digits
+            word = (((word & 0x000000FF000000FF) * (100 + (1000000ULL << 32))) +
+                    (((word >> 16) & 0x000000FF000000FF) * (1 + (10000ULL << 32)))) >> 32;
+            digits = digits * 100000000 + word;
+            p += 8;
+        }
         for (; p != end && static_cast<unsigned char>(*p - '0') < 10; ++p)
             digits = digits * 10 + static_cast<std::uint64_t>(*p - '0');
         count += static_cast<std::size_t>(p - from);
