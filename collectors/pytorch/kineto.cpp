@@ -7,6 +7,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -152,6 +153,7 @@ struct KernelExtra {
     std::string device;
     std::uint32_t id = 0;  // in order of first appearance
     bool comm = false;     // a communication kernel (its name says so)
+    std::size_t timeline_group = std::numeric_limits<std::size_t>::max();  // its TimelineBuilder group, once known
 };
 
 class KinetoReader {
@@ -322,9 +324,11 @@ private:
     // args.correlation of a runtime call, found in the args text; -1 when absent.
     static double args_correlation(std::string_view args) {
         constexpr std::string_view k_key = "\"correlation\"";
-        const std::size_t at = args.find(k_key);
-        if (at == std::string_view::npos) return -1;
-        std::size_t i = at + k_key.size();
+        // A few skips of the key's length through the short args (its table made once).
+        static const std::boyer_moore_horspool_searcher k_search(k_key.begin(), k_key.end());
+        const auto found = std::search(args.begin(), args.end(), k_search);
+        if (found == args.end()) return -1;
+        std::size_t i = static_cast<std::size_t>(found - args.begin()) + k_key.size();
         while (i < args.size() && (args[i] == ' ' || args[i] == ':' || args[i] == '\n' || args[i] == '\t')) ++i;
         std::size_t end = i;
         while (end < args.size() && (std::isdigit(static_cast<unsigned char>(args[end])) != 0 || args[end] == '.')) ++end;
@@ -358,9 +362,11 @@ private:
         prefetch_pending(correlation);
         if (auto ok = check_times(name, ts, dur); !ok) return ok;
         const auto [start, length] = span_of(ts, dur);
-        Stats& s = entry(m_api, name);
-        s.add(length);
-        if (name.find("Synchronize") != std::string_view::npos && m_sync_calls.size() < k_max_sync_calls)
+        auto call = m_api.find(name);
+        if (call == m_api.end())
+            call = m_api.emplace(std::string(name), ApiCall{{}, name.find("Synchronize") != std::string_view::npos}).first;
+        call->second.stats.add(length);
+        if (call->second.synchronizing && m_sync_calls.size() < k_max_sync_calls)
             m_sync_calls.push_back({start, start + length, std::string(name)});
         if (length > k_runtime_outlier_ns) ++m_runtime_outliers;
         if (length >= k_startup_call_ns && loads_code(name)) keep_startup(start, length);
@@ -391,7 +397,10 @@ private:
                 const std::string& device_name = device_label(device);
                 const bool kernel = c == Cat::kernel;
                 if (kernel) {
-                    const KernelExtra& extra = kernel_extra(name, device_name, args, has_args, length);
+                    KernelExtra& extra = kernel_extra(name, device_name, args, has_args, length);
+                    if (extra.timeline_group == std::numeric_limits<std::size_t>::max())
+                        extra.timeline_group = m_timeline.group_index(TimelineEvent::Kind::kernel, name, device_name);
+                    m_timeline.add(extra.timeline_group, device_name, start, start + length);
                     const std::uint32_t kernel_id = extra.id;
                     const bool comm = extra.comm;
                     DeviceSpans& spans = m_device_spans[device_name];
@@ -422,9 +431,8 @@ private:
                     m_memory_time += length;
                     double bytes = 0;
                     if (has_args && field(args, "bytes", bytes)) entry(m_bytes, name) += bytes;
+                    m_timeline.add(TimelineEvent::Kind::memory, name, device_name, start, start + length);
                 }
-                m_timeline.add(kernel ? TimelineEvent::Kind::kernel : TimelineEvent::Kind::memory, name, device_name,
-                               start, start + length);
                 m_gpu_busy.add(start, start + length);
                 break;
             }
@@ -471,7 +479,7 @@ private:
     }
 
     // Records a kernel execution's launch facts under its name; the name's facts.
-    const KernelExtra& kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args,
+    KernelExtra& kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args,
                                     bool has_args, double length) {
         auto found = m_kernels.find(name);
         if (found == m_kernels.end()) {
@@ -787,7 +795,7 @@ private:
         // In name order, as a tree would hold them.
         std::vector<std::pair<std::string_view, const Stats*>> api;
         api.reserve(m_api.size());
-        for (const auto& [name, s] : m_api) api.emplace_back(name, &s);
+        for (const auto& [name, call] : m_api) api.emplace_back(name, &call.stats);
         std::sort(api.begin(), api.end());
         for (const auto& [name, stats] : api) {
             const Stats& s = *stats;
@@ -897,7 +905,12 @@ private:
     };
     std::unordered_map<std::string, KernelExtra, NameHash, std::equal_to<>> m_kernels;
     std::map<std::string, double, std::less<>> m_bytes;
-    std::unordered_map<std::string, Stats, NameHash, std::equal_to<>> m_api;
+    // A runtime call's figures, and whether its name says it synchronizes (told once per name).
+    struct ApiCall {
+        Stats stats;
+        bool synchronizing = false;
+    };
+    std::unordered_map<std::string, ApiCall, NameHash, std::equal_to<>> m_api;
     std::map<std::string, Stats, std::less<>> m_sync_kinds;
     std::map<double, std::string> m_device_labels;
     WaitingMap<PendingSpan> m_pending_runtime, m_pending_kernels;

@@ -52,22 +52,7 @@ void set_aggregate_metrics(Entity& e, std::string_view count_name, double count,
     if (max) e.set(plain("duration_max", *max, "ns"));
 }
 
-TimelineBuilder::Group& TimelineBuilder::group(TimelineEvent::Kind kind, std::string_view name,
-                                               std::string_view device, Device*& dev) {
-    // An empty device: work on no device of its own (a copy-engine lane shared by several GPUs),
-    // counted per name but in no device's busy or idle time.
-    dev = nullptr;
-    if (!device.empty()) {
-        m_key.assign(device);
-        auto dit = m_device_of.find(m_key);
-        if (dit == m_device_of.end()) {
-            dit = m_device_of.emplace(m_key, m_devices.size()).first;
-            m_devices.emplace_back();
-            m_devices.back().name = std::string(device);
-        }
-        dev = &m_devices[dit->second];
-    }
-
+std::size_t TimelineBuilder::group_index(TimelineEvent::Kind kind, std::string_view name, std::string_view device) {
     m_key.assign(1, static_cast<char>('0' + static_cast<int>(kind)));
     m_key += name;
     auto git = m_group_of.find(m_key);
@@ -79,10 +64,30 @@ TimelineBuilder::Group& TimelineBuilder::group(TimelineEvent::Kind kind, std::st
         g.device = std::string(device);
         m_groups.push_back(std::move(g));
     }
-    Group& g = m_groups[git->second];
+    return git->second;
+}
+
+TimelineBuilder::Group& TimelineBuilder::enter(std::size_t index, std::string_view device, Device*& dev) {
+    // An empty device: work on no device of its own (a copy-engine lane shared by several GPUs),
+    // counted per name but in no device's busy or idle time.
+    dev = nullptr;
+    if (!device.empty()) {
+        if (m_last_device >= m_devices.size() || m_devices[m_last_device].name != device) {
+            m_key.assign(device);
+            auto dit = m_device_of.find(m_key);
+            if (dit == m_device_of.end()) {
+                dit = m_device_of.emplace(m_key, m_devices.size()).first;
+                m_devices.emplace_back();
+                m_devices.back().name = std::string(device);
+            }
+            m_last_device = dit->second;
+        }
+        dev = &m_devices[m_last_device];
+    }
+    Group& g = m_groups[index];
     if (g.one_device && g.device != device) g.one_device = false;
     g.count += 1;
-    if (kind == TimelineEvent::Kind::kernel) {
+    if (g.kind == TimelineEvent::Kind::kernel) {
         ++m_kernel_events;
         if (dev != nullptr) dev->launches += 1;
     }
@@ -133,8 +138,13 @@ void TimelineBuilder::time(Group& g, Device* dev, bool kernel, double start_ns, 
 
 void TimelineBuilder::add(TimelineEvent::Kind kind, std::string_view name, std::string_view device, double start_ns,
                           double end_ns) {
+    add(group_index(kind, name, device), device, start_ns, end_ns);
+}
+
+void TimelineBuilder::add(std::size_t group, std::string_view device, double start_ns, double end_ns) {
     Device* dev = nullptr;
-    Group& g = group(kind, name, device, dev);
+    Group& g = enter(group, device, dev);
+    const TimelineEvent::Kind kind = g.kind;
     time(g, dev, kind == TimelineEvent::Kind::kernel, start_ns, end_ns);
     if (m_options.emit_launches && kind == TimelineEvent::Kind::kernel &&
         m_events.size() >= m_options.max_launch_entities) {
@@ -142,7 +152,7 @@ void TimelineBuilder::add(TimelineEvent::Kind kind, std::string_view name, std::
     } else if (m_options.emit_launches && kind == TimelineEvent::Kind::kernel) {
         TimelineEvent e;
         e.kind = kind;
-        e.name = std::string(name);
+        e.name = g.name;
         e.device = std::string(device);
         e.start_ns = start_ns;
         e.end_ns = end_ns;
@@ -153,7 +163,7 @@ void TimelineBuilder::add(TimelineEvent::Kind kind, std::string_view name, std::
 
 void TimelineBuilder::add(TimelineEvent e) {
     Device* dev = nullptr;
-    Group& g = group(e.kind, e.name, e.device, dev);
+    Group& g = enter(group_index(e.kind, e.name, e.device), e.device, dev);
     const bool kernel = e.kind == TimelineEvent::Kind::kernel;
     time(g, dev, kernel, e.start_ns, e.end_ns);
     if (m_options.emit_launches && kernel && m_events.size() >= m_options.max_launch_entities) {

@@ -71,6 +71,11 @@ public:
     void add(TimelineEvent event);
     // The same for an event without attributes, without copying its strings once they are known.
     void add(TimelineEvent::Kind kind, std::string_view name, std::string_view device, double start_ns, double end_ns);
+    // The group of `kind` events named `name` (made, with `device` as its device, when new), for
+    // the add() below: a caller that keeps it looks each name up once.
+    std::size_t group_index(TimelineEvent::Kind kind, std::string_view name, std::string_view device);
+    // The same as the add() above for an event of group `group` (from group_index).
+    void add(std::size_t group, std::string_view device, double start_ns, double end_ns);
     // Appends the entities to `batch` (its run entity gets the run-level metrics).
     void finish(RunBatch& batch);
     std::size_t kernel_events() const { return m_kernel_events; }
@@ -92,7 +97,8 @@ private:
         SpanSet busy, kernels;
         double kernel_sum = 0, launches = 0;
     };
-    Group& group(TimelineEvent::Kind kind, std::string_view name, std::string_view device, Device*& dev);
+    // Counts an event of group `index` on `device` (its Device, none when empty, in `dev`).
+    Group& enter(std::size_t index, std::string_view device, Device*& dev);
     void time(Group& g, Device* dev, bool kernel, double start_ns, double end_ns);
     void sample_from_now_on();
 
@@ -101,6 +107,7 @@ private:
     std::unordered_map<std::string, std::size_t> m_group_of;
     std::vector<Device> m_devices;
     std::unordered_map<std::string, std::size_t> m_device_of;
+    std::size_t m_last_device = 0;  // the device of the last event, looked at first
     std::vector<TimelineEvent> m_events;
     std::size_t m_kernel_events = 0;
     std::size_t m_unkept_launches = 0;  // executions past max_launch_entities

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "collectors/readers/span_set.hpp"
 #include "collectors/readers/timeline.hpp"
@@ -109,6 +112,52 @@ TEST(Timeline, PastTheDurationLimitMediansAreSampledWithANote) {
             EXPECT_TRUE(batch.notes.empty());
         }
     }
+}
+
+// Events added through a group found once (group_index) make the same entities as events added
+// by name: names on one device and on two, copies on no device, launches kept up to their limit.
+TEST(Timeline, EventsAddedByGroupMakeTheSameEntitiesAsByName) {
+    struct Event {
+        TimelineEvent::Kind kind;
+        std::string name, device;
+        double start, end;
+    };
+    std::vector<Event> events;
+    for (int i = 0; i < 3000; ++i) {
+        const double start = i * 1000.0 + (i % 7) * 100.0;
+        events.push_back({TimelineEvent::Kind::kernel, "k" + std::to_string(i % 5), i % 5 == 4 ? "device " + std::to_string(i % 2) : "device 0",
+                          start, start + 50.0 + (i % 13) * 90.0});
+        if (i % 3 == 0) events.push_back({TimelineEvent::Kind::memory, "copy", i % 2 == 0 ? "" : "device 1", start, start + 400.0});
+    }
+    TimelineOptions options;
+    options.max_launch_entities = 2500;
+    TimelineBuilder by_name(options), by_group(options);
+    std::map<std::pair<int, std::string>, std::size_t> groups;
+    for (const Event& e : events) {
+        by_name.add(e.kind, e.name, e.device, e.start, e.end);
+        const auto key = std::pair{static_cast<int>(e.kind), e.name};
+        if (!groups.contains(key)) groups[key] = by_group.group_index(e.kind, e.name, e.device);
+        by_group.add(groups.at(key), e.device, e.start, e.end);
+    }
+    RunBatch a, b;
+    by_name.finish(a);
+    by_group.finish(b);
+    ASSERT_EQ(a.entities.size(), b.entities.size());
+    EXPECT_GT(a.entities.size(), 2500u);
+    for (std::size_t i = 0; i < a.entities.size(); ++i) {
+        const Entity &x = a.entities[i], &y = b.entities[i];
+        ASSERT_EQ(x.kind, y.kind) << i;
+        ASSERT_EQ(x.name, y.name) << i;
+        EXPECT_EQ(x.parent, y.parent) << x.name;
+        EXPECT_EQ(x.attributes, y.attributes) << x.name;
+        ASSERT_EQ(x.metrics.size(), y.metrics.size()) << x.name;
+        for (std::size_t m = 0; m < x.metrics.size(); ++m) {
+            EXPECT_EQ(x.metrics[m].name(), y.metrics[m].name()) << x.name;
+            EXPECT_EQ(x.metrics[m].value, y.metrics[m].value) << x.name << " " << x.metrics[m].name();
+        }
+    }
+    EXPECT_EQ(a.notes, b.notes);
+    EXPECT_EQ(by_name.kernel_events(), by_group.kernel_events());
 }
 
 }  // namespace perfwatch::test
