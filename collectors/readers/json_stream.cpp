@@ -260,6 +260,23 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
         const std::uint64_t below_to = (to - block) == k_block ? ~std::uint64_t{0} : (std::uint64_t{1} << (to - block)) - 1;
         return (block_backslash & below_to & ~((std::uint64_t{1} << (from - block)) - 1)) != 0;
     };
+    // A top-level string value closes at `close` (the hints' ph, cat and name are such values).
+    auto string_value_closes = [&](const char* buf, std::size_t close) {
+        const std::size_t text_at = string_start + 1;
+        if ((slot == ph || slot == cat || slot == name) && !has_backslash(buf, text_at, close))
+            record(slot, text_at, close);
+        at = At::after;
+    };
+    // A comma between the value's top-level members (or elements) at `i`.
+    auto comma = [&](const char* buf, std::size_t i) {
+        member_ends(buf, i);
+        at = object ? At::key : At::after;
+        slot = none;
+    };
+    // The block's next character to visit is `c`.
+    auto next_is = [&](char c) {
+        return bits != 0 && m_buffer[block + static_cast<std::size_t>(std::countr_zero(bits))] == c;
+    };
     // The next character of the block to visit (bits != 0), taken off its bits.
     auto take_next = [&] {
         const std::size_t at_next = block + static_cast<std::size_t>(std::countr_zero(bits));
@@ -321,9 +338,15 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
                 break;
             }
             if (depth == 1 && hints != nullptr) {
-                const std::size_t text_at = string_start + 1, text_len = close - text_at;
-                if (at == At::key) {
-                    const std::string_view key(buf + text_at, text_len);
+                if (at != At::key) {
+                    string_value_closes(buf, close);
+                    continue;
+                }
+                // A key. Its colon, the next character, is taken here rather than in a turn of
+                // its own; so are a string value right after it, the comma after the value and
+                // the next key, member after member while the block holds them.
+                while (true) {
+                    const std::string_view key(buf + string_start + 1, close - string_start - 1);
                     slot = key == "ph"     ? ph
                            : key == "cat"  ? cat
                            : key == "name" ? name
@@ -332,15 +355,30 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
                            : key == "args" ? args
                                            : none;
                     at = At::colon;
-                    // Its colon, the next character, is taken here rather than in a turn of its own.
-                    if (bits != 0 && buf[block + static_cast<std::size_t>(std::countr_zero(bits))] == ':') {
-                        at = At::value;
-                        value_start = take_next() + 1;
+                    if (!next_is(':')) break;
+                    at = At::value;
+                    value_start = take_next() + 1;
+                    if (next_is('"')) {
+                        string_start = take_next();
+                        if (bits == 0) {  // it closes in a later block
+                            in_string = true;
+                            break;
+                        }
+                        string_value_closes(buf, take_next());
+                        if (!next_is(',')) break;
+                        comma(buf, take_next());
+                    } else if (next_is(',')) {  // a number, true, false or null, then the comma
+                        comma(buf, take_next());
+                    } else {
+                        break;
                     }
-                } else {
-                    if ((slot == ph || slot == cat || slot == name) && !has_backslash(buf, text_at, close))
-                        record(slot, text_at, text_at + text_len);
-                    at = At::after;
+                    if (!next_is('"')) break;
+                    string_start = take_next();
+                    if (bits == 0) {
+                        in_string = true;
+                        break;
+                    }
+                    close = take_next();
                 }
             }
             continue;
@@ -368,11 +406,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
             if (depth == 1) bits = block_all & ~((std::uint64_t{2} << (i - block)) - 1);  // what follows i
             break;
         case ',':
-            if (depth == 1) {
-                member_ends(buf, i);
-                at = object ? At::key : At::after;
-                slot = none;
-            }
+            if (depth == 1) comma(buf, i);
             break;
         case ':':
             if (depth == 1 && at == At::colon) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <random>
 #include <filesystem>
 #include <fstream>
 
@@ -162,6 +163,86 @@ TEST(JsonEventStream, EscapesAndBracketsInStringsAtEveryPositionOfABlock) {
             EXPECT_EQ(seen->cat[i], parsed[i].at("cat").get<std::string>()) << "event " << i;
             EXPECT_EQ(seen->ts[i], "1") << "event " << i;
             EXPECT_EQ(nlohmann::json::parse(seen->args[i]), parsed[i].at("args")) << "event " << i;
+        }
+    }
+}
+
+// Random events in the shapes traces take (keys in any order, white space or none around colons
+// and commas, escapes, scalars, nested args): every hint is the raw text the generator wrote for
+// that key, at every read size, scanned in place and on a thread.
+TEST(JsonEventStream, HintsOfRandomEventsAreTheTextsWritten) {
+    std::mt19937_64 random(27);
+    const auto pick = [&](std::initializer_list<std::string_view> options) {
+        return std::string(*(options.begin() + static_cast<std::ptrdiff_t>(random() % options.size())));
+    };
+    const auto space = [&] { return pick({"", "", "", " ", "\n  ", "\t"}); };
+    const auto text = [&] {
+        std::string t;
+        for (std::size_t n = random() % 12; n > 0; --n)
+            t += pick({"a", "Z", "_", ":", ",", "{", "]", " ", "\\\"", "\\\\", "\\u0041", "x"});
+        return t;
+    };
+    const auto scalar = [&] {
+        return pick({"0", "-1", "17121955152139008", "1712195515213900.8", "4.054", "1e3", "true", "false", "null"});
+    };
+    struct Want {
+        std::string ph, cat, name, ts, dur, args;
+    };
+    std::string doc = R"({"traceEvents":[)";
+    std::vector<Want> wants;
+    for (int e = 0; e < 3000; ++e) {
+        std::vector<std::pair<std::string, std::string>> members;  // key, raw value
+        Want want;
+        const auto string_member = [&](const char* key, std::string* hint) {
+            const std::string t = text();
+            members.emplace_back(key, '"' + t + '"');
+            if (hint != nullptr && t.find('\\') == std::string::npos) *hint = t;
+        };
+        if (random() % 8 != 0) string_member("ph", &want.ph);
+        if (random() % 8 != 0) string_member("cat", &want.cat);
+        if (random() % 8 != 0) string_member("name", &want.name);
+        for (auto [key, hint] : {std::pair{"ts", &want.ts}, std::pair{"dur", &want.dur}}) {
+            if (random() % 6 == 0) continue;
+            if (random() % 5 == 0) {
+                string_member(key, nullptr);
+            } else {
+                const std::string v = scalar();
+                members.emplace_back(key, v);
+                *hint = v;
+            }
+        }
+        if (random() % 3 != 0) {
+            const std::string v = random() % 5 == 0 ? scalar()
+                                  : fmt::format(R"({{"correlation":{},"grid":[1,{}2],"n":{{"s":"{}"}}, "e":"{}"}})",
+                                                random() % 1000, space(), text(), text());
+            members.emplace_back("args", v);
+            if (v.front() == '{') want.args = v;
+        }
+        if (random() % 2 == 0) members.emplace_back("pid", scalar());
+        if (random() % 2 == 0) members.emplace_back("bp", '"' + text() + '"');
+        std::shuffle(members.begin(), members.end(), random);
+        doc += e == 0 ? "" : "," + space();
+        doc += "{" + space();
+        for (std::size_t m = 0; m < members.size(); ++m)
+            doc += (m == 0 ? "" : space() + "," + space()) + '"' + members[m].first + '"' + space() + ":" + space() +
+                   members[m].second;
+        doc += space() + "}";
+        wants.push_back(want);
+    }
+    doc += "]}";
+    ASSERT_NO_THROW((void)nlohmann::json::parse(doc));
+    for (std::size_t chunk : {1u, 7u, 64u, 4096u}) for (const bool threaded : {false, true}) {
+        ChunkedSource source(doc, chunk);
+        auto seen = threaded ? scan<JsonEventStreamThread>(source) : scan(source);
+        ASSERT_TRUE(seen) << seen.error().to_string();
+        ASSERT_EQ(seen->events.size(), wants.size());
+        for (std::size_t i = 0; i < wants.size(); ++i) {
+            EXPECT_EQ(seen->ph[i], wants[i].ph) << "event " << i << ": " << seen->events[i];
+            EXPECT_EQ(seen->cat[i], wants[i].cat) << "event " << i << ": " << seen->events[i];
+            EXPECT_EQ(seen->name[i], wants[i].name) << "event " << i << ": " << seen->events[i];
+            EXPECT_EQ(seen->ts[i], wants[i].ts) << "event " << i << ": " << seen->events[i];
+            EXPECT_EQ(seen->dur[i], wants[i].dur) << "event " << i << ": " << seen->events[i];
+            EXPECT_EQ(seen->args[i], wants[i].args) << "event " << i << ": " << seen->events[i];
         }
     }
 }
