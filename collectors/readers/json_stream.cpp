@@ -250,7 +250,8 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
     // are kept when they were scalars (no string or container began after the colon).
     auto member_ends = [&](const char* buf, std::size_t to) {
         if (at != At::value || (slot != ts && slot != dur)) return;
-        const std::string_view scalar = trim(std::string_view(buf + value_start, to - value_start));
+        std::string_view scalar(buf + value_start, to - value_start);
+        if (!scalar.empty() && (is_space(scalar.front()) || is_space(scalar.back()))) scalar = trim(scalar);
         const auto from = static_cast<std::size_t>(scalar.data() - buf);
         record(slot, from, from + scalar.size());
     };

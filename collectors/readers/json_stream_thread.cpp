@@ -57,17 +57,18 @@ Result<void> JsonEventStreamThread::run(const JsonEventStream::WantFn& want_memb
                                         const JsonEventStream::MemberFn& on_member,
                                         const JsonEventStream::EventFn& on_event) {
     if (m_source.size_hint() < m_beside_from) {
+        // The callbacks are called as they are, reading the offset from the stream.
         JsonEventStream stream(m_path, m_source);
-        return stream.run(
-            want_member,
-            [&](std::string_view key, std::string_view json) {
-                m_offset = stream.offset();
-                return on_member(key, json);
-            },
-            [&](std::string_view json, const JsonEventStream::Hints& hints) {
-                m_offset = stream.offset();
-                return on_event(json, hints);
-            });
+        struct InPlace {
+            JsonEventStreamThread& self;
+            const JsonEventStream& stream;
+            ~InPlace() {
+                self.m_offset = stream.offset();
+                self.m_in_place = nullptr;
+            }
+        } in_place{*this, stream};
+        m_in_place = &stream;
+        return stream.run(want_member, on_member, on_event);
     }
     BoundedQueue<Batch> queue(4);
     // The scanner's side: items gathered into a batch, which is handed over when full.

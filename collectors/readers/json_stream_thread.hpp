@@ -30,13 +30,14 @@ public:
                      const JsonEventStream::EventFn& on_event);
 
     // Bytes of the input consumed up to the end of the event or member being handed over.
-    std::uint64_t offset() const { return m_offset; }
+    std::uint64_t offset() const { return m_in_place != nullptr ? m_in_place->offset() : m_offset; }
 
 private:
     const std::string& m_path;
     ByteSource& m_source;
     std::uint64_t m_beside_from;
     std::uint64_t m_offset = 0;
+    const JsonEventStream* m_in_place = nullptr;  // the stream scanned on the caller's thread, while it runs
 };
 
 }  // namespace perfwatch
