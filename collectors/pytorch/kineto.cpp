@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <future>
 #include <limits>
 #include <map>
 #include <optional>
@@ -606,8 +607,7 @@ private:
     // HTA's idle time categories over each stream's kernels in start order: a gap whose kernel's
     // launch call ended after the previous kernel ended is host wait (the GPU waited for the
     // host); a gap shorter than 30 ns is kernel wait; every other gap is other wait.
-    void set_idle_categories(Entity& run) {
-        if (m_idle_unkept || m_device_ops.empty()) return;
+    std::array<double, 3> idle_categories() {
         std::sort(m_device_ops.begin(), m_device_ops.end(), [](const DeviceOp& a, const DeviceOp& b) {
             return std::tie(a.device, a.stream, a.start) < std::tie(b.device, b.stream, b.start);
         });
@@ -630,16 +630,13 @@ private:
             }
             stream_end = std::max(stream_end, k.end);
         }
-        run.set(plain("idle_host_wait", host, "ns"));
-        run.set(plain("idle_kernel_wait", kernel, "ns"));
-        run.set(plain("idle_other_wait", other, "ns"));
+        return {host, kernel, other};
     }
 
     // The idle figures by cause (collectors/readers/idle_causes.hpp), with the one-time host work:
     // long code-loading calls, module loading, and CPU operators whose earliest call took
     // k_startup_call_ns or more and ten times their other calls' mean.
-    void set_idle_causes(Entity& run) {
-        if (m_idle_unkept || m_device_ops.empty()) return;
+    std::pair<IdleCauses, const std::pair<const std::string, FirstCall>*> idle_causes_and_first_call() {
         std::vector<Span> once = m_startup;
         // The call named is the one covering most of the devices' timelines (the outermost of
         // nested operators that tie): a first call over before the first kernel idled no GPU.
@@ -660,7 +657,33 @@ private:
                     std::tuple(within(longest->second), -longest->second.start, longest->second.length, longest->first))
                 longest = &call;
         }
-        const IdleCauses c = idle_causes(m_device_ops, std::move(once));
+        return {idle_causes(m_device_ops, std::move(once)), longest};
+    }
+
+    // The device operations' figures, each pass sorting them, in this order: concurrent time,
+    // idle categories, idle causes. Past the bound of kept operations, none.
+    struct DeviceOpFigures {
+        std::vector<double> concurrent;
+        std::optional<std::array<double, 3>> categories;  // host, kernel and other wait
+        std::optional<IdleCauses> causes;
+        const std::pair<const std::string, FirstCall>* longest = nullptr;  // the startup call named
+    };
+    DeviceOpFigures device_op_figures() {
+        DeviceOpFigures f;
+        if (m_idle_unkept) return f;
+        f.concurrent = concurrent_time(m_device_ops, m_kernels.size());
+        if (m_device_ops.empty()) return f;
+        f.categories = idle_categories();
+        auto [causes, longest] = idle_causes_and_first_call();
+        f.causes = causes;
+        f.longest = longest;
+        return f;
+    }
+
+    void set_idle_causes(Entity& run, const DeviceOpFigures& f) {
+        if (!f.causes) return;
+        const IdleCauses& c = *f.causes;
+        const auto* longest = f.longest;
         // Causes are told only where most idle time ends at work with a known issuing call.
         if (!(c.span > 0) || c.unmatched > c.idle / 2) return;
         const auto pct = [&](double t) { return 100.0 * t / c.span; };
@@ -708,6 +731,8 @@ private:
     }
 
     Result<RunBatch> finish() {
+        // The device operations' passes (sorting them) run beside the rest, which leaves them be.
+        std::future<DeviceOpFigures> device_ops = std::async(std::launch::async, [this] { return device_op_figures(); });
         RunBatch batch;
         batch.format = "kineto";
         batch.format_detail = m_schema.empty() ? "legacy or unversioned trace" : "trace " + m_schema;
@@ -752,43 +777,6 @@ private:
                 batch.notes.push_back(fmt::format("{} is not in deviceProperties, which lists one GPU model ({}): taken "
                                                   "as that model",
                                                   e.name, *models.begin()));
-            }
-        }
-        // Time each kernel ran beside another kernel of its device (past the bound: not told).
-        const std::vector<double> concurrent =
-            m_idle_unkept ? std::vector<double>{} : concurrent_time(m_device_ops, m_kernels.size());
-        for (Entity& e : batch.entities) {
-            if (e.kind == EntityKind::kernel) {
-                auto it = m_kernels.find(e.name);
-                if (it == m_kernels.end()) continue;
-                const KernelExtra& x = it->second;
-                if (x.id < concurrent.size())
-                    if (const auto total = e.value("duration_total"); total && *total > 0)
-                        e.set(plain("concurrent_pct", 100.0 * concurrent[x.id] / *total, "percent"));
-                e.attributes["kernel_type"] = x.comm ? "COMM" : "COMPUTATION";
-                if (x.grid >= 0) e.set(plain("grid_size", x.grid, "count", "grid"));
-                if (x.block >= 0) e.set(plain("block_size", x.block, "count", "block"));
-                if (x.registers >= 0) e.set(plain("registers_per_thread", x.registers, "count", "registers per thread"));
-                if (x.shared >= 0) e.set(plain("shared_mem_per_block", x.shared, "byte", "shared memory", "B"));
-                if (x.blocks_per_sm >= 0) e.set(plain("blocks_per_sm", x.blocks_per_sm, "count", "blocks per SM"));
-                if (x.warps_per_sm >= 0) e.set(plain("warps_per_sm", x.warps_per_sm, "count", "warps per SM"));
-                if (x.active_blocks >= 0)
-                    e.set(plain("active_blocks_per_sm", x.active_blocks, "count", "activeBlocksPerMultiprocessor"));
-                for (const auto& [metric, v] : x.block_limits) e.set(plain(metric, v, "count"));
-                if (!x.limiter.empty()) e.attributes["occupancy_limiter"] = x.limiter;
-                if (x.occupancy_weight > 0)
-                    e.set(plain("occupancy_estimated", x.occupancy_weighted / x.occupancy_weight, "percent",
-                                "est. achieved occupancy %", "%"));
-                if (auto d = e.attributes.find("device"); d != e.attributes.end()) {
-                    if (auto sm = sm_of.find(d->second); sm != sm_of.end()) e.set(plain("sm_count", sm->second, "count", "numSms"));
-                    if (auto cc = cc_of.find(d->second); cc != cc_of.end()) e.attributes["cc"] = cc->second;
-                }
-            } else if (e.kind == EntityKind::memcpy) {
-                auto it = m_bytes.find(e.name);
-                if (it == m_bytes.end()) continue;
-                e.set(plain("bytes", it->second, "byte", "bytes", "B"));
-                if (auto t = e.value("duration_total"); t && *t > 0)
-                    e.set(plain("bandwidth", it->second * 1e9 / *t, "byte/s"));
             }
         }
         const std::map<std::string, double> idle_during = gpu_idle_during_syncs();
@@ -842,8 +830,49 @@ private:
         if (m_collective_bytes > 0) run.set(plain("collective_bytes", m_collective_bytes, "byte"));
         if (m_world_size) run.set(plain("world_size", *m_world_size, "count", "distributedInfo.world_size"));
         if (m_base) run.attributes["time_base_us"] = fmt::format("{:.3f}", *m_base);
-        set_idle_categories(run);
-        set_idle_causes(run);
+        const DeviceOpFigures figures = device_ops.get();
+        // Time each kernel ran beside another kernel of its device (past the bound: not told).
+        const std::vector<double>& concurrent = figures.concurrent;
+        for (Entity& e : batch.entities) {
+            if (e.kind == EntityKind::kernel) {
+                auto it = m_kernels.find(e.name);
+                if (it == m_kernels.end()) continue;
+                const KernelExtra& x = it->second;
+                if (x.id < concurrent.size())
+                    if (const auto total = e.value("duration_total"); total && *total > 0)
+                        e.set(plain("concurrent_pct", 100.0 * concurrent[x.id] / *total, "percent"));
+                e.attributes["kernel_type"] = x.comm ? "COMM" : "COMPUTATION";
+                if (x.grid >= 0) e.set(plain("grid_size", x.grid, "count", "grid"));
+                if (x.block >= 0) e.set(plain("block_size", x.block, "count", "block"));
+                if (x.registers >= 0) e.set(plain("registers_per_thread", x.registers, "count", "registers per thread"));
+                if (x.shared >= 0) e.set(plain("shared_mem_per_block", x.shared, "byte", "shared memory", "B"));
+                if (x.blocks_per_sm >= 0) e.set(plain("blocks_per_sm", x.blocks_per_sm, "count", "blocks per SM"));
+                if (x.warps_per_sm >= 0) e.set(plain("warps_per_sm", x.warps_per_sm, "count", "warps per SM"));
+                if (x.active_blocks >= 0)
+                    e.set(plain("active_blocks_per_sm", x.active_blocks, "count", "activeBlocksPerMultiprocessor"));
+                for (const auto& [metric, v] : x.block_limits) e.set(plain(metric, v, "count"));
+                if (!x.limiter.empty()) e.attributes["occupancy_limiter"] = x.limiter;
+                if (x.occupancy_weight > 0)
+                    e.set(plain("occupancy_estimated", x.occupancy_weighted / x.occupancy_weight, "percent",
+                                "est. achieved occupancy %", "%"));
+                if (auto d = e.attributes.find("device"); d != e.attributes.end()) {
+                    if (auto sm = sm_of.find(d->second); sm != sm_of.end()) e.set(plain("sm_count", sm->second, "count", "numSms"));
+                    if (auto cc = cc_of.find(d->second); cc != cc_of.end()) e.attributes["cc"] = cc->second;
+                }
+            } else if (e.kind == EntityKind::memcpy) {
+                auto it = m_bytes.find(e.name);
+                if (it == m_bytes.end()) continue;
+                e.set(plain("bytes", it->second, "byte", "bytes", "B"));
+                if (auto t = e.value("duration_total"); t && *t > 0)
+                    e.set(plain("bandwidth", it->second * 1e9 / *t, "byte/s"));
+            }
+        }
+        if (figures.categories) {
+            run.set(plain("idle_host_wait", (*figures.categories)[0], "ns"));
+            run.set(plain("idle_kernel_wait", (*figures.categories)[1], "ns"));
+            run.set(plain("idle_other_wait", (*figures.categories)[2], "ns"));
+        }
+        set_idle_causes(run, figures);
         if (m_idle_unkept)
             batch.notes.push_back(fmt::format("more than {} kernel executions: idle time categories not computed",
                                               k_max_idle_kernels));
