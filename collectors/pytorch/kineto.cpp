@@ -68,6 +68,7 @@ constexpr std::size_t k_max_collectives = 4096;
 // Most kernel executions kept (32 bytes each) for the idle-time categories; past this the
 // categories are not given (a note says so), so memory does not grow with the trace.
 constexpr std::size_t k_max_idle_kernels = 1 << 20;
+static_assert(k_max_idle_kernels <= std::numeric_limits<std::int32_t>::max());
 // HTA's consecutive_kernel_delay: a gap below this between kernels of one stream is kernel wait.
 constexpr double k_kernel_wait_ns = 30;
 
@@ -123,7 +124,7 @@ constexpr std::size_t k_max_sync_calls = 1 << 16;
 // A kernel waiting for its launch call (or the reverse), by correlation ID.
 struct PendingSpan {
     double start = 0, length = 0;
-    std::int64_t kernel = -1;  // index in the kept device operations
+    std::int32_t kernel = -1;  // index in the kept device operations (at most k_max_idle_kernels)
     bool memory = false;       // a copy or set: no kernel launch statistics
 };
 
@@ -561,7 +562,7 @@ private:
         if (!id) return;
         if (auto cpu = m_pending_runtime.take(*id))
             record_launch({cpu->start, cpu->length}, {start, length}, kept, memory);
-        else m_pending_kernels.put(*id, {start, length, kept, memory});
+        else m_pending_kernels.put(*id, {start, length, static_cast<std::int32_t>(kept), memory});
     }
     void match_runtime(double correlation, double start, double length) {
         const auto id = correlation_id(correlation);

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -14,19 +15,21 @@ namespace perfwatch {
 // would otherwise stay forever). Open addressing in one array (no allocation per entry): a
 // trace puts and takes one entry per launch. IDs that follow each other (correlation IDs count
 // up) land in neighbouring slots; an entry that would land past k_max_probe slots from its own
-// (IDs crafted to collide) is dropped as if it were the oldest, so no input makes it slow.
+// (IDs crafted to collide) is dropped as if it were the oldest, so no input makes it slow. A
+// slot is its entry's ID and value only: the ID INT64_MIN marks an empty one and is never kept.
 template <typename Value>
 class WaitingMap {
 public:
     explicit WaitingMap(std::size_t limit = 1 << 18) : m_limit(limit) {}
 
     void put(std::int64_t id, Value value) {
+        if (id == k_empty) return;  // marks an empty slot: never kept
         if (4 * (m_size + 1) > 3 * m_slots.size()) grow();
         const std::size_t at = find(id);
         if (at == k_none) return;
         Slot& slot = m_slots[at];
-        if (!slot.used) ++m_size;
-        slot = Slot{id, value, true};
+        if (!slot.used()) ++m_size;
+        slot = Slot{id, value};
         m_order.push_back(id);
         while (m_size > m_limit || m_order.size() > 2 * m_limit) {
             erase(find(m_order.front()));
@@ -45,19 +48,21 @@ public:
 
     // The value waiting under `id`, which stops waiting; nullopt when none is.
     std::optional<Value> take(std::int64_t id) {
-        if (m_size == 0) return std::nullopt;
+        if (m_size == 0 || id == k_empty) return std::nullopt;
         const std::size_t at = find(id);
-        if (at == k_none || !m_slots[at].used) return std::nullopt;
+        if (at == k_none || !m_slots[at].used()) return std::nullopt;
         const Value value = m_slots[at].value;
         erase(at);
         return value;
     }
 
 private:
+    // The ID of an empty slot.
+    static constexpr std::int64_t k_empty = std::numeric_limits<std::int64_t>::min();
     struct Slot {
-        std::int64_t id = 0;
+        std::int64_t id = k_empty;
         Value value{};
-        bool used = false;
+        bool used() const { return id != k_empty; }
     };
 
     static constexpr std::size_t k_max_probe = 128;
@@ -71,15 +76,15 @@ private:
     std::size_t find(std::int64_t id) const {
         std::size_t at = home(id);
         for (std::size_t probe = 0; probe < k_max_probe; ++probe, at = (at + 1) & (m_slots.size() - 1))
-            if (!m_slots[at].used || m_slots[at].id == id) return at;
+            if (!m_slots[at].used() || m_slots[at].id == id) return at;
         return k_none;
     }
     // Empties slot `at` (nothing when it is k_none or empty), moving back the entries probed past it.
     void erase(std::size_t at) {
-        if (at == k_none || !m_slots[at].used) return;
+        if (at == k_none || !m_slots[at].used()) return;
         const std::size_t mask = m_slots.size() - 1;
         std::size_t hole = at;
-        for (std::size_t next = (hole + 1) & mask; m_slots[next].used; next = (next + 1) & mask) {
+        for (std::size_t next = (hole + 1) & mask; m_slots[next].used(); next = (next + 1) & mask) {
             const std::size_t want = home(m_slots[next].id);
             // Moves back unless its home lies cyclically in (hole, next].
             if (((next - want) & mask) >= ((next - hole) & mask)) {
@@ -94,7 +99,7 @@ private:
         std::vector<Slot> old(std::max<std::size_t>(64, 2 * m_slots.size()));
         old.swap(m_slots);
         for (const Slot& slot : old) {
-            if (!slot.used) continue;
+            if (!slot.used()) continue;
             if (const std::size_t at = find(slot.id); at != k_none) m_slots[at] = slot;
             else --m_size;  // crafted to collide: dropped
         }

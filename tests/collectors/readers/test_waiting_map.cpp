@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <limits>
 #include <map>
 #include <random>
 #include <vector>
@@ -54,6 +55,9 @@ TEST(WaitingMap, TakesWhatWasPutAndDropsTheOldestPastItsLimitAsAPlainMapWould) {
             EXPECT_EQ(*got, value);
             EXPECT_FALSE(map.take(id));
         }
+        // The ID that marks an empty slot is never kept.
+        map.put(std::numeric_limits<std::int64_t>::min(), 1);
+        EXPECT_FALSE(map.take(std::numeric_limits<std::int64_t>::min()));
         EXPECT_GT(taken, 10000u);
         EXPECT_GT(dropped_seen, 100u);  // the limit was exercised
     }
