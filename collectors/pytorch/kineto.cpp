@@ -7,6 +7,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <limits>
@@ -44,21 +45,22 @@ constexpr double k_short_cpu_ns = 50'000;
 enum class Cat { kernel, memcpy, memset, runtime, cpu_op, annotation, sync, overhead, other };
 
 Cat category(std::string_view cat) {
-    // By length first: every event asks, and most are CPU operators.
+    // By length first: every event asks, and most are CPU operators; then bytes at a known length.
+    const auto is = [&]<std::size_t n>(const char (&word)[n]) { return std::memcmp(cat.data(), word, n - 1) == 0; };
     switch (cat.size()) {
     case 6:
-        if (cat == "cpu_op") return Cat::cpu_op;
-        if (cat == "kernel" || cat == "Kernel") return Cat::kernel;
-        if (cat == "Memcpy") return Cat::memcpy;
-        if (cat == "Memset") return Cat::memset;
+        if (is("cpu_op")) return Cat::cpu_op;
+        if (is("kernel") || is("Kernel")) return Cat::kernel;
+        if (is("Memcpy")) return Cat::memcpy;
+        if (is("Memset")) return Cat::memset;
         return Cat::other;
-    case 7: return cat == "Runtime" ? Cat::runtime : Cat::other;
-    case 8: return cat == "Operator" ? Cat::cpu_op : cat == "overhead" ? Cat::overhead : Cat::other;
-    case 9: return cat == "cuda_sync" ? Cat::sync : Cat::other;
-    case 10: return cat == "gpu_memcpy" ? Cat::memcpy : cat == "gpu_memset" ? Cat::memset : Cat::other;
-    case 11: return cat == "cuda_driver" ? Cat::runtime : Cat::other;
-    case 12: return cat == "cuda_runtime" ? Cat::runtime : Cat::other;
-    case 15: return cat == "user_annotation" ? Cat::annotation : Cat::other;
+    case 7: return is("Runtime") ? Cat::runtime : Cat::other;
+    case 8: return is("Operator") ? Cat::cpu_op : is("overhead") ? Cat::overhead : Cat::other;
+    case 9: return is("cuda_sync") ? Cat::sync : Cat::other;
+    case 10: return is("gpu_memcpy") ? Cat::memcpy : is("gpu_memset") ? Cat::memset : Cat::other;
+    case 11: return is("cuda_driver") ? Cat::runtime : Cat::other;
+    case 12: return is("cuda_runtime") ? Cat::runtime : Cat::other;
+    case 15: return is("user_annotation") ? Cat::annotation : Cat::other;
     default: return Cat::other;
     }
 }

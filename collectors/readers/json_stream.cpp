@@ -192,6 +192,18 @@ std::uint64_t prefix_xor(std::uint64_t x) {
     return x;
 }
 
+// The hint a top-level key names (by Hints' order: 1 ph, 2 cat, 3 name, 4 ts, 5 dur, 6 args), 0 for
+// any other: its length first, then bytes compared at a known length (no call per key).
+std::size_t hint_key(const char* key, std::size_t length) {
+    const auto is = [key](const char (&word)[5]) { return std::memcmp(key, word, 4) == 0; };
+    switch (length) {
+    case 2: return key[0] == 'p' && key[1] == 'h' ? 1 : key[0] == 't' && key[1] == 's' ? 4 : 0;
+    case 3: return std::memcmp(key, "cat", 3) == 0 ? 2 : std::memcmp(key, "dur", 3) == 0 ? 5 : 0;
+    case 4: return is("name") ? 3 : is("args") ? 6 : 0;
+    default: return 0;
+    }
+}
+
 }  // namespace
 
 Result<std::string_view> JsonEventStream::scalar(bool keep) {
@@ -238,6 +250,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
     // found, as offsets from `start`.
     enum class At { key, colon, value, after } at = At::after;
     enum Slot : std::size_t { none, ph, cat, name, ts, dur, args, slots };
+    static_assert(ph == 1 && cat == 2 && name == 3 && ts == 4 && dur == 5 && args == 6, "hint_key's numbers");
     std::size_t slot = none, string_start = 0, value_start = 0, args_start = 0;
     std::size_t hint_at[slots] = {}, hint_len[slots] = {};
     bool object = false;  // the value is an object (not an array)
@@ -347,14 +360,7 @@ Result<std::string_view> JsonEventStream::value(bool keep, Hints* hints) {
                 // its own; so are a string value right after it, the comma after the value and
                 // the next key, member after member while the block holds them.
                 while (true) {
-                    const std::string_view key(buf + string_start + 1, close - string_start - 1);
-                    slot = key == "ph"     ? ph
-                           : key == "cat"  ? cat
-                           : key == "name" ? name
-                           : key == "ts"   ? ts
-                           : key == "dur"  ? dur
-                           : key == "args" ? args
-                                           : none;
+                    slot = hint_key(buf + string_start + 1, close - string_start - 1);
                     at = At::colon;
                     if (!next_is(':')) break;
                     at = At::value;
