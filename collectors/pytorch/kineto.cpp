@@ -257,8 +257,9 @@ private:
         ++m_events;
         // Events that only count (or not at all) are not parsed once the time base is known;
         // the common ones are read from the scanner's hints, parsing only their args.
-        if (!hints.ph.empty() && hints.ph != "X") return {};
-        if (m_base && hints.ph == "X" && !hints.cat.empty()) {
+        const bool complete = hints.ph.size() == 1 && hints.ph[0] == 'X';
+        if (!hints.ph.empty() && !complete) return {};
+        if (m_base && complete && !hints.cat.empty()) {
             const Cat c = category(hints.cat);
             if (c == Cat::other) return {};
             double ts = 0, dur = 0;
