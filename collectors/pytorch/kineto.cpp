@@ -299,7 +299,8 @@ private:
                 m_name_sha256.try_emplace(to_valid_utf8(hints.name), sha256_hex(hints.name));
             repaired = to_valid_utf8(json);
             ++m_repaired_events;
-            error = m_parser.parse(repaired.data(), repaired.size(), false).get(root);
+            // A string of its own, not the padded stream: simdjson copies it into padding first.
+            error = m_parser.parse(repaired.data(), repaired.size(), true).get(root);
         }
         if (error) return fail(m_path, 0, fmt::format("trace event {} is not valid JSON", m_events));
         simdjson::dom::object o;
