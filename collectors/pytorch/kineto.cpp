@@ -157,7 +157,7 @@ struct KernelExtra {
     std::string device;
     std::uint32_t id = 0;  // in order of first appearance
     bool comm = false;     // a communication kernel (its name says so)
-    std::size_t timeline_group = std::numeric_limits<std::size_t>::max();  // its TimelineBuilder group, once known
+    std::size_t timeline_group = 0;  // its TimelineBuilder group
 };
 
 class KinetoReader {
@@ -264,8 +264,8 @@ private:
             if (c == Cat::other) return {};
             double ts = 0, dur = 0;
             // A CPU operator only counts and times its first call, except a legacy trace's step (read below).
-            if (c == Cat::cpu_op && !is_step(hints.name) && plain_number(hints.ts, ts) &&
-                plain_number(hints.dur, dur)) {
+            if (c == Cat::cpu_op && !is_step(hints.name) && parse_decimal(hints.ts, ts) &&
+                parse_decimal(hints.dur, dur)) {
                 ++m_cpu_ops;
                 if (auto ok = check_times(hints.name, ts, dur); !ok) return ok;
                 const auto [start, length] = span_of(ts, dur);
@@ -273,7 +273,7 @@ private:
                 return {};
             }
             // A name or args that is not UTF-8 takes the full parse below, which repairs it.
-            if (!hints.name.empty() && plain_number(hints.ts, ts) && plain_number(hints.dur, dur) &&
+            if (!hints.name.empty() && parse_decimal(hints.ts, ts) && parse_decimal(hints.dur, dur) &&
                 (hints.ascii || (simdjson::validate_utf8(hints.name.data(), hints.name.size()) &&
                                  simdjson::validate_utf8(hints.args.data(), hints.args.size())))) {
                 if (c == Cat::runtime) return take_runtime(hints.name, ts, dur, args_correlation(hints.args));
@@ -324,9 +324,6 @@ private:
         return !name.empty() && name.front() == 'P' && name.starts_with(k_step);
     }
 
-    // A JSON number written plainly (not a string); false for anything else.
-    static bool plain_number(std::string_view text, double& out) { return parse_decimal(text, out); }
-
     // args.correlation of a runtime call, found in the args text; -1 when absent.
     static double args_correlation(std::string_view args) {
         constexpr std::string_view k_key = "\"correlation\"";
@@ -339,7 +336,7 @@ private:
         std::size_t end = i;
         while (end < args.size() && (std::isdigit(static_cast<unsigned char>(args[end])) != 0 || args[end] == '.')) ++end;
         double value = -1;
-        return plain_number(args.substr(i, end - i), value) ? value : -1;
+        return parse_decimal(args.substr(i, end - i), value) ? value : -1;
     }
 
     // Times relative to the first event keep nanosecond precision in a double (absolute epoch
@@ -403,9 +400,7 @@ private:
                 const std::string& device_name = device_label(device);
                 const bool kernel = c == Cat::kernel;
                 if (kernel) {
-                    KernelExtra& extra = kernel_extra(name, device_name, args, has_args, length);
-                    if (extra.timeline_group == std::numeric_limits<std::size_t>::max())
-                        extra.timeline_group = m_timeline.group_index(TimelineEvent::Kind::kernel, name, device_name);
+                    const KernelExtra& extra = kernel_extra(name, device_name, args, has_args, length);
                     m_timeline.add(extra.timeline_group, device_name, start, start + length);
                     const std::uint32_t kernel_id = extra.id;
                     const bool comm = extra.comm;
@@ -485,13 +480,14 @@ private:
     }
 
     // Records a kernel execution's launch facts under its name; the name's facts.
-    KernelExtra& kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args,
+    const KernelExtra& kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args,
                                     bool has_args, double length) {
         auto found = m_kernels.find(name);
         if (found == m_kernels.end()) {
             found = m_kernels.emplace(std::string(name), KernelExtra{}).first;
             found->second.id = static_cast<std::uint32_t>(m_kernels.size() - 1);
             found->second.comm = is_comm_kernel(name);
+            found->second.timeline_group = m_timeline.group_index(TimelineEvent::Kind::kernel, name, device);
         }
         KernelExtra& x = found->second;
         if (x.device != device) x.device = device;
@@ -786,19 +782,20 @@ private:
         }
         const std::map<std::string, double> idle_during = gpu_idle_during_syncs();
         // In name order, as a tree would hold them.
-        std::vector<std::pair<std::string_view, const Stats*>> api;
+        std::vector<const std::pair<const std::string, ApiCall>*> api;
         api.reserve(m_api.size());
-        for (const auto& [name, call] : m_api) api.emplace_back(name, &call.stats);
-        std::sort(api.begin(), api.end());
-        for (const auto& [name, stats] : api) {
-            const Stats& s = *stats;
+        for (const auto& call : m_api) api.push_back(&call);
+        std::sort(api.begin(), api.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+        for (const auto* call : api) {
+            const std::string& name = call->first;
+            const Stats& s = call->second.stats;
             Entity e;
             e.kind = EntityKind::api_call;
             e.name = name;
             e.parent = static_cast<std::int64_t>(run_index);
             set_aggregate_metrics(e, "count", s.count, s.total, s.min, s.max);
-            if (name.find("Synchronize") != std::string::npos) e.attributes["synchronizing"] = "true";
-            if (auto idle = idle_during.find(std::string(name)); idle != idle_during.end() && s.total > 0 && !m_sync_unkept) {
+            if (call->second.synchronizing) e.attributes["synchronizing"] = "true";
+            if (auto idle = idle_during.find(name); idle != idle_during.end() && s.total > 0 && !m_sync_unkept) {
                 e.set(plain("gpu_idle_during", idle->second, "ns"));
                 e.set(plain("gpu_idle_during_pct", 100.0 * idle->second / s.total, "percent"));
             }

@@ -163,7 +163,7 @@ bool parse_decimal(std::string_view text, double& out) {
         return true;
     }
     const auto [ptr, ec] = std::from_chars(text.data(), end, out);
-    return ec == std::errc() && ptr == end && !text.empty();
+    return ec == std::errc() && ptr == end;
 }
 
 std::optional<double> parse_report_number(std::string_view text) {

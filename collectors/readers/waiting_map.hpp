@@ -35,9 +35,10 @@ public:
             erase(find(m_order.front()));
             m_order.pop_front();
         }
-        // Full, each put drops the oldest: its slot, long untouched, is fetched while the caller
-        // goes on.
-        if (m_order.size() == 2 * m_limit) __builtin_prefetch(&m_slots[home(m_order.front())]);
+        // Full, the next put drops the oldest: its slot, long untouched, is fetched while the
+        // caller goes on.
+        if (!m_order.empty() && (m_size == m_limit || m_order.size() == 2 * m_limit))
+            __builtin_prefetch(&m_slots[home(m_order.front())]);
     }
 
     // Starts fetching the slot where `id` would be, so a put or take of it soon after finds it in
