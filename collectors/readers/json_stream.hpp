@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "collectors/readers/byte_source.hpp"
+#include "collectors/readers/scan_level.hpp"
 
 namespace perfwatch {
 
@@ -30,7 +31,9 @@ public:
     using MemberFn = std::function<Result<void>(std::string_view key, std::string_view json)>;
     using WantFn = std::function<bool(std::string_view key)>;
 
-    JsonEventStream(const std::string& path, ByteSource& source) : m_path(path), m_source(source) {}
+    // `level`: the instruction set the scanner classifies bytes with (every level gives the same).
+    JsonEventStream(const std::string& path, ByteSource& source, ScanLevel level = best_scan_level())
+        : m_path(path), m_source(source), m_level(level) {}
 
     Result<void> run(const WantFn& want_member, const MemberFn& on_member, const EventFn& on_event);
 
@@ -45,6 +48,11 @@ private:
     Result<void> read_string(std::string* out);  // at '"'; appends the raw text with quotes when out
     // Scans one JSON value in the buffer; its text when `keep`, else consumed bytes are dropped.
     Result<std::string_view> value(bool keep, Hints* hints = nullptr);
+    // value() and events() with `level`'s instructions (value() and events() choose m_level's).
+    template <ScanLevel level>
+    Result<std::string_view> value_at(bool keep, Hints* hints);
+    template <ScanLevel level>
+    Result<void> events_at(const EventFn& on_event);
     Result<std::string_view> scalar(bool keep);  // value()'s number, true, false or null
     Result<std::size_t> refill();  // appends input after m_len, growing the buffer when full
     void drop_before(std::size_t from);  // moves m_buffer[from, m_len) to the front (from >= m_pos)
@@ -53,6 +61,7 @@ private:
 
     const std::string& m_path;
     ByteSource& m_source;
+    ScanLevel m_level;
     std::string m_buffer = std::string((1 << 16) + k_json_padding, '\0');
     std::size_t m_pos = 0, m_len = 0;
     std::uint64_t m_offset = 0;  // input offset of m_buffer[m_pos]

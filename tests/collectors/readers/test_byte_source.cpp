@@ -57,14 +57,29 @@ struct Seen {
     std::vector<std::pair<std::string, std::string>> members;
 };
 
+// A way to scan: in place with an instruction set's classifier, or on a thread (the best set's).
+struct Scanner {
+    bool threaded = false;
+    ScanLevel level = ScanLevel::base;
+    std::string name() const { return fmt::format("{} {}", threaded ? "threaded" : "in place", scan_level_name(level)); }
+};
+
+// Every level this CPU runs in place, then the thread.
+std::vector<Scanner> scanners() {
+    std::vector<Scanner> all;
+    for (const ScanLevel level : usable_scan_levels()) all.push_back({false, level});
+    all.push_back({true, best_scan_level()});
+    return all;
+}
+
 // What a stream (JsonEventStream, or the same scanned on a thread) hands out.
-template <typename Stream = JsonEventStream>
-Result<Seen> scan(ByteSource& source) {
+template <typename Stream>
+Result<Seen> scan_with(ByteSource& source, ScanLevel level) {
     Seen seen;
     const std::string path = "doc.json";
     // JsonEventStreamThread: on its thread however small the input.
     auto stream = [&] {
-        if constexpr (std::is_same_v<Stream, JsonEventStream>) return JsonEventStream(path, source);
+        if constexpr (std::is_same_v<Stream, JsonEventStream>) return JsonEventStream(path, source, level);
         else return JsonEventStreamThread(path, source, 0);
     }();
     auto r = stream.run([](std::string_view key) { return key == "schemaVersion" || key == "displayTimeUnit"; },
@@ -87,14 +102,20 @@ Result<Seen> scan(ByteSource& source) {
     return seen;
 }
 
+Result<Seen> scan(ByteSource& source, const Scanner& scanner) {
+    return scanner.threaded ? scan_with<JsonEventStreamThread>(source, scanner.level)
+                            : scan_with<JsonEventStream>(source, scanner.level);
+}
+
 }  // namespace
 
 TEST(JsonEventStream, EveryChunkSizeYieldsTheSameEventsAndHints) {
     const auto doc = nlohmann::json::parse(k_doc);
     const auto& events = doc.at("traceEvents");
-    for (std::size_t chunk : {1u, 2u, 3u, 5u, 7u, 13u, 64u, 4096u}) for (const bool threaded : {false, true}) {
+    for (std::size_t chunk : {1u, 2u, 3u, 5u, 7u, 13u, 64u, 4096u}) for (const Scanner& scanner : scanners()) {
+        SCOPED_TRACE(scanner.name());
         ChunkedSource source(k_doc, chunk);
-        auto seen = threaded ? scan<JsonEventStreamThread>(source) : scan(source);
+        auto seen = scan(source, scanner);
         ASSERT_TRUE(seen) << "chunk " << chunk << ": " << seen.error().to_string();
         ASSERT_EQ(seen->events.size(), events.size()) << "chunk " << chunk;
         for (std::size_t i = 0; i < events.size(); ++i) {
@@ -127,9 +148,10 @@ TEST(JsonEventStream, EveryChunkSizeYieldsTheSameEventsAndHints) {
 
 TEST(JsonEventStream, EveryCutIsAnErrorWithItsOffset) {
     const std::size_t end = k_doc.rfind('}');
-    for (std::size_t cut = 1; cut < end; ++cut) for (const bool threaded : {false, true}) {
+    for (std::size_t cut = 1; cut < end; ++cut) for (const Scanner& scanner : scanners()) {
+        SCOPED_TRACE(scanner.name());
         ChunkedSource source(std::string_view(k_doc).substr(0, cut), 7);
-        auto seen = threaded ? scan<JsonEventStreamThread>(source) : scan(source);
+        auto seen = scan(source, scanner);
         ASSERT_FALSE(seen) << "cut at " << cut << " was accepted";
         EXPECT_EQ(seen.error().file, "doc.json");
         EXPECT_TRUE(seen.error().has_offset) << seen.error().to_string();
@@ -152,9 +174,10 @@ TEST(JsonEventStream, EscapesAndBracketsInStringsAtEveryPositionOfABlock) {
     }
     doc += "]}";
     const auto parsed = nlohmann::json::parse(doc).at("traceEvents");
-    for (const bool threaded : {false, true}) {
+    for (const Scanner& scanner : scanners()) {
+        SCOPED_TRACE(scanner.name());
         ChunkedSource source(doc, 1000);
-        auto seen = threaded ? scan<JsonEventStreamThread>(source) : scan(source);
+        auto seen = scan(source, scanner);
         ASSERT_TRUE(seen) << seen.error().to_string();
         ASSERT_EQ(seen->events.size(), names.size());
         for (std::size_t i = 0; i < names.size(); ++i) {
@@ -231,9 +254,10 @@ TEST(JsonEventStream, HintsOfRandomEventsAreTheTextsWritten) {
     }
     doc += "]}";
     ASSERT_NO_THROW((void)nlohmann::json::parse(doc));
-    for (std::size_t chunk : {1u, 7u, 64u, 4096u}) for (const bool threaded : {false, true}) {
+    for (std::size_t chunk : {1u, 7u, 64u, 4096u}) for (const Scanner& scanner : scanners()) {
+        SCOPED_TRACE(scanner.name());
         ChunkedSource source(doc, chunk);
-        auto seen = threaded ? scan<JsonEventStreamThread>(source) : scan(source);
+        auto seen = scan(source, scanner);
         ASSERT_TRUE(seen) << seen.error().to_string();
         ASSERT_EQ(seen->events.size(), wants.size());
         for (std::size_t i = 0; i < wants.size(); ++i) {
@@ -261,9 +285,10 @@ TEST(JsonEventStream, AsciiHintOnlyForEventsWithoutHighBytes) {
     }
     doc += "]}";
     const std::string clean = R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1}, {"ph": "X", "name": "b", "ts": 2}]})";
-    for (const bool threaded : {false, true}) {
+    for (const Scanner& scanner : scanners()) {
+        SCOPED_TRACE(scanner.name());
         ChunkedSource source(doc, 100);
-        auto seen = threaded ? scan<JsonEventStreamThread>(source) : scan(source);
+        auto seen = scan(source, scanner);
         ASSERT_TRUE(seen) << seen.error().to_string();
         ASSERT_EQ(seen->events.size(), has_high.size());
         std::size_t told = 0;
@@ -276,7 +301,7 @@ TEST(JsonEventStream, AsciiHintOnlyForEventsWithoutHighBytes) {
         }
         EXPECT_GT(told, 0u);  // most plain events sit apart from high bytes
         ChunkedSource clean_source(clean, 7);
-        auto all = threaded ? scan<JsonEventStreamThread>(clean_source) : scan(clean_source);
+        auto all = scan(clean_source, scanner);
         ASSERT_TRUE(all) << all.error().to_string();
         EXPECT_EQ(all->ascii, (std::vector<bool>{true, true}));
     }
