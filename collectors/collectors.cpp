@@ -214,11 +214,17 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
     switch (c->input()) {
     case CollectorInput::stream: {
         // A large report is read (and a compressed one inflated) on a thread beside its parser.
+        // The read-ahead thread hashes what it reads too.
         std::unique_ptr<ByteSource> ahead;
-        if (is_gzip(*head))
-            ahead = raw.size_at_open() >= k_inflate_beside_bytes ? read_ahead(gunzip(path, raw)) : gunzip(path, raw);
-        else if (raw.size_at_open() >= k_read_beside_bytes)
+        if (is_gzip(*head) && raw.size_at_open() >= k_inflate_beside_bytes) {
+            raw.hash_where_read();
+            ahead = read_ahead(gunzip(path, raw));
+        } else if (is_gzip(*head)) {
+            ahead = gunzip(path, raw);
+        } else if (raw.size_at_open() >= k_read_beside_bytes) {
+            raw.hash_where_read();
             ahead = read_ahead(borrow(raw));
+        }
         ByteSource& source = ahead ? *ahead : raw;
         if (runs != nullptr) take_runs(c->collect_stream_runs(path, source));
         else batch = c->collect_stream(path, source);

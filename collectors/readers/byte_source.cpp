@@ -189,6 +189,10 @@ FileSource::~FileSource() {
     ::close(m_fd);
 }
 
+void FileSource::hash_where_read() {
+    if (m_offset == 0) m_hash = std::make_unique<Hash>(false);
+}
+
 Result<std::unique_ptr<FileSource>> FileSource::open(const std::string& path) {
     // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);

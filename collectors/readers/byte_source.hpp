@@ -48,6 +48,10 @@ public:
     // Reads what was not read yet and returns the lower-case hex SHA-256 of the whole file.
     Result<std::string> finish_sha256();
     std::uint64_t size_at_open() const { return m_size; }
+    // Hashes on the thread that reads, whatever the size: for a file read on a helper thread
+    // already (read_ahead), where a hashing thread would only take the other core's time and a
+    // copy of each chunk. Call before the first read.
+    void hash_where_read();
 
     // Files from this size on are hashed on a thread beside the reader.
     static constexpr std::uint64_t k_hash_beside_bytes = 8 << 20;
