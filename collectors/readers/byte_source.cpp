@@ -315,7 +315,7 @@ public:
     std::uint64_t size_hint() const override { return m_inner->size_hint(); }
 
 private:
-    static constexpr std::size_t k_chunk = 1 << 18;
+    static constexpr std::size_t k_chunk = 1 << 20;
 
     void produce() {
         while (true) {

@@ -76,7 +76,7 @@ Result<std::string> sha256_file(const std::string& path);
 // Decompresses gzip (or zlib) read from `compressed`, with the limits. `compressed` must outlive it.
 std::unique_ptr<ByteSource> gunzip(const std::string& path, ByteSource& compressed, InflateLimits limits = {});
 
-// `inner` read ahead on a thread of its own (a few 256 KB chunks), so that what it does (reading, inflating)
+// `inner` read ahead on a thread of its own (a few 1 MB chunks), so that what it does (reading, inflating)
 // runs beside what its reader does. Errors come back where they happened in the stream. The
 // thread stops when the result is destroyed; `inner`'s own input must outlive it.
 std::unique_ptr<ByteSource> read_ahead(std::unique_ptr<ByteSource> inner);
