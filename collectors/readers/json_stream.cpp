@@ -159,7 +159,7 @@ std::uint64_t prefix_xor(std::uint64_t x) {
 
 // The hint a top-level key names (by Hints' order: 1 ph, 2 cat, 3 name, 4 ts, 5 dur, 6 args), 0 for
 // any other: its length first, then bytes compared at a known length (no call per key).
-std::size_t hint_key(const char* key, std::size_t length) {
+[[gnu::always_inline]] inline std::size_t hint_key(const char* key, std::size_t length) {
     const auto is = [key](const char (&word)[5]) { return std::memcmp(key, word, 4) == 0; };
     switch (length) {
     case 2: return key[0] == 'p' && key[1] == 'h' ? 1 : key[0] == 't' && key[1] == 's' ? 4 : 0;
