@@ -1,6 +1,7 @@
 #include "collectors/readers/units.hpp"
 
 #include <array>
+#include <bit>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -111,12 +112,21 @@ BaseValue to_base_unit(double value, std::string_view tool_unit) {
     return {value, "count"};
 }
 
+namespace {
+__extension__ using Uint128 = unsigned __int128;
+}
+
 bool parse_decimal(std::string_view text, double& out) {
     // Digits below 2^53 scaled by a power of ten up to 10^22: both are exact doubles, so one
     // correctly rounded division gives the correctly rounded value (Clinger's fast path), which
     // is what from_chars gives.
     static constexpr double k_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                          1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    static constexpr std::uint64_t k_pow10_integer[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                                         100000000, 1000000000, 10000000000, 100000000000,
+                                                         1000000000000, 10000000000000, 100000000000000,
+                                                         1000000000000000, 10000000000000000, 100000000000000000,
+                                                         1000000000000000000, 10000000000000000000u};
     const char* p = text.data();
     const char* const end = p + text.size();
     const bool negative = p != end && *p == '-';
@@ -161,6 +171,25 @@ bool parse_decimal(std::string_view text, double& out) {
         const double v = static_cast<double>(digits) / k_pow10[fraction];
         out = negative ? -v : v;
         return true;
+    }
+    // More digits than 53 bits with a whole part below 2^53 (a microsecond timestamp with a
+    // fraction, "1712195495610619.8"): the whole part fixes the exponent; the digits scaled by 2^s
+    // so that their quotient by 10^fraction has 53 bits, that quotient and its remainder give the
+    // correctly rounded value (ties to even), as from_chars does.
+    if (plain && p == end && count <= 19 && fraction > 0) {
+        const std::uint64_t scale = k_pow10_integer[fraction];
+        const std::uint64_t whole = digits / scale;
+        if (whole > 0 && whole < (std::uint64_t{1} << 53)) {
+            const int s = 53 - static_cast<int>(std::bit_width(whole));
+            const Uint128 scaled = static_cast<Uint128>(digits) << s;
+            std::uint64_t quotient = static_cast<std::uint64_t>(scaled / scale);  // below 2^53: one division
+            const std::uint64_t remainder = static_cast<std::uint64_t>(scaled) - quotient * scale;
+            if (remainder > scale - remainder || (remainder == scale - remainder && (quotient & 1) != 0)) ++quotient;
+            // Times 2^-s: exact.
+            const double v = static_cast<double>(quotient) * std::bit_cast<double>(static_cast<std::uint64_t>(1023 - s) << 52);
+            out = negative ? -v : v;
+            return true;
+        }
     }
     const auto [ptr, ec] = std::from_chars(text.data(), end, out);
     return ec == std::errc() && ptr == end;

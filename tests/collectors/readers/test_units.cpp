@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "collectors/readers/units.hpp"
 
 namespace perfwatch {
@@ -70,8 +72,19 @@ TEST(Units, DecimalsParseAsFromCharsDoes) {
                                       "+1", "1.5 ", "1712345678901.123", "-1712345678901.123456",
                                       "1712195515284428.0", "1712195515284428.500", "99999999999999999.0",
                                       "9007199254740993.00", "123456789012345678.90"};
+    // Exact ties between two doubles above 2^50 (a whole part of b bits leaves 53 - b bits of
+    // fraction): q + (2j + 1) / 2^(54 - b), written out exactly, must round to even.
+    for (int i = 0; i < 20000; ++i) {
+        const std::uint64_t whole = (std::uint64_t{1} << 50) + random() % ((std::uint64_t{1} << 53) - (std::uint64_t{1} << 50));
+        const int places = 54 - static_cast<int>(std::bit_width(whole));  // 1 to 4
+        const std::uint64_t odd = 2 * (random() % (std::uint64_t{1} << (places - 1))) + 1;
+        std::uint64_t fifths = odd;  // odd / 2^places = odd * 5^places / 10^places
+        for (int k = 0; k < places; ++k) fifths *= 5;
+        texts.push_back(fmt::format("{}{}.{:0{}}", random() % 2 ? "-" : "", whole, fifths, places));
+    }
     for (int i = 0; i < 200000; ++i) {
-        switch (random() % 4) {
+        switch (random() % 5) {
+        case 4: texts.push_back(std::to_string(1 + random() % 9) + digits(12 + random() % 6) + "." + digits(1 + random() % 4)); break;
         case 0: texts.push_back(digits(1 + random() % 20)); break;
         case 3: texts.push_back(digits(14 + random() % 6) + "." + digits(random() % 2) + std::string(1 + random() % 3, '0')); break;
         case 1: texts.push_back((random() % 2 ? "-" : "") + digits(1 + random() % 14) + "." + digits(1 + random() % 8)); break;
