@@ -20,6 +20,7 @@
 #include "collectors/readers/byte_source.hpp"
 #include "collectors/readers/comm_kernels.hpp"
 #include "collectors/readers/idle_causes.hpp"
+#include "collectors/readers/flat_object.hpp"
 #include "collectors/readers/json_number.hpp"
 #include "collectors/readers/json_stream_thread.hpp"
 #include "collectors/readers/span_set.hpp"
@@ -241,17 +242,23 @@ private:
         return json_number(v, out);
     }
 
-    static double product(simdjson::dom::object args, std::string_view key) {
-        simdjson::dom::array arr;
-        if (args[key].get_array().get(arr)) return -1;
-        double p = 1;
-        for (simdjson::dom::element x : arr) {
-            double v = 0;
-            if (!json_number(x, v)) return -1;
-            p *= v;
+    // An event's args parsed by simdjson, read as FlatObject reads the args it accepts.
+    struct DomArgs {
+        simdjson::dom::object object;
+        bool number(std::string_view key, double& out) const { return field(object, key, out); }
+        bool string(std::string_view key, std::string_view& out) const { return !object[key].get_string().get(out); }
+        double product(std::string_view key) const {
+            simdjson::dom::array arr;
+            if (object[key].get_array().get(arr)) return -1;
+            double p = 1;
+            for (simdjson::dom::element x : arr) {
+                double v = 0;
+                if (!json_number(x, v)) return -1;
+                p *= v;
+            }
+            return p;
         }
-        return p;
-    }
+    };
 
     Result<void> take_event(std::string_view json, const JsonEventStream::Hints& hints) {
         ++m_events;
@@ -277,16 +284,15 @@ private:
                 (hints.ascii || (simdjson::validate_utf8(hints.name.data(), hints.name.size()) &&
                                  simdjson::validate_utf8(hints.args.data(), hints.args.size())))) {
                 if (c == Cat::runtime) return take_runtime(hints.name, ts, dur, args_correlation(hints.args));
-                simdjson::dom::object args;
-                bool has_args = false;
-                if (!hints.args.empty()) {
-                    simdjson::dom::element root;
-                    if (m_parser.parse(hints.args.data(), hints.args.size(), false).get(root) ||
-                        root.get_object().get(args))
-                        return fail(m_path, 0, fmt::format("trace event {} has invalid args", m_events));
-                    has_args = true;
-                }
-                return take_complete(c, hints.name, ts, dur, args, has_args);
+                if (hints.args.empty()) return take_complete<DomArgs>(c, hints.name, ts, dur, nullptr);
+                // Flat args (a kernel's, a copy's) are read as they are; others parsed.
+                if (m_flat_args.read(hints.args)) return take_complete(c, hints.name, ts, dur, &m_flat_args);
+                simdjson::dom::element root;
+                DomArgs args;
+                if (m_parser.parse(hints.args.data(), hints.args.size(), false).get(root) ||
+                    root.get_object().get(args.object))
+                    return fail(m_path, 0, fmt::format("trace event {} has invalid args", m_events));
+                return take_complete(c, hints.name, ts, dur, &args);
             }
         }
         simdjson::dom::element root;
@@ -313,9 +319,9 @@ private:
         if (!field(o, "ts", ts))
             return fail(m_path, 0, fmt::format("trace event {} (\"{}\") has no numeric \"ts\"", m_events, name));
         if (!field(o, "dur", dur)) return {};
-        simdjson::dom::object args;
-        const bool has_args = !o["args"].get_object().get(args);
-        return take_complete(category(cat), name, ts, dur, args, has_args);
+        DomArgs args;
+        const bool has_args = !o["args"].get_object().get(args.object);
+        return take_complete(category(cat), name, ts, dur, has_args ? &args : nullptr);
     }
 
     // A profiler step's span ("ProfilerStep#3"); its first letter decides for almost every name.
@@ -378,17 +384,18 @@ private:
     }
 
     // A complete event ("ph": "X") of category `c`.
-    Result<void> take_complete(Cat c, std::string_view name, double ts, double dur, simdjson::dom::object args,
-                               bool has_args) {
+    // `args`: the event's args (FlatObject or DomArgs), null when it has none.
+    template <typename Args>
+    Result<void> take_complete(Cat c, std::string_view name, double ts, double dur, const Args* args) {
         if (c == Cat::runtime) {
             double correlation = -1;
-            if (has_args) field(args, "correlation", correlation);
+            if (args != nullptr) args->number("correlation", correlation);
             return take_runtime(name, ts, dur, correlation);
         }
         if (auto ok = check_times(name, ts, dur); !ok) return ok;
         const auto [start, length] = span_of(ts, dur);
         double correlation = -1;
-        if (has_args) field(args, "correlation", correlation);
+        if (args != nullptr) args->number("correlation", correlation);
         prefetch_pending(correlation);
 
         switch (c) {
@@ -396,11 +403,11 @@ private:
             case Cat::memcpy:
             case Cat::memset: {
                 double device = 0;
-                if (has_args) field(args, "device", device);
+                if (args != nullptr) args->number("device", device);
                 const std::string& device_name = device_label(device);
                 const bool kernel = c == Cat::kernel;
                 if (kernel) {
-                    const KernelExtra& extra = kernel_extra(name, device_name, args, has_args, length);
+                    const KernelExtra& extra = kernel_extra(name, device_name, args, length);
                     m_timeline.add(extra.timeline_group, device_name, start, start + length);
                     const std::uint32_t kernel_id = extra.id;
                     const bool comm = extra.comm;
@@ -408,13 +415,13 @@ private:
                     (comm ? spans.comm : spans.compute).add(start, start + length);
                     (comm ? m_comm_time : m_compute_time) += length;
                     double stream = -1;
-                    if (has_args) field(args, "stream", stream);
+                    if (args != nullptr) args->number("stream", stream);
                     if (comm) {
                         CollectiveRun run{std::string(name), start, length, stream, device_name, {}, -1};
                         std::string_view op, dtype;
                         double elements = 0;
-                        if (has_args && !args["Collective name"].get_string().get(op)) run.op = std::string(op);
-                        if (has_args && field(args, "In msg nelems", elements) && !args["dtype"].get_string().get(dtype) &&
+                        if (args != nullptr && args->string("Collective name", op)) run.op = std::string(op);
+                        if (args != nullptr && args->number("In msg nelems", elements) && args->string("dtype", dtype) &&
                             dtype_bytes(dtype) > 0) {
                             run.bytes = elements * dtype_bytes(dtype);
                             m_collective_bytes += run.bytes;
@@ -426,12 +433,12 @@ private:
                     if (correlation >= 0) match_kernel(correlation, start, length, kept, false);
                 } else {
                     double stream = -1;
-                    if (has_args) field(args, "stream", stream);
+                    if (args != nullptr) args->number("stream", stream);
                     const std::int64_t kept = keep_device_op(device, stream, start, length, std::nullopt);
                     if (correlation >= 0) match_kernel(correlation, start, length, kept, true);
                     m_memory_time += length;
                     double bytes = 0;
-                    if (has_args && field(args, "bytes", bytes)) entry(m_bytes, name) += bytes;
+                    if (args != nullptr && args->number("bytes", bytes)) entry(m_bytes, name) += bytes;
                     m_timeline.add(TimelineEvent::Kind::memory, name, device_name, start, start + length);
                 }
                 m_gpu_busy.add(start, start + length);
@@ -480,8 +487,8 @@ private:
     }
 
     // Records a kernel execution's launch facts under its name; the name's facts.
-    const KernelExtra& kernel_extra(std::string_view name, const std::string& device, simdjson::dom::object args,
-                                    bool has_args, double length) {
+    template <typename Args>
+    const KernelExtra& kernel_extra(std::string_view name, const std::string& device, const Args* args, double length) {
         auto found = m_kernels.find(name);
         if (found == m_kernels.end()) {
             found = m_kernels.emplace(std::string(name), KernelExtra{}).first;
@@ -491,30 +498,38 @@ private:
         }
         KernelExtra& x = found->second;
         if (x.device != device) x.device = device;
-        if (!has_args) return x;
+        if (args == nullptr) return x;
         double occ = 0;
-        if (field(args, "est. achieved occupancy %", occ)) {
+        if (args->number("est. achieved occupancy %", occ)) {
             x.occupancy_weighted += occ * length;
             x.occupancy_weight += length;
         }
         if (length <= x.longest) return x;
         x.longest = length;
-        x.grid = product(args, "grid");
-        x.block = product(args, "block");
-        if (!field(args, "registers per thread", x.registers)) x.registers = -1;
-        if (!field(args, "shared memory", x.shared)) x.shared = -1;
-        if (!field(args, "blocks per SM", x.blocks_per_sm)) x.blocks_per_sm = -1;
-        if (!field(args, "warps per SM", x.warps_per_sm)) x.warps_per_sm = -1;
-        occupancy_object(args, x);
+        x.grid = args->product("grid");
+        x.block = args->product("block");
+        if (!args->number("registers per thread", x.registers)) x.registers = -1;
+        if (!args->number("shared memory", x.shared)) x.shared = -1;
+        if (!args->number("blocks per SM", x.blocks_per_sm)) x.blocks_per_sm = -1;
+        if (!args->number("warps per SM", x.warps_per_sm)) x.warps_per_sm = -1;
+        occupancy(*args, x);
         return x;
+    }
+
+    // Flat args hold no occupancy object.
+    static void occupancy(const FlatObject&, KernelExtra& x) { clear_occupancy(x); }
+    static void occupancy(const DomArgs& args, KernelExtra& x) { occupancy_object(args.object, x); }
+
+    static void clear_occupancy(KernelExtra& x) {
+        x.active_blocks = -1;
+        x.block_limits.clear();
+        x.limiter.clear();
     }
 
     // args.occupancy (Kineto 2024+): {"activeBlocksPerMultiprocessor", "limitingFactors",
     // "blockLimitRegs", ...}; a limit of INT_MAX means the resource does not limit.
     static void occupancy_object(simdjson::dom::object args, KernelExtra& x) {
-        x.active_blocks = -1;
-        x.block_limits.clear();
-        x.limiter.clear();
+        clear_occupancy(x);
         simdjson::dom::object occ;
         if (args["occupancy"].get_object().get(occ)) return;
         if (!field(occ, "activeBlocksPerMultiprocessor", x.active_blocks)) x.active_blocks = -1;
@@ -935,6 +950,7 @@ private:
         std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
     };
     std::unordered_map<std::string, KernelExtra, NameHash, std::equal_to<>> m_kernels;
+    FlatObject m_flat_args;  // the current event's args, when flat
     std::map<std::string, double, std::less<>> m_bytes;
     // A runtime call's figures, and whether its name says it synchronizes (told once per name).
     struct ApiCall {
