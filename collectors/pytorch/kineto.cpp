@@ -20,6 +20,7 @@
 #include "collectors/readers/byte_source.hpp"
 #include "collectors/readers/comm_kernels.hpp"
 #include "collectors/readers/idle_causes.hpp"
+#include "collectors/readers/dom_args.hpp"
 #include "collectors/readers/flat_object.hpp"
 #include "collectors/readers/json_number.hpp"
 #include "collectors/readers/json_stream_thread.hpp"
@@ -241,24 +242,6 @@ private:
         if (o[key].get(v)) return false;
         return json_number(v, out);
     }
-
-    // An event's args parsed by simdjson, read as FlatObject reads the args it accepts.
-    struct DomArgs {
-        simdjson::dom::object object;
-        bool number(std::string_view key, double& out) const { return field(object, key, out); }
-        bool string(std::string_view key, std::string_view& out) const { return !object[key].get_string().get(out); }
-        double product(std::string_view key) const {
-            simdjson::dom::array arr;
-            if (object[key].get_array().get(arr)) return -1;
-            double p = 1;
-            for (simdjson::dom::element x : arr) {
-                double v = 0;
-                if (!json_number(x, v)) return -1;
-                p *= v;
-            }
-            return p;
-        }
-    };
 
     Result<void> take_event(std::string_view json, const JsonEventStream::Hints& hints) {
         ++m_events;

@@ -8,34 +8,13 @@
 #include <vector>
 
 #include "collectors/readers/flat_object.hpp"
-#include "collectors/readers/json_number.hpp"
+#include "collectors/readers/dom_args.hpp"
 
 using namespace perfwatch;
 
 namespace {
 
 const std::vector<std::string> k_keys = {"correlation", "device", "grid", "block", "dtype", "shared memory", "x"};
-
-// What the full parse reads: simdjson's first member of that name, through json_number.
-struct Full {
-    simdjson::dom::object object;
-    bool number(const std::string& key, double& out) const {
-        simdjson::dom::element v;
-        return !object[key].get(v) && json_number(v, out);
-    }
-    bool string(const std::string& key, std::string_view& out) const { return !object[key].get_string().get(out); }
-    double product(const std::string& key) const {
-        simdjson::dom::array arr;
-        if (object[key].get_array().get(arr)) return -1;
-        double p = 1;
-        for (simdjson::dom::element x : arr) {
-            double v = 0;
-            if (!json_number(x, v)) return -1;
-            p *= v;
-        }
-        return p;
-    }
-};
 
 std::uint64_t bits(double v) { return std::bit_cast<std::uint64_t>(v); }
 
@@ -65,7 +44,7 @@ TEST(FlatObject, KinetoKernelArgsAreReadAsTheyAre) {
 }
 
 // Random args, flat or not, valid JSON or not: whatever FlatObject accepts, simdjson accepts as
-// an object and reads the same (every key, as a number, a string and a product, bit for bit);
+// an object and reads the same (DomArgs, the full parse's reading) (every key, as a number, a string and a product, bit for bit);
 // whatever simdjson refuses, FlatObject refuses.
 TEST(FlatObject, WhatItAcceptsReadsAsTheFullParse) {
     std::mt19937_64 random(2026);
@@ -117,7 +96,7 @@ TEST(FlatObject, WhatItAcceptsReadsAsTheFullParse) {
         FlatObject flat;
         const bool flat_ok = flat.read(text);
         simdjson::dom::element root;
-        Full full;
+        DomArgs full;
         const bool full_ok = !parser.parse(text).get(root) && !root.get_object().get(full.object);
         if (!full_ok) {
             EXPECT_FALSE(flat_ok) << text;
