@@ -80,12 +80,16 @@ private:
             if (!m_slots[at].used() || m_slots[at].id == id) return at;
         return k_none;
     }
-    // Empties slot `at` (nothing when it is k_none or empty), moving back the entries probed past it.
+    // Empties slot `at` (nothing when it is k_none or empty), moving back the entries probed past
+    // it. No entry lies k_max_probe or more slots past its home, so none that far past the hole
+    // can move into it: the walk stops there, not at the end of the run of used slots (which
+    // consecutive IDs make as long as the table is full).
     void erase(std::size_t at) {
         if (at == k_none || !m_slots[at].used()) return;
         const std::size_t mask = m_slots.size() - 1;
         std::size_t hole = at;
-        for (std::size_t next = (hole + 1) & mask; m_slots[next].used(); next = (next + 1) & mask) {
+        for (std::size_t next = (hole + 1) & mask; m_slots[next].used() && ((next - hole) & mask) < k_max_probe;
+             next = (next + 1) & mask) {
             const std::size_t want = home(m_slots[next].id);
             // Moves back unless its home lies cyclically in (hole, next].
             if (((next - want) & mask) >= ((next - hole) & mask)) {

@@ -63,4 +63,21 @@ TEST(WaitingMap, TakesWhatWasPutAndDropsTheOldestPastItsLimitAsAPlainMapWould) {
     }
 }
 
+// An entry 127 slots past its home (the farthest kept), behind 126 entries at their own homes:
+// when its home empties, the walk back from the hole reaches it and moves it home, so it is still
+// found. (IDs below 2^17 have themselves as home, modulo the table's 256 slots.)
+TEST(WaitingMap, AnEntryTheFarthestFromItsHomeMovesBackWhenItsHomeEmpties) {
+    WaitingMap<std::int64_t> map(1000);
+    for (std::int64_t id = 0; id <= 126; ++id) map.put(id, id);
+    map.put(1024, 1024);  // home 0: slots 0 to 126 are taken, so it lies in slot 127
+    ASSERT_EQ(map.take(0), 0);
+    EXPECT_EQ(map.take(1024), 1024);
+    for (std::int64_t id = 1; id <= 126; ++id) EXPECT_EQ(map.take(id), id) << id;
+    // Home 0 for 129 IDs: the one past the farthest slot is dropped, never kept out of reach.
+    for (std::int64_t id = 0; id <= 127; ++id) map.put(id * 256, id);
+    map.put(128 * 256, 128);
+    EXPECT_FALSE(map.take(128 * 256));
+    for (std::int64_t id = 0; id <= 127; ++id) EXPECT_EQ(map.take(id * 256), id) << id;
+}
+
 }  // namespace perfwatch::test
