@@ -90,6 +90,21 @@ bool loads_code(std::string_view call) {
     return false;
 }
 
+// Runtime calls that start no device work (queries, events, stream waits): no kernel, copy or
+// set shares their correlation ID, so they never wait in the launch map, which on a long trace
+// they would fill (most runtime calls are such), pushing out launches still waiting for theirs.
+bool starts_no_device_work(std::string_view call) {
+    for (std::string_view p : {"cudaEvent", "cudaStreamIsCapturing", "cudaStreamGetCaptureInfo", "cudaStreamGetPriority",
+                               "cudaDeviceGetStreamPriorityRange", "cudaStreamWaitEvent", "cudaStreamQuery",
+                               "cudaGetDevice", "cudaSetDevice", "cudaGetLastError", "cudaPeekAtLastError",
+                               "cudaDeviceGetAttribute", "cudaPointerGetAttributes", "hipEvent", "hipStreamIsCapturing",
+                               "hipStreamGetCaptureInfo", "hipStreamGetPriority", "hipDeviceGetStreamPriorityRange",
+                               "hipStreamWaitEvent", "hipStreamQuery", "hipGetDevice", "hipSetDevice", "hipGetLastError",
+                               "hipPeekAtLastError", "hipDeviceGetAttribute", "hipPointerGetAttributes"})
+        if (call.starts_with(p)) return true;
+    return false;
+}
+
 // A CPU operator's earliest call and the total of its other calls.
 struct FirstCall {
     double start = 0, length = 0, calls = 0, later_total = 0;
@@ -356,13 +371,15 @@ private:
         const auto [start, length] = span_of(ts, dur);
         auto call = m_api.find(name);
         if (call == m_api.end())
-            call = m_api.emplace(std::string(name), ApiCall{{}, name.find("Synchronize") != std::string_view::npos}).first;
+            call = m_api.emplace(std::string(name), ApiCall{{}, name.find("Synchronize") != std::string_view::npos,
+                                                            starts_no_device_work(name)})
+                       .first;
         call->second.stats.add(length);
         if (call->second.synchronizing && m_sync_calls.size() < k_max_sync_calls)
             m_sync_calls.push_back({start, start + length, std::string(name)});
         if (length > k_runtime_outlier_ns) ++m_runtime_outliers;
         if (length >= k_startup_call_ns && loads_code(name)) keep_startup(start, length);
-        if (correlation >= 0) match_runtime(correlation, start, length);
+        if (correlation >= 0) match_runtime(correlation, start, length, !call->second.no_device_work);
         return {};
     }
 
@@ -562,12 +579,13 @@ private:
             record_launch({cpu->start, cpu->length}, {start, length}, kept, memory);
         else m_pending_kernels.put(*id, {start, length, static_cast<std::int32_t>(kept), memory});
     }
-    void match_runtime(double correlation, double start, double length) {
+    // `may_start_work`: false for a call that starts no device work, which is not kept waiting.
+    void match_runtime(double correlation, double start, double length, bool may_start_work) {
         const auto id = correlation_id(correlation);
         if (!id) return;
         if (auto gpu = m_pending_kernels.take(*id))
             record_launch({start, length}, {gpu->start, gpu->length}, gpu->kernel, gpu->memory);
-        else m_pending_runtime.put(*id, {start, length});
+        else if (may_start_work) m_pending_runtime.put(*id, {start, length});
     }
 
     void keep_startup(double start, double length) {
@@ -939,6 +957,7 @@ private:
     struct ApiCall {
         Stats stats;
         bool synchronizing = false;
+        bool no_device_work = false;  // starts_no_device_work
     };
     std::unordered_map<std::string, ApiCall, NameHash, std::equal_to<>> m_api;
     std::map<std::string, Stats, std::less<>> m_sync_kinds;

@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -325,6 +326,30 @@ TEST(Kineto, AKernelBesideAnotherIsConcurrentAndItsSmallGridIsNoFinding) {
     };
     EXPECT_FALSE(fired("split.json").contains("ncu-small-grid"));
     EXPECT_TRUE(fired("alone.json").contains("ncu-small-grid"));
+}
+
+// Runtime calls that start no device work (cudaEventQuery here) do not wait for a kernel: a launch
+// followed by more of them than the launch map holds (2^18) still meets its kernel, and its launch
+// delay is the kernel's start less the call's end, as written in the trace.
+TEST(Kineto, QueriesBetweenALaunchAndItsKernelDoNotPushTheLaunchOut) {
+    TempDir dir;
+    const std::string path = dir.file("queries.json");
+    {
+        std::ofstream out(path);
+        out << R"({"traceEvents": [)" << "\n";
+        out << R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 100.0, "dur": 4.0, "args": {"correlation": 1}})";
+        constexpr int k_queries = 300'000;
+        for (int i = 0; i < k_queries; ++i)
+            out << ",\n" << R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaEventQuery", "pid": 1, "tid": 1, "ts": )"
+                << 105 + i << R"(, "dur": 0.5, "args": {"correlation": )" << 2 + i << "}}";
+        out << ",\n"
+            << R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 130.0, "dur": 10.0, "args": {"device": 0, "stream": 7, "correlation": 1}})";
+        out << "\n]}\n";
+    }
+    const RunBatch b = collect_ok(path);
+    const Entity& run = b.entities[0];
+    ASSERT_TRUE(run.value("launch_delay_mean").has_value());
+    EXPECT_DOUBLE_EQ(*run.value("launch_delay_mean"), (130.0 - (100.0 + 4.0)) * 1000);  // in ns
 }
 
 }  // namespace perfwatch::test
