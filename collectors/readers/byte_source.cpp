@@ -133,28 +133,31 @@ std::string hex(const unsigned char* digest, unsigned int len) {
 using ChunkQueue = BoundedQueue<std::vector<char>>;
 
 // SHA-256 of the bytes handed out. For a large file the hashing runs on a thread of its own beside
-// the parsing: each chunk read is copied to a queue of at most k_depth chunks (bounded memory) that
-// the thread hashes in order; a small file is hashed as it is read.
+// the parsing, started by the first bytes: each chunk read is copied to a queue of at most four
+// chunks (bounded memory) that the thread hashes in order; a small file is hashed as it is read.
 class FileSource::Hash {
 public:
-    explicit Hash(bool beside) {
-        EVP_DigestInit_ex(m_ctx.get(), EVP_sha256(), nullptr);
-        if (beside) m_thread = std::thread([this] {
+    explicit Hash(bool beside) : m_beside(beside) { EVP_DigestInit_ex(m_ctx.get(), EVP_sha256(), nullptr); }
+    ~Hash() { stop(); }
+
+    // From now on the bytes are hashed as they are read (before the first bytes: no thread is made).
+    void where_read() {
+        if (!m_thread.joinable()) m_beside = false;
+    }
+
+    void update(const char* data, std::size_t n) {
+        if (n == 0) return;
+        if (!m_beside) {
+            EVP_DigestUpdate(m_ctx.get(), data, n);
+            return;
+        }
+        if (!m_thread.joinable()) m_thread = std::thread([this] {
             pthread_setname_np(pthread_self(), "pw-sha256");
             while (auto chunk = m_queue.pop()) {
                 EVP_DigestUpdate(m_ctx.get(), chunk->data(), chunk->size());
                 m_queue.recycle(std::move(*chunk));
             }
         });
-    }
-    ~Hash() { stop(); }
-
-    void update(const char* data, std::size_t n) {
-        if (n == 0) return;
-        if (!m_thread.joinable()) {
-            EVP_DigestUpdate(m_ctx.get(), data, n);
-            return;
-        }
         std::vector<char> chunk = m_queue.spare();
         chunk.assign(data, data + n);
         m_queue.push(std::move(chunk));
@@ -176,6 +179,7 @@ private:
         m_thread.join();
     }
 
+    bool m_beside;
     std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> m_ctx{EVP_MD_CTX_new(), &EVP_MD_CTX_free};
     ChunkQueue m_queue{4};
     std::thread m_thread;
@@ -190,7 +194,7 @@ FileSource::~FileSource() {
 }
 
 void FileSource::hash_where_read() {
-    if (m_offset == 0) m_hash = std::make_unique<Hash>(false);
+    if (m_offset == 0) m_hash->where_read();
 }
 
 Result<std::unique_ptr<FileSource>> FileSource::open(const std::string& path) {
