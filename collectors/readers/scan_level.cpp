@@ -12,7 +12,10 @@ std::vector<ScanLevel> detect_levels() {
     // __builtin_cpu_supports also asks whether the operating system saves the wider registers.
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi")) levels.push_back(ScanLevel::avx2);
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("bmi"))
+    // AVX-512 only where it does not slow the core's clock (Ice Lake and Zen 4 on, which have
+    // VBMI2; Skylake's server parts do not), as simdjson chooses its own kernel.
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("bmi"))
         levels.push_back(ScanLevel::avx512);
 #endif
     return levels;
