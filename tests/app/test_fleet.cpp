@@ -215,11 +215,24 @@ TEST(Fleet, TwoDaemonsShareOneHistoryAndSendEveryMessageThroughAKill) {
                                                                "FROM outbox WHERE claimed_by LIKE '%:{0}')",
                                                                owner_a)));
     };
-    ASSERT_TRUE(eventually([&] { return runs() >= 30 && held_by_a() > 0; }, 120s)) << daemon_a->log();
+    // Daemon A is stopped (SIGSTOP) while its claims are counted and killed only when it holds
+    // some, so the kill lands on exactly the claims counted (counted, then killed, a claim could
+    // end in between: a message sent).
+    std::int64_t held_at_kill = 0;
+    ASSERT_TRUE(eventually(
+        [&] {
+            if (runs() < 30) return false;
+            daemon_a->signal(SIGSTOP);
+            held_at_kill = held_by_a();
+            if (held_at_kill > 0) return true;
+            daemon_a->signal(SIGCONT);
+            return false;
+        },
+        120s))
+        << daemon_a->log();
     daemon_a->signal(SIGKILL);
     ASSERT_EQ(daemon_a->wait_exit(5), 128 + SIGKILL);
     const std::int64_t at_kill = runs();
-    const std::int64_t held_at_kill = held_by_a();
     // The kill landed mid-burst, while daemon A held claims that others must take over.
     EXPECT_LT(at_kill, k_reports);
     EXPECT_GT(held_at_kill, 0) << "daemon A held no claim when it was killed";
