@@ -22,7 +22,6 @@
 #include "collectors/readers/idle_causes.hpp"
 #include "collectors/readers/dom_args.hpp"
 #include "collectors/readers/flat_object.hpp"
-#include "collectors/readers/json_number.hpp"
 #include "collectors/readers/json_stream_thread.hpp"
 #include "collectors/readers/span_set.hpp"
 #include "collectors/readers/sync_idle.hpp"
@@ -252,11 +251,8 @@ private:
         return {};
     }
 
-    static bool field(simdjson::dom::object o, std::string_view key, double& out) {
-        simdjson::dom::element v;
-        if (o[key].get(v)) return false;
-        return json_number(v, out);
-    }
+    // The number under `key` of a parsed object (as DomArgs reads it).
+    static bool field(simdjson::dom::object o, std::string_view key, double& out) { return DomArgs{o}.number(key, out); }
 
     Result<void> take_event(std::string_view json, const JsonEventStream::Hints& hints) {
         ++m_events;

@@ -193,9 +193,7 @@ FileSource::~FileSource() {
     ::close(m_fd);
 }
 
-void FileSource::hash_where_read() {
-    if (m_offset == 0) m_hash->where_read();
-}
+void FileSource::hash_where_read() { m_hash->where_read(); }
 
 Result<std::unique_ptr<FileSource>> FileSource::open(const std::string& path) {
     // Non-blocking: opening a FIFO for reading would otherwise wait for a writer.
