@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -126,6 +127,10 @@ std::string labels_text(const std::map<std::string, std::string>& labels);
 // "key=value\n" per label in key order: the labels as one identity (a run's, a job's).
 std::string labels_key(const std::map<std::string, std::string>& labels);
 
+// A run's entities. A deque, not a vector: adding an entity at the end never moves the others,
+// so a reference to one (the run entity, a kernel) stays valid while a reader adds more.
+using EntityList = std::deque<Entity>;
+
 // What a collector produces from one report: plain data, no storage ids.
 struct RunBatch {
     std::string source;        // path of the report as given
@@ -135,7 +140,7 @@ struct RunBatch {
     std::string tool_version;  // when the report states it
     std::optional<std::string> captured_at;  // ISO 8601 when the report states it
     std::map<std::string, std::string> labels;
-    std::vector<Entity> entities;
+    EntityList entities;
     std::vector<std::string> notes;  // facts worth telling the user ("no GPU data in this capture")
 
     // Index of the single run entity, created on first use.

@@ -27,13 +27,13 @@ void bind_ids(Statement& st, std::span<const std::int64_t> ids) {
 
 // The entities of the stored contents `content_ids` (runs that stored their entities), with their
 // attributes, metrics, samples and tool findings: five statements whatever their number.
-std::unordered_map<std::int64_t, std::vector<Entity>> load_contents(sql::Connection& db,
+std::unordered_map<std::int64_t, EntityList> load_contents(sql::Connection& db,
                                                                     std::span<const std::int64_t> content_ids) {
-    std::unordered_map<std::int64_t, std::vector<Entity>> out;
+    std::unordered_map<std::int64_t, EntityList> out;
     if (content_ids.empty()) return out;
     const std::string ids = in_list(content_ids.size());
     // Entity id -> where it lives: its content's list and its index there.
-    std::unordered_map<std::int64_t, std::pair<std::vector<Entity>*, std::size_t>> where;
+    std::unordered_map<std::int64_t, std::pair<EntityList*, std::size_t>> where;
     auto entity = [&](std::int64_t id) -> Entity& {
         const auto& [list, index] = where.at(id);
         return (*list)[index];
@@ -42,7 +42,7 @@ std::unordered_map<std::int64_t, std::vector<Entity>> load_contents(sql::Connect
                              " ORDER BY run_id, ordinal");
     bind_ids(ent_st, content_ids);
     while (ent_st.step()) {
-        std::vector<Entity>& list = out[ent_st.column(4).as_int64()];
+        EntityList& list = out[ent_st.column(4).as_int64()];
         Entity e;
         const std::int64_t id = ent_st.column(0).as_int64();
         if (!ent_st.column(1).is_null()) {
@@ -146,7 +146,7 @@ Result<std::vector<StoredRun>> HistoryReads::load_runs(const std::vector<std::in
                 auto it = runs.find(id);
                 if (it == runs.end()) continue;
                 const std::int64_t content = content_of.at(id);
-                std::vector<Entity>& entities = contents[content];
+                EntityList& entities = contents[content];
                 if (--users[content] > 0) {
                     it->second.batch.entities = entities;
                     out.push_back(it->second);
