@@ -112,6 +112,8 @@ public:
                 inhibit_rules(kv.second);
             } else if (key == "retention") {
                 retention(kv.second);
+            } else if (key == "reader") {
+                reader(kv.second);
             } else if (key == "log_level") {
                 if (auto v = scalar(kv.second, key)) {
                     static constexpr std::array k_levels{"debug", "info", "notice", "warning", "error"};
@@ -124,7 +126,7 @@ public:
             } else {
                 diag(kv.first.Mark(), fmt::format("unknown setting '{}' (expected database, database_password_file, rules, converters, "
                                                   "path_templates, watch, workers, quiet_period, lease, job_timeout, listen, "
-                                                  "shutdown_timeout, log_level, reports, dashboard, receivers, route, inhibit_rules or retention)",
+                                                  "shutdown_timeout, log_level, reports, dashboard, receivers, route, inhibit_rules, retention or reader)",
                                                   key));
             }
         }
@@ -161,6 +163,40 @@ private:
             if (key == "samples_days") m_out.config.retention_samples_days = integer(kv.second, key, 1, 36500);
             else if (key == "runs_days") m_out.config.retention_runs_days = integer(kv.second, key, 1, 36500);
             else diag(kv.first.Mark(), fmt::format("unknown retention setting '{}' (expected samples_days or runs_days)", key));
+        }
+    }
+
+    // reader: {isolation: process, memory_mb: 4096, cpu_seconds: 600, wall_seconds: 900, output_mb: 256}
+    void reader(const YAML::Node& n) {
+        if (!n.IsMap()) {
+            diag(n.Mark(), "'reader' must be a mapping of isolation, memory_mb, cpu_seconds, wall_seconds and output_mb");
+            return;
+        }
+        ReaderOptions& r = m_out.config.reader;
+        const auto set = [&](std::uint64_t& out, const YAML::Node& v, std::string_view key, int high) {
+            if (auto got = integer(v, key, 1, high)) out = static_cast<std::uint64_t>(*got);
+        };
+        for (const auto& kv : n) {
+            const std::string key = kv.first.as<std::string>("");
+            if (key == "isolation") {
+                if (auto v = scalar(kv.second, key)) {
+                    if (*v == "process") r.isolation = ReaderIsolation::process;
+                    else if (*v == "none") r.isolation = ReaderIsolation::in_process;
+                    else diag(kv.second.Mark(), fmt::format("'isolation' must be process or none; found '{}'", *v));
+                }
+            } else if (key == "memory_mb") {
+                set(r.limits.memory_mb, kv.second, key, 1 << 20);
+            } else if (key == "cpu_seconds") {
+                set(r.limits.cpu_seconds, kv.second, key, 86400);
+            } else if (key == "wall_seconds") {
+                set(r.limits.wall_seconds, kv.second, key, 86400);
+            } else if (key == "output_mb") {
+                set(r.limits.output_mb, kv.second, key, 1 << 16);
+            } else {
+                diag(kv.first.Mark(), fmt::format("unknown reader setting '{}' (expected isolation, memory_mb, cpu_seconds, "
+                                                  "wall_seconds or output_mb)",
+                                                  key));
+            }
         }
     }
 

@@ -64,6 +64,10 @@ struct Config {
     // `runs_days` (unset: kept for ever); the daemon prunes once a day, `db prune` on demand.
     std::optional<int> retention_samples_days;
     std::optional<int> retention_runs_days;
+
+    // How check, ingest and the daemon read each report: in a confined child process with these
+    // limits (`reader:`; isolation `none` reads in perfwatch's own process).
+    ReaderOptions reader{ReaderIsolation::process, {}, {}};
 };
 
 // Errors for watched directories that do not exist or are not directories (the daemon would

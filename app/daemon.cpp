@@ -339,7 +339,7 @@ private:
         // A bug in a collector costs this report, never the daemon.
         Result<std::vector<RunBatch>> batch = fail(job.path, 0, "not read");
         try {
-            batch = collect_labelled_runs(job.path, labels, s.config.converters);
+            batch = collect_labelled_runs(job.path, labels, s.config.converters, s.config.reader);
         } catch (const std::exception& e) {
             batch = fail(job.path, 0, fmt::format("internal error while reading the report: {}", e.what()));
         }

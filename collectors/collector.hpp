@@ -7,6 +7,7 @@
 
 #include "collectors/readers/byte_source.hpp"
 #include "collectors/convert.hpp"
+#include "collectors/reader_process.hpp"
 #include "core/error.hpp"
 #include "core/model.hpp"
 
@@ -88,8 +89,13 @@ Result<RunBatch> collect_file(const std::string& path, const std::vector<Convert
 
 // Every run of the report at `path` (collect_runs): one per session for a log holding several,
 // each labelled session=N, with the file's SHA-256 and "#N" as its content hash. Otherwise as
-// collect_file.
-Result<std::vector<RunBatch>> collect_file_runs(const std::string& path, const std::vector<Converter>& converters);
+// collect_file. Read as `reader` says (in this process, or in a sandboxed reader process); a
+// binary report is converted first, here.
+Result<std::vector<RunBatch>> collect_file_runs(const std::string& path, const std::vector<Converter>& converters,
+                                                const ReaderOptions& reader = {});
+
+// The same for a report no converter takes, read in this process.
+Result<std::vector<RunBatch>> collect_plain_file_runs(const std::string& path);
 
 // Labels the report itself gives, where not set already: `gpu` (the devices' GPU models) and
 // `tool_version`. Collectors add their own (Kineto: rank, world_size).

@@ -8,6 +8,8 @@
 
 #include "collectors/fpga_opencl/clintercept.hpp"
 #include "collectors/collector.hpp"
+
+#include "collectors/reader_process.hpp"
 #include "collectors/readers/byte_source.hpp"
 #include "collectors/fpga_opencl/fpga_profile_mon.hpp"
 #include "collectors/pytorch/kineto.hpp"
@@ -159,16 +161,34 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
 
 Result<RunBatch> collect_file(const std::string& path) { return collect_file_impl(path, nullptr); }
 
-Result<std::vector<RunBatch>> collect_file_runs(const std::string& path, const std::vector<Converter>& converters) {
-    if (converter_for(converters, path) != nullptr) {
-        auto batch = collect_file(path, converters);
-        if (!batch) return std::unexpected(batch.error());
-        return std::vector<RunBatch>{std::move(*batch)};
-    }
+Result<std::vector<RunBatch>> collect_plain_file_runs(const std::string& path) {
     std::vector<RunBatch> runs;
     auto batch = collect_file_impl(path, &runs);
     if (!batch) return std::unexpected(batch.error());
     if (runs.empty()) runs.push_back(std::move(*batch));
+    return runs;
+}
+
+Result<std::vector<RunBatch>> collect_file_runs(const std::string& path, const std::vector<Converter>& converters,
+                                                const ReaderOptions& reader) {
+    const Converter* converter = converter_for(converters, path);
+    if (converter == nullptr) return read_runs(path, reader);
+    auto sha = sha256_file(path);  // also refuses a directory or a missing file
+    if (!sha) return std::unexpected(sha.error());
+    auto converted = convert_report(*converter, path);
+    if (!converted) return std::unexpected(converted.error());
+    auto runs = read_runs(converted->path(), reader);
+    if (!runs) {
+        Error e = runs.error();
+        e.message = fmt::format("{} (reading what `{}` produced from {})", e.message, describe_command(*converter, path), path);
+        e.file = path;
+        return std::unexpected(std::move(e));
+    }
+    for (RunBatch& batch : *runs) {
+        batch.source = path;
+        batch.sha256 = *sha;
+        batch.notes.push_back(fmt::format("converted from {} by `{}`", converter->extension, describe_command(*converter, path)));
+    }
     return runs;
 }
 
@@ -254,25 +274,10 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
 }  // namespace
 
 Result<RunBatch> collect_file(const std::string& path, const std::vector<Converter>& converters) {
-    const Converter* converter = converter_for(converters, path);
-    if (converter == nullptr) return collect_file(path);
-    auto sha = sha256_file(path);  // also refuses a directory or a missing file
-    if (!sha) return std::unexpected(sha.error());
-    auto converted = convert_report(*converter, path);
-    if (!converted) return std::unexpected(converted.error());
-    auto batch = collect_file(converted->path());
-    if (!batch) {
-        Error e = batch.error();
-        e.message = fmt::format("{} (reading what `{}` produced from {})", e.message,
-                                describe_command(*converter, path), path);
-        e.file = path;
-        return std::unexpected(std::move(e));
-    }
-    batch->source = path;
-    batch->sha256 = *sha;
-    batch->notes.push_back(fmt::format("converted from {} by `{}`", converter->extension,
-                                       describe_command(*converter, path)));
-    return batch;
+    if (converter_for(converters, path) == nullptr) return collect_file(path);
+    auto runs = collect_file_runs(path, converters, {});
+    if (!runs) return std::unexpected(runs.error());
+    return std::move(runs->back());
 }
 
 }  // namespace perfwatch

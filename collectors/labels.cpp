@@ -193,8 +193,9 @@ Result<RunBatch> collect_labelled(const std::string& file, const LabelSources& l
 }
 
 Result<std::vector<RunBatch>> collect_labelled_runs(const std::string& file, const LabelSources& labels,
-                                                    const std::vector<Converter>& converters) {
-    auto runs = collect_file_runs(file, converters);
+                                                    const std::vector<Converter>& converters,
+                                                    const ReaderOptions& reader) {
+    auto runs = collect_file_runs(file, converters, reader);
     if (!runs) return std::unexpected(runs.error());
     for (RunBatch& batch : *runs)
         if (auto labelled = label_run(batch, file, labels); !labelled) return std::unexpected(labelled.error());

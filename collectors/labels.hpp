@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectors/convert.hpp"
+#include "collectors/reader_process.hpp"
 #include "core/error.hpp"
 #include "core/model.hpp"
 
@@ -77,8 +78,10 @@ Result<RunBatch> collect_labelled(const std::string& file, const LabelSources& l
                                   const std::vector<Converter>& converters);
 
 // Every run of one report (one per session of a log holding several, labelled session=N), each
-// labelled as collect_labelled does.
+// labelled as collect_labelled does, read as `reader` says (check, ingest and the daemon: in a
+// sandboxed reader process).
 Result<std::vector<RunBatch>> collect_labelled_runs(const std::string& file, const LabelSources& labels,
-                                                    const std::vector<Converter>& converters);
+                                                    const std::vector<Converter>& converters,
+                                                    const ReaderOptions& reader = {});
 
 }  // namespace perfwatch

@@ -9,7 +9,9 @@ namespace perfwatch {
 
 // Whose fault a failure is: the report's own content (it fails only that report), the database
 // (locked, full, unreachable: the same report is tried again later), or a bug in perfwatch.
-enum class ErrorKind { report, database, internal };
+// reader_died: the process reading the report ended without an answer (a crash, a limit, a
+// timeout, a malformed answer): it fails only that report, and the daemon quarantines the file.
+enum class ErrorKind { report, database, internal, reader_died };
 
 // A failure a caller is expected to handle: which file, where in it (line, or byte offset when
 // lines do not apply; 0 when unknown), and what was expected there.

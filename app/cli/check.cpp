@@ -30,6 +30,7 @@ struct CheckOptions {
     std::string fail_on = "error";
     std::vector<std::string> files;
     std::vector<Converter> converters = default_converters();
+    ReaderOptions reader;
 };
 
 std::string regression_sentence(const RegressionEvent& e) {
@@ -54,7 +55,7 @@ Result<std::int64_t> baseline_run_id(Db& db, const std::string& text, const Chec
     // A report file: labelled like the checked reports, less the labels naming one build.
     LabelSources labels = options.labels;
     std::erase_if(labels.given, [](const auto& kv) { return is_identity_label(kv.first); });
-    auto stored = ingest_one(db, text, labels, options.converters);
+    auto stored = ingest_one(db, text, labels, options.converters, options.reader);
     if (!stored) return std::unexpected(stored.error());
     return stored->back().stored.run_id;  // a log of several sessions: its last one
 }
@@ -129,7 +130,7 @@ int run_check(const CheckOptions& options) {
     };
     for (const std::string& file : options.files) {
         // A report set aside (no converter tool) was not checked: the gate cannot pass on it.
-        auto batches = collect_labelled_runs(file, options.labels, options.converters);
+        auto batches = collect_labelled_runs(file, options.labels, options.converters, options.reader);
         if (!batches) {
             print_error(batches.error());
             status = 2;
@@ -192,6 +193,7 @@ public:
         if (!parse_labels(m_labels, m_options.labels.given)) return 2;
         m_options.labels.path_templates = c.config.path_templates;
         m_options.converters = c.config.converters;
+        m_options.reader = c.config.reader;
         m_options.rule_paths.insert(m_options.rule_paths.begin(), c.config.rules.begin(), c.config.rules.end());
         return run_check(m_options);
     }

@@ -47,8 +47,8 @@ std::int64_t count_kind(const RunBatch& b, EntityKind kind) {
 }
 
 Result<std::vector<IngestedRun>> ingest_one(Db& db, const std::string& file, const LabelSources& labels,
-                                            const std::vector<Converter>& converters) {
-    auto runs = collect_labelled_runs(file, labels, converters);
+                                            const std::vector<Converter>& converters, const ReaderOptions& reader) {
+    auto runs = collect_labelled_runs(file, labels, converters, reader);
     if (!runs) return std::unexpected(runs.error());
     std::vector<IngestedRun> out;
     for (RunBatch& batch : *runs) {

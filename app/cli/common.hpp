@@ -36,10 +36,10 @@ struct IngestedRun {
     StoreOutcome stored;
     RunBatch batch;
 };
-// Collects and stores one report: one run, or one per session of a log holding several. Prints
-// nothing; the caller reports.
+// Collects (as `reader` says: in a reader process for check and ingest) and stores one report:
+// one run, or one per session of a log holding several. Prints nothing; the caller reports.
 Result<std::vector<IngestedRun>> ingest_one(Db& db, const std::string& file, const LabelSources& labels,
-                                            const std::vector<Converter>& converters);
+                                            const std::vector<Converter>& converters, const ReaderOptions& reader);
 
 // Splits K=V label arguments into `out`; false (and says why on stderr) on a malformed one.
 bool parse_labels(const std::vector<std::string>& args, std::map<std::string, std::string>& out);

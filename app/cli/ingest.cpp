@@ -15,6 +15,7 @@ struct IngestOptions {
     LabelSources labels;
     std::vector<std::string> files;
     std::vector<Converter> converters = default_converters();
+    ReaderOptions reader;
 };
 
 // 0 when every report was stored (or set aside because its converter tool is missing); 2 otherwise.
@@ -23,7 +24,7 @@ int run_ingest(const IngestOptions& options) {
     if (!db) return 2;
     int status = 0;
     for (const std::string& file : options.files) {
-        auto ingested = ingest_one(*db, file, options.labels, options.converters);
+        auto ingested = ingest_one(*db, file, options.labels, options.converters, options.reader);
         if (!ingested) {
             print_error(ingested.error());
             if (!ingested.error().skipped) status = 2;
@@ -59,6 +60,7 @@ public:
     int run(const Context& c) override {
         m_options.db_path = c.db_or_default(m_options.db_path);
         m_options.converters = c.config.converters;
+        m_options.reader = c.config.reader;
         m_options.labels.path_templates = c.config.path_templates;
         if (!parse_labels(m_labels, m_options.labels.given)) return 2;
         return run_ingest(m_options);
