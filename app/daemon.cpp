@@ -283,6 +283,9 @@ private:
             return;
         }
         const auto now = Clock::now();
+        // A job started before a reload names a watch entry of the old settings: the reload's
+        // rescan has queued its file again under the new ones.
+        if (job.settings != m_settings && (outcome == Outcome::retry || outcome == Outcome::later)) outcome = Outcome::none;
         if (outcome == Outcome::retry) {
             // The database failed (locked, full, read-only): read the report again later, waiting
             // longer each time (2 s doubling to 1 min) until a report is stored again.
@@ -329,6 +332,7 @@ private:
         const auto stat = stat_file(job.path);
         if (!stat) return finish(job, Outcome::none);
         const Settings& s = *job.settings;
+        if (job.watch >= s.config.watch.size()) return finish(job, Outcome::none);
         LabelSources labels;
         const WatchSpec& watch = s.config.watch[job.watch];
         if (watch.path_template) labels.path_templates.push_back(*watch.path_template);

@@ -8,6 +8,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -75,11 +76,21 @@ Result<InputSize> measure_input(const std::string& path) {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        fmt::print(stderr, "usage: bench_collect FILE...\n");
+        fmt::print(stderr, "usage: bench_collect [--sandbox PERFWATCH_BINARY] FILE...\n");
         return 2;
     }
+    // --sandbox: each file read as check and the daemon read it, in a confined reader process
+    // (`PERFWATCH_BINARY read-report`); its time and CPU are the whole process's, its peak RSS
+    // the child's.
+    ReaderOptions reader;
+    int first = 1;
+    if (argc > 3 && std::string_view(argv[1]) == "--sandbox") {
+        reader.isolation = ReaderIsolation::process;
+        reader.executable = argv[2];
+        first = 3;
+    }
     int status = 0;
-    for (int i = 1; i < argc; ++i) {
+    for (int i = first; i < argc; ++i) {
         const std::string path = argv[i];
         auto size = measure_input(path);
         if (!size) {
@@ -90,15 +101,25 @@ int main(int argc, char** argv) {
         rusage before{};
         getrusage(RUSAGE_SELF, &before);
         const auto t0 = std::chrono::steady_clock::now();
-        auto batch = collect_file(path);
+        auto runs = collect_file_runs(path, {}, reader);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (!batch) {
-            fmt::print(stderr, "{}\n", batch.error().to_string());
+        if (!runs) {
+            fmt::print(stderr, "{}\n", runs.error().to_string());
             status = 1;
             continue;
         }
+        const RunBatch& batch = runs->back();
         rusage usage{};
         getrusage(RUSAGE_SELF, &usage);
+        if (reader.isolation == ReaderIsolation::process) {
+            rusage child{};
+            getrusage(RUSAGE_CHILDREN, &child);
+            usage.ru_utime.tv_sec += child.ru_utime.tv_sec;
+            usage.ru_utime.tv_usec += child.ru_utime.tv_usec;
+            usage.ru_stime.tv_sec += child.ru_stime.tv_sec;
+            usage.ru_stime.tv_usec += child.ru_stime.tv_usec;
+            usage.ru_maxrss = std::max(usage.ru_maxrss, child.ru_maxrss);
+        }
         const double cpu = static_cast<double>(usage.ru_utime.tv_sec - before.ru_utime.tv_sec + usage.ru_stime.tv_sec -
                                                before.ru_stime.tv_sec) +
                            static_cast<double>(usage.ru_utime.tv_usec - before.ru_utime.tv_usec + usage.ru_stime.tv_usec -
@@ -109,7 +130,7 @@ int main(int argc, char** argv) {
         fmt::print("{:<34} {:>8.1f} MB {:>8.1f} MB/s{} {:>11.0f} rows/s {:>7.2f} s wall {:>7.2f} s cpu  peak RSS {:.1f} MB"
                    "  [{}, {:.0f} rows, {} entities]\n",
                    std::filesystem::path(path).filename().string(), mb, mb / secs, gz, size->rows / secs, secs, cpu,
-                   static_cast<double>(usage.ru_maxrss) / 1024.0, batch->format, size->rows, batch->entities.size());
+                   static_cast<double>(usage.ru_maxrss) / 1024.0, batch.format, size->rows, batch.entities.size());
         std::fflush(stdout);
     }
     return status;

@@ -96,10 +96,13 @@ int main(int argc, char** argv) {
     const char* db_env = std::getenv("PERFWATCH_BENCH_DB");
     const std::string db = db_env != nullptr && *db_env != '\0' ? db_env : (work / "perfwatch.db").string();
     fs::create_directories(reports);
+    // $PERFWATCH_BENCH_READER: the reader's isolation, "process" (the default) or "none".
+    const char* reader_env = std::getenv("PERFWATCH_BENCH_READER");
+    const std::string reader = reader_env != nullptr && *reader_env != '\0' ? reader_env : "process";
     std::ofstream(work / "perfwatch.yaml") << fmt::format(
         "database: {}\nwatch:\n  - path: {}\n    path_template: \"{{project}}/{{branch}}/{{commit}}/**\"\n"
-        "listen: 127.0.0.1:0\nworkers: {}\nquiet_period: {}ms\nlog_level: info\n",
-        db, reports.string(), workers, quiet_ms);
+        "listen: 127.0.0.1:0\nworkers: {}\nquiet_period: {}ms\nlog_level: info\nreader:\n  isolation: {}\n",
+        db, reports.string(), workers, quiet_ms, reader);
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);

@@ -408,9 +408,10 @@ private:
             if (e.kind == EntityKind::kernel) {
                 // A kernel on one device carries that device's SM count, for grid-size rules.
                 if (auto d = e.attributes.find("device"); d != e.attributes.end()) {
-                    if (auto sm = sm_counts.find(d->second); sm != sm_counts.end())
+                    const std::string device = d->second;  // adding "cc" below moves the attributes
+                    if (auto sm = sm_counts.find(device); sm != sm_counts.end())
                         e.set(plain("sm_count", sm->second, "count", "smCount"));
-                    if (auto cc = cc_of.find(d->second); cc != cc_of.end()) e.attributes["cc"] = cc->second;
+                    if (auto cc = cc_of.find(device); cc != cc_of.end()) e.attributes["cc"] = cc->second;
                 }
                 auto it = extra_of.find(e.name);
                 if (it == extra_of.end()) continue;

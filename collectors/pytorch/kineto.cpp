@@ -870,8 +870,9 @@ private:
                     e.set(plain("occupancy_estimated", x.occupancy_weighted / x.occupancy_weight, "percent",
                                 "est. achieved occupancy %", "%"));
                 if (auto d = e.attributes.find("device"); d != e.attributes.end()) {
-                    if (auto sm = sm_of.find(d->second); sm != sm_of.end()) e.set(plain("sm_count", sm->second, "count", "numSms"));
-                    if (auto cc = cc_of.find(d->second); cc != cc_of.end()) e.attributes["cc"] = cc->second;
+                    const std::string device = d->second;  // adding "cc" below moves the attributes
+                    if (auto sm = sm_of.find(device); sm != sm_of.end()) e.set(plain("sm_count", sm->second, "count", "numSms"));
+                    if (auto cc = cc_of.find(device); cc != cc_of.end()) e.attributes["cc"] = cc->second;
                 }
             } else if (e.kind == EntityKind::memcpy) {
                 auto it = m_bytes.find(e.name);

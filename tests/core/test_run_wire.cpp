@@ -4,7 +4,10 @@
 
 #include <random>
 
+#include "collectors/collector.hpp"
+#include "collectors/sanitize.hpp"
 #include "core/run_wire.hpp"
+#include "tests/support.hpp"
 
 namespace perfwatch {
 
@@ -90,6 +93,26 @@ TEST(RunWire, RunsComeBackFieldForField) {
     ASSERT_EQ(got->runs.size(), 2u);
     expect_same(runs[0], got->runs[0]);
     expect_same(runs[1], got->runs[1]);
+}
+
+// Every corpus report's runs, encoded, decoded and sanitized as a reader's parent does, are the
+// runs as read.
+TEST(RunWire, EveryCorpusReportComesBackAsRead) {
+    const auto corpus = test::corpus_dir();
+    if (!corpus) GTEST_SKIP() << "no corpus at ../shared/corpus";
+    int read = 0;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(*corpus)) {
+        if (!entry.is_regular_file() || entry.path().extension() == ".md") continue;
+        auto runs = collect_plain_file_runs(entry.path().string());
+        if (!runs) continue;
+        const std::string bytes = encode_runs(*runs);
+        auto back = decode_answer(bytes);
+        ASSERT_TRUE(back) << entry.path() << ": " << back.error().to_string();
+        for (RunBatch& b : back->runs) sanitize_batch(b);
+        EXPECT_EQ(encode_runs(back->runs), bytes) << entry.path();
+        ++read;
+    }
+    EXPECT_GT(read, 20);
 }
 
 TEST(RunWire, AnErrorComesBackFieldForField) {
