@@ -43,12 +43,18 @@ std::string format_job_text(const StoredRun& job) {
     if (run != nullptr) {
         if (auto m = run->attributes.find("missing_ranks"); m != run->attributes.end())
             out += fmt::format("  missing ranks: {}\n", m->second);
-        out += fmt::format("  step {} (slowest rank); exposed communication {} per step ({}), waiting for the last rank "
-                           "{} ({}); compute imbalance {}; {} collectives matched\n",
-                           figure(*run, "job_step_time"), figure(*run, "comm_exposed_time"),
-                           figure(*run, "comm_exposed_pct"), figure(*run, "collective_wait_time"),
-                           figure(*run, "comm_wait_pct"), figure(*run, "compute_imbalance_pct"),
-                           figure(*run, "collectives_matched"));
+        if (run->value("ranks").value_or(0) < 2)
+            out += fmt::format("  step {}; exposed communication {} per step ({}); the wait for the last rank and the "
+                               "compute imbalance need the other ranks' traces\n",
+                               figure(*run, "job_step_time"), figure(*run, "comm_exposed_time"),
+                               figure(*run, "comm_exposed_pct"));
+        else
+            out += fmt::format("  step {} (slowest rank); exposed communication {} per step ({}), waiting for the last "
+                               "rank {} ({}); compute imbalance {}; {} collectives matched\n",
+                               figure(*run, "job_step_time"), figure(*run, "comm_exposed_time"),
+                               figure(*run, "comm_exposed_pct"), figure(*run, "collective_wait_time"),
+                               figure(*run, "comm_wait_pct"), figure(*run, "compute_imbalance_pct"),
+                               figure(*run, "collectives_matched"));
     }
     // Columns as wide as their widest cell; the first left-aligned, the figures right-aligned.
     const JobRankTable t = job_rank_table(b);

@@ -215,6 +215,8 @@ RunBatch build_job_run(const std::vector<JobMember>& members, int world_size) {
     }
 
     const std::size_t run_index = job.run_entity();
+    // Figures measured between ranks (the wait for the last one, the imbalance) need two of them.
+    const bool peers = ranks.size() >= 2;
     double sum_exposed = 0, sum_wait = 0, sum_comm = 0, sum_compute = 0, sum_memory = 0, sum_overlapped = 0;
     for (const RankFigures& r : ranks) {
         Entity e;
@@ -232,7 +234,8 @@ RunBatch build_job_run(const std::vector<JobMember>& members, int world_size) {
             if (r.run != nullptr)
                 if (const Metric* x = r.run->metric(m)) e.set(*x);
         e.set(job_metric("step_time", r.step, "ns"));
-        e.set(job_metric("collective_wait_time", r.wait / per_step, "ns"));
+        // A wait for the last rank is measured against the rank's peers: one rank alone has none.
+        if (peers) e.set(job_metric("collective_wait_time", r.wait / per_step, "ns"));
         e.set(job_metric("last_arrivals", r.last_arrivals, "count"));
         if (r.arrivals > 0) e.set(job_metric("last_arrival_pct", 100.0 * r.last_arrivals / r.arrivals, "percent"));
         e.set(job_metric("wait_caused", r.wait_caused / per_step, "ns"));
@@ -275,13 +278,13 @@ RunBatch build_job_run(const std::vector<JobMember>& members, int world_size) {
         run.set(job_metric("gpu_time_comm", sum_comm, "ns"));
         run.set(job_metric("gpu_time_memory", sum_memory, "ns"));
         run.set(job_metric("comm_exposed_time", sum_exposed / n / per_step, "ns"));
-        run.set(job_metric("collective_wait_time", sum_wait / n, "ns"));
+        if (peers) run.set(job_metric("collective_wait_time", sum_wait / n, "ns"));
         if (sum_comm > 0) run.set(job_metric("comm_compute_overlap_pct", 100.0 * sum_overlapped / sum_comm, "percent"));
         if (job_step > 0) {
             run.set(job_metric("comm_exposed_pct", 100.0 * sum_exposed / n / per_step / job_step, "percent"));
-            run.set(job_metric("comm_wait_pct", 100.0 * sum_wait / n / job_step, "percent"));
+            if (peers) run.set(job_metric("comm_wait_pct", 100.0 * sum_wait / n / job_step, "percent"));
         }
-        if (median_compute > 0)
+        if (median_compute > 0 && peers)
             run.set(job_metric("compute_imbalance_pct",
                                100.0 * (*std::max_element(computes.begin(), computes.end()) / median_compute - 1),
                                "percent"));
@@ -292,6 +295,10 @@ RunBatch build_job_run(const std::vector<JobMember>& members, int world_size) {
     for (int k = 0; k < world_size; ++k)
         if (!present.contains(k)) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
     if (!missing.empty()) run.attributes["missing_ranks"] = missing;
+    if (!peers && !ranks.empty())
+        job.notes.push_back(fmt::format("{} of {} ranks: the wait for the last rank and the compute imbalance are "
+                                        "measured between ranks, and one rank's trace cannot give them",
+                                        ranks.size(), world_size));
     if (!any_base && !ranks.empty())
         job.notes.push_back("the ranks' traces give no clock: arrival order at collectives is not known");
     return job;

@@ -299,3 +299,31 @@ TEST(Jobs, EightRankFilesArrivingOverSecondsGiveOneJobAndOneMessage) {
 }
 
 }  // namespace perfwatch
+
+namespace perfwatch {
+
+// One rank's trace of an 8-rank job cannot measure the wait for the last rank or the compute
+// imbalance (both compare ranks): the job's run leaves them out and the view says why, where it
+// used to print "waiting for the last rank 0.00 ns (0.0%)".
+TEST(Jobs, OneRankAloneClaimsNoWaitForTheLastRank) {
+    const auto jobs = test::jobs_dir();
+    if (!jobs) GTEST_SKIP() << "no jobs at ../shared/jobs";
+    const std::string rank0 = files_in(*jobs / "param_dlrm_kineto_8ranks", ".pt.trace.json").front();
+    test::TempDir dir;
+    const std::string db = dir.file("pw.db");
+    const auto r = test::run_perfwatch({"check", "--db", db, rank0});
+    ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+    EXPECT_NE(r.out.find("the wait for the last rank and the compute imbalance need the other ranks' traces"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("waiting for the last rank 0.00"), std::string::npos) << r.out;
+    const std::int64_t job = test::query_int(db, "SELECT id FROM runs WHERE format = 'job'");
+    const auto shown = nlohmann::json::parse(test::run_perfwatch({"show", "--db", db, std::to_string(job), "--format", "json"}).out);
+    for (const auto& e : shown["entities"]) {
+        EXPECT_FALSE(e["metrics"].contains("comm_wait_pct")) << e["name"];
+        EXPECT_FALSE(e["metrics"].contains("collective_wait_time")) << e["name"];
+        EXPECT_FALSE(e["metrics"].contains("compute_imbalance_pct")) << e["name"];
+    }
+}
+
+}  // namespace perfwatch
