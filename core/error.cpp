@@ -9,6 +9,7 @@ std::string_view to_string(ErrorKind kind) {
         case ErrorKind::report: return "report";
         case ErrorKind::database: return "database";
         case ErrorKind::internal: return "internal";
+        case ErrorKind::reader_died: return "reader died";
     }
     return "internal";
 }

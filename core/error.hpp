@@ -8,8 +8,10 @@
 namespace perfwatch {
 
 // Whose fault a failure is: the report's own content (it fails only that report), the database
-// (locked, full, unreachable: the same report is tried again later), or a bug in perfwatch.
-enum class ErrorKind { report, database, internal };
+// (locked, full, unreachable: the same report is tried again later), a bug in perfwatch, or the
+// process reading the report died on it (a crash, a signal: the report is quarantined, never read
+// again automatically).
+enum class ErrorKind { report, database, internal, reader_died };
 
 // A failure a caller is expected to handle: which file, where in it (line, or byte offset when
 // lines do not apply; 0 when unknown), and what was expected there.
