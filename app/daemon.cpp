@@ -1,5 +1,6 @@
 #include "app/daemon.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 
@@ -11,12 +12,15 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <fmt/chrono.h>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <unistd.h>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -45,9 +49,143 @@
 #include "notify/sinks.hpp"
 #include "storage/db.hpp"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PERFWATCH_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define PERFWATCH_ASAN 1
+#endif
+#ifdef PERFWATCH_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace perfwatch {
 
 namespace {
+
+// The crash note: which file a worker thread was reading when the daemon crashed, written by the
+// crash handler and read at the next start, so that file alone is quarantined (the others read
+// then are innocent). Plain data only: the handler may use nothing else.
+thread_local constinit const char* t_reading = nullptr;  // the path this worker thread reads, or null
+constinit char g_crash_note[4096] = {};                // where the note goes ("" : nowhere)
+constinit struct sigaction g_previous_handlers[NSIG] = {};
+constexpr int k_crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+// Async-signal-safe: "SIGNAL\nPATH" (signal 0: a sanitizer report), only when a worker thread was
+// reading.
+void write_crash_note(int signal) {
+    const char* path = t_reading;
+    if (path == nullptr || g_crash_note[0] == '\0') return;
+    const int fd = ::open(g_crash_note, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    char number[16];
+    int n = 0;
+    char digits[12];
+    int d = 0;
+    for (int v = signal; d == 0 || v > 0; v /= 10) digits[d++] = static_cast<char>('0' + v % 10);
+    while (d > 0) number[n++] = digits[--d];
+    number[n++] = '\n';
+    [[maybe_unused]] auto a = ::write(fd, number, static_cast<std::size_t>(n));
+    [[maybe_unused]] auto b = ::write(fd, path, std::strlen(path));
+    ::close(fd);
+}
+
+extern "C" void on_crash_signal(int signal, siginfo_t* info, void* context) {
+    write_crash_note(signal);
+    const struct sigaction& previous = g_previous_handlers[signal];
+    if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+        previous.sa_sigaction(signal, info, context);
+    } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
+        previous.sa_handler(signal);
+    }
+    // Dies of the signal once the handler returns (it is blocked until then).
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+}
+
+// Writes the crash note to `note_path` when a worker thread crashes while reading a file (the
+// sanitizers' reports included); the handlers there before run after it.
+void install_crash_note(const std::string& note_path) {
+    if (note_path.empty() || note_path.size() >= sizeof g_crash_note) return;
+    std::memcpy(g_crash_note, note_path.c_str(), note_path.size() + 1);
+    for (const int signal : k_crash_signals) {
+        struct sigaction action = {};
+        action.sa_sigaction = &on_crash_signal;
+        action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&action.sa_mask);
+        ::sigaction(signal, &action, &g_previous_handlers[signal]);
+    }
+#ifdef PERFWATCH_ASAN
+    __sanitizer_set_death_callback(+[] { write_crash_note(0); });
+#endif
+}
+
+// What the crash note said: the file and the signal (0: a sanitizer report).
+struct CrashNote {
+    int signal = 0;
+    std::string path;
+};
+
+// The note the previous process left at `note_path` (removed once read).
+std::optional<CrashNote> take_crash_note(const std::string& note_path) {
+    if (note_path.empty()) return std::nullopt;
+    std::FILE* f = std::fopen(note_path.c_str(), "rb");
+    if (f == nullptr) return std::nullopt;
+    std::string text;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+    std::fclose(f);
+    std::remove(note_path.c_str());
+    const auto newline = text.find('\n');
+    if (newline == std::string::npos || newline + 1 >= text.size()) return std::nullopt;
+    CrashNote note;
+    try {
+        note.signal = std::stoi(text.substr(0, newline));
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+    note.path = text.substr(newline + 1);
+    return note;
+}
+
+std::string signal_text(int signal) {
+    if (signal == 0) return "a sanitizer report";
+    const char* name = ::sigabbrev_np(signal);
+    return name != nullptr ? fmt::format("SIG{}", name) : fmt::format("signal {}", signal);
+}
+
+std::uint64_t fnv1a(std::string_view text) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (const char c : text) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+// Where this daemon keeps its crash note: beside a SQLite database, in systemd's
+// $STATE_DIRECTORY for PostgreSQL (none elsewhere: a death is then judged as unexplained). Named
+// for the daemon, so daemons of other configurations never read each other's.
+std::string crash_note_path(const std::string& db_path, bool postgresql, const std::string& owner) {
+    const std::string name = fmt::format("perfwatch-crash-{:016x}", fnv1a(owner));
+    if (!postgresql) {
+        const std::filesystem::path db(db_path);
+        return (db.parent_path() / (db.filename().string() + "." + name)).string();
+    }
+    const char* state = std::getenv("STATE_DIRECTORY");
+    if (state == nullptr || *state == '\0') return {};
+    const std::string first(state, std::strcspn(state, ":"));
+    return (std::filesystem::path(first) / name).string();
+}
+
+// The time of a quarantine, to the millisecond (its alert's key holds it).
+std::string utc_ms_text() {
+    const auto now = std::chrono::floor<std::chrono::milliseconds>(std::chrono::system_clock::now());
+    const auto seconds = std::chrono::floor<std::chrono::seconds>(now);
+    return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03}Z", seconds, (now - seconds).count());
+}
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
@@ -129,7 +267,10 @@ public:
         std::signal(SIGPIPE, SIG_IGN);
         wait_signal();
         std::atomic_store(&m_current, m_settings);
+        install_crash_note(m_crash_note);
         m_writer_thread = std::thread([this] { m_writer_io.run(); });
+        // The files the previous process was reading when it ended, before any is read again.
+        asio::post(m_writer_io, [this] { recover_unfinished(); });
         // Messages left in the outbox by an earlier run (a crash mid-delivery) go out again.
         asio::post(m_writer_io, [this] { schedule_delivery(); });
         asio::post(m_writer_io, [this] { schedule_retention(k_first_retention); });
@@ -177,6 +318,11 @@ private:
             m_delivery_timer.cancel();
             m_retention_timer.cancel();
             m_jobs_timer.cancel();
+            m_marks_timer.cancel();
+            // Nothing is being read now: the files marked for reading that were not read are
+            // forgotten (read as new at the next start), not held against them.
+            if (auto forgotten = m_db.file_marks().forget_unfinished(m_owner); !forgotten)
+                log(LogLevel::warning, "{}", forgotten.error().to_string());
             if (m_sending > 0) {
                 // A delivery in flight is abandoned: it stays pending and goes out again, with the
                 // same idempotency key, at the next start.
@@ -271,13 +417,14 @@ private:
     // What became of a report: nothing to do (unchanged, a duplicate, gone), stored, failed for
     // good (until it changes), or to retry (the database failed).
     // later: another daemon of the fleet holds the run; looked at again in a second, no failure.
-    enum class Outcome { none, stored, failed, retry, later };
+    // quarantined: reading it ended the reader; never read again automatically.
+    enum class Outcome { none, stored, failed, retry, later, quarantined };
 
     void done(const Job& job, Outcome outcome) {
         --m_in_flight;
         m_busy.erase(job.path);
         m_stored += outcome == Outcome::stored ? 1 : 0;
-        m_failed += outcome == Outcome::failed || outcome == Outcome::retry ? 1 : 0;
+        m_failed += outcome == Outcome::failed || outcome == Outcome::retry || outcome == Outcome::quarantined ? 1 : 0;
         if (m_stopping) {
             if (m_in_flight == 0) m_io.stop();
             return;
@@ -319,9 +466,51 @@ private:
         const auto stat = stat_file(job.path);
         if (!stat) return finish(job, Outcome::none);
         auto mark = m_db.file_marks().get(job.path);
-        if (mark && *mark && (*mark)->size == stat->size && (*mark)->mtime_ns == stat->mtime_ns) {
-            log(LogLevel::debug, "{}: unchanged since it was read", job.path);
-            return finish(job, Outcome::none);
+        if (!mark) {
+            database_failed(mark.error());
+            return finish(job, Outcome::retry);
+        }
+        int deaths = 0;
+        if (*mark) {
+            const FileMark& m = **mark;
+            const bool unchanged = m.size == stat->size && m.mtime_ns == stat->mtime_ns;
+            switch (m.state) {
+                case ReadState::read:
+                case ReadState::failed:
+                    if (unchanged) {
+                        log(LogLevel::debug, "{}: unchanged since it was read", job.path);
+                        return finish(job, Outcome::none);
+                    }
+                    break;
+                case ReadState::quarantined:
+                    // A quarantined file that changed is another report: read as a new file.
+                    if (unchanged) {
+                        log(LogLevel::debug, "{}: quarantined; not read until retried", job.path);
+                        return finish(job, Outcome::none);
+                    }
+                    break;
+                case ReadState::reading:
+                    // Left by the previous process (a death forgiven once), or a database failure.
+                    if (m.reader == m_owner) deaths = m.deaths;
+                    break;
+                case ReadState::retry:
+                    // Read once more on purpose, as a suspect: one more death quarantines it again.
+                    deaths = std::max(m.deaths, 1);
+                    log(LogLevel::notice, "{}: read once more (retry asked for); it was quarantined: {}", job.path,
+                        m.error);
+                    break;
+            }
+        }
+        // Committed before a worker reads it: should the reading end this process, the next
+        // start finds the mark.
+        FileMark reading{job.path, stat->size, stat->mtime_ns, "", std::nullopt, ""};
+        reading.state = ReadState::reading;
+        reading.reader = m_owner;
+        reading.deaths = deaths;
+        if (*mark) reading.quarantined_at = (*mark)->quarantined_at;
+        if (auto saved = m_db.file_marks().save(reading); !saved) {
+            database_failed(saved.error());
+            return finish(job, Outcome::retry);
         }
         asio::post(m_workers, [this, job = std::move(job)]() mutable { parse(std::move(job)); });
     }
@@ -340,13 +529,17 @@ private:
                                      s.config.path_templates.end());
         labels.directory = watch.labels;
         labels.root = watch.path;
-        // A bug in a collector costs this report, never the daemon.
+        // A bug in a collector costs this report, never the daemon; a crash names it in the crash note.
         Result<std::vector<RunBatch>> batch = fail(job.path, 0, "not read");
+        t_reading = job.path.c_str();
+        // Tests only: the reader crashing on a file (PERFWATCH_TEST_ABORT_ON=part of its path).
+        if (!m_test_abort_on.empty() && job.path.find(m_test_abort_on) != std::string::npos) std::abort();
         try {
             batch = collect_labelled_runs(job.path, labels, s.config.converters, s.config.reader);
         } catch (const std::exception& e) {
             batch = fail(job.path, 0, fmt::format("internal error while reading the report: {}", e.what()));
         }
+        t_reading = nullptr;
         asio::post(m_writer_io, [this, job = std::move(job), stat = *stat, batch = std::move(batch)]() mutable {
             store(std::move(job), stat, std::move(batch));
         });
@@ -361,6 +554,7 @@ private:
             log(LogLevel::error, "{}: internal error while storing the report: {}", job.path, e.what());
             FileMark mark{job.path, stat.size, stat.mtime_ns, "", std::nullopt,
                           fmt::format("internal error: {}", e.what())};
+            mark.state = ReadState::failed;
             if (auto saved = m_db.file_marks().save(mark); !saved) database_failed(saved.error());
             finish(job, Outcome::failed);
         }
@@ -376,8 +570,114 @@ private:
         const std::string why = e.to_string();
         log(e.skipped ? LogLevel::notice : LogLevel::warning, "not ingested: {}", why);
         mark.error = why;
+        mark.state = ReadState::failed;
         if (auto saved = m_db.file_marks().save(mark); !saved) database_failed(saved.error());
         finish(job, Outcome::failed);
+    }
+
+    // Writer thread: `job`'s file is quarantined for `reason` (reading it ended its reader: the
+    // sandboxed reader's death, ErrorKind::reader_died, comes here): marked so it is never read
+    // again automatically (until `perfwatch files retry` or a change), told once through the
+    // receivers, and listed in /healthz, /metrics, the dashboard's alerts page and `perfwatch files`.
+    void quarantine(const Job& job, const std::string& reason) {
+        const FileStat stat = stat_file(job.path).value_or(FileStat{});
+        FileMark mark{job.path, stat.size, stat.mtime_ns, "", std::nullopt, reason};
+        if (auto previous = m_db.file_marks().get(job.path); previous && *previous) mark.deaths = (*previous)->deaths;
+        quarantine_mark(std::move(mark));
+        finish(job, Outcome::quarantined);
+    }
+
+    // Writer thread: `mark` (its error the reason) quarantined and its alert enqueued, in one transaction.
+    void quarantine_mark(FileMark mark) {
+        const auto settings = std::atomic_load(&m_current);
+        const std::int64_t now = wall_now_ms();
+        mark.quarantined_at = utc_ms_text();
+        std::vector<OutboxMessage> alerts;
+        if (settings->config.route) {
+            auto silences = m_db.silences().list(now);
+            if (!silences) return database_failed(silences.error());
+            alerts = quarantine_messages(*settings->config.route, mark.path, mark.error, mark.quarantined_at, now,
+                                         *silences);
+        }
+        auto quarantined = m_db.file_marks().quarantine(mark, m_db.outbox(), alerts);
+        if (!quarantined) return database_failed(quarantined.error());
+        m_metrics.report_failed("quarantined");
+        log(LogLevel::error, "{}: quarantined: {}; not read again until `perfwatch files retry` (or it changes)",
+            mark.path, mark.error);
+        if (!alerts.empty()) schedule_delivery();
+        refresh_marks();
+    }
+
+    // Writer thread, first of all: the files this daemon's previous process was reading when it
+    // ended. The one the crash note names is quarantined (it crashed reading it) and the others
+    // are read again; without a note (a kill, the OOM killer, a power cut) each is read again
+    // once, and quarantined when that happens to it a second time.
+    void recover_unfinished() {
+        const auto note = take_crash_note(m_crash_note);
+        auto marks = m_db.file_marks().reading_by(m_owner);
+        if (!marks) return database_failed(marks.error());
+        for (FileMark& mark : *marks) {
+            if (note && note->path == mark.path) {
+                mark.error = fmt::format("the daemon crashed ({}) while reading it", signal_text(note->signal));
+                quarantine_mark(std::move(mark));
+            } else if (note) {
+                log(LogLevel::notice, "{}: read again (the previous process crashed reading another file)", mark.path);
+            } else if (++mark.deaths >= k_deaths_to_quarantine) {
+                mark.error = fmt::format("the daemon ended while reading it ({} times)", mark.deaths);
+                quarantine_mark(std::move(mark));
+            } else {
+                log(LogLevel::warning, "{}: the previous process ended while reading it; read again (should that "
+                                       "happen again, it is quarantined)", mark.path);
+                if (auto saved = m_db.file_marks().save(mark); !saved) database_failed(saved.error());
+            }
+        }
+        if (note && std::none_of(marks->begin(), marks->end(), [&](const FileMark& m) { return m.path == note->path; }))
+            log(LogLevel::warning, "{}: the previous process crashed ({}) while reading it, but it has no reading "
+                                   "mark; not quarantined", note->path, signal_text(note->signal));
+        refresh_marks();
+        schedule_marks();
+    }
+
+    // Writer thread: every k_marks_interval, the quarantined files counted for /healthz and
+    // /metrics, and the files asked to be read once more (`perfwatch files retry`) queued.
+    void schedule_marks() {
+        m_marks_timer.expires_after(k_marks_interval);
+        m_marks_timer.async_wait([this](const boost::system::error_code& ec) {
+            if (ec || m_stopping) return;
+            refresh_marks();
+            schedule_marks();
+        });
+    }
+
+    void refresh_marks() {
+        auto quarantined = m_db.file_marks().list(ReadState::quarantined);
+        if (!quarantined) return database_failed(quarantined.error());
+        {
+            std::lock_guard lock(m_quarantine_mutex);
+            m_quarantined.clear();
+            for (const FileMark& m : *quarantined) m_quarantined.push_back({m.path, m.error, m.quarantined_at});
+        }
+        m_metrics.quarantined_files(static_cast<double>(quarantined->size()));
+        auto retry = m_db.file_marks().list(ReadState::retry);
+        if (!retry) return database_failed(retry.error());
+        for (const FileMark& m : *retry)
+            asio::post(m_io, [this, path = m.path] { queue_retry(path); });
+    }
+
+    // Main thread: a file asked to be read once more, under the watch it lies in.
+    void queue_retry(const std::string& path) {
+        // One waiting for its quiet period is read once it is quiet (its retry mark is seen then).
+        if (m_stopping || m_busy.contains(path) || m_pending.contains(path)) return;
+        const auto& watch = m_settings->config.watch;
+        std::optional<std::size_t> best;
+        for (std::size_t w = 0; w < watch.size(); ++w) {
+            const std::string& root = watch[w].path;
+            const bool under = path.size() > root.size() && path.starts_with(root) &&
+                               (root.ends_with('/') || path[root.size()] == '/');
+            if (under && (!best || root.size() > watch[*best].path.size())) best = w;
+        }
+        if (!best) return;  // not watched here (another daemon's, or a watch since removed)
+        queue(Job{path, *best, m_settings, Clock::now()});
     }
 
     // Stores and evaluates every run of one report (one per session of a log holding several),
@@ -386,6 +686,8 @@ private:
     void store_and_evaluate(const Job& job, FileStat stat, Result<std::vector<RunBatch>> batches) {
         m_metrics.report_seen();
         FileMark mark{job.path, stat.size, stat.mtime_ns, "", std::nullopt, ""};
+        if (!batches && batches.error().kind == ErrorKind::reader_died)
+            return quarantine(job, batches.error().message);
         if (!batches) return report_failed(job, mark, batches.error());
         bool inserted = false;
         for (RunBatch& batch : *batches) {
@@ -725,6 +1027,15 @@ private:
             {"failed", m_failed},
             {"last_reload", m_last_reload},
         };
+        {
+            std::lock_guard lock(m_quarantine_mutex);
+            nlohmann::json files = nlohmann::json::array();
+            for (std::size_t i = 0; i < m_quarantined.size() && i < k_max_quarantined_listed; ++i)
+                files.push_back({{"path", m_quarantined[i].path},
+                                 {"reason", m_quarantined[i].reason},
+                                 {"at", m_quarantined[i].at}});
+            doc["quarantined"] = {{"count", m_quarantined.size()}, {"files", std::move(files)}};
+        }
         return {healthy ? 200u : 503u, "application/json", doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", {}};
     }
 
@@ -755,6 +1066,7 @@ private:
     asio::steady_timer m_delivery_timer{m_writer_io};
     asio::steady_timer m_retention_timer{m_writer_io};
     asio::steady_timer m_jobs_timer{m_writer_io};
+    asio::steady_timer m_marks_timer{m_writer_io};
     std::map<std::string, Clock::time_point> m_job_since;  // a waiting job instance -> when first seen (writer)
     std::shared_ptr<const Settings> m_current;  // the settings deliveries use (atomic load/store)
     // Writer thread only:
@@ -775,6 +1087,23 @@ private:
     std::size_t m_stored = 0;
     std::size_t m_failed = 0;
     std::string m_last_reload = "none";
+    // The quarantined files, as the writer last read them (for /healthz).
+    struct Quarantined {
+        std::string path;
+        std::string reason;
+        std::string at;
+    };
+    std::mutex m_quarantine_mutex;
+    std::vector<Quarantined> m_quarantined;
+    static constexpr std::size_t k_max_quarantined_listed = 100;
+    static constexpr std::chrono::seconds k_marks_interval{2};
+    static constexpr int k_deaths_to_quarantine = 2;
+    const std::string m_crash_note = crash_note_path(m_db_path, m_db.is_postgresql(), m_owner);
+    // Tests only: a worker aborts before reading a file whose path holds this.
+    const std::string m_test_abort_on = [] {
+        const char* v = std::getenv("PERFWATCH_TEST_ABORT_ON");
+        return std::string(v != nullptr ? v : "");
+    }();
     static constexpr std::chrono::milliseconds k_first_retry{2000};
     // The first retention pass, once the start's catch-up has begun.
     static constexpr std::chrono::milliseconds k_first_retention{5000};

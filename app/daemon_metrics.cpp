@@ -40,6 +40,9 @@ DaemonMetrics::DaemonMetrics()
                           "Reports not stored because the database failed (retried on their next change or restart)")
                       .Add({})),
       m_outbox(gauge(*m_registry, "perfwatch_outbox_depth", "Alert messages waiting to be delivered").Add({})),
+      m_quarantined(gauge(*m_registry, "perfwatch_quarantined_files",
+                          "Watched files whose reading ended the reader, not read again until retried")
+                        .Add({})),
       m_sent(counter(*m_registry, "perfwatch_alerts_sent_total", "Alert messages delivered, by receiver")),
       m_failed_alerts(counter(*m_registry, "perfwatch_alerts_failed_total",
                               "Failed delivery attempts, by receiver; permanent=\"true\" when given up")) {}

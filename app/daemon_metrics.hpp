@@ -35,6 +35,8 @@ public:
     void watched_directories(double n) { m_watched.Set(n); }
     void database_error() { m_db_errors.Increment(); }
     void outbox_depth(double n) { m_outbox.Set(n); }
+    // Watched files quarantined (reading them ended the reader), not read again until retried.
+    void quarantined_files(double n) { m_quarantined.Set(n); }
     void alert_sent(const std::string& receiver) { m_sent.Add({{"receiver", receiver}}).Increment(); }
     // A failed attempt: `permanent` when it will not be retried.
     void alert_failed(const std::string& receiver, bool permanent) {
@@ -59,6 +61,7 @@ private:
     prometheus::Gauge& m_watched;
     prometheus::Counter& m_db_errors;
     prometheus::Gauge& m_outbox;
+    prometheus::Gauge& m_quarantined;
     prometheus::Family<prometheus::Counter>& m_sent;
     prometheus::Family<prometheus::Counter>& m_failed_alerts;
 };

@@ -86,6 +86,8 @@ ResolvedAlert resolved_alert(const RegressionState& state, Severity severity) {
 }
 
 std::string AlertGroup::title() const {
+    if (run_id == 0 && alerts.size() == 1 && alerts.front().rule == k_quarantine_rule)
+        return fmt::format("perfwatch: quarantined {} (not read again until retried)", alerts.front().entity_name);
     std::string what;
     if (status == "resolved") {
         what = fmt::format("resolved: {} regression{}", alerts.size() + omitted, alerts.size() + omitted == 1 ? "" : "s");
@@ -290,6 +292,41 @@ void join_groups(AlertGroup& into, const AlertGroup& later, std::size_t max_aler
         into.alerts.resize(max_alerts);
     }
     if (into.report_url.empty()) into.report_url = later.report_url;
+}
+
+std::vector<OutboxMessage> quarantine_messages(const Route& root, const std::string& path, const std::string& reason,
+                                               const std::string& at, std::int64_t now_ms,
+                                               const std::vector<Silence>& silences) {
+    const std::string rule(k_quarantine_rule);
+    const Labels labels = {{"rule", rule}, {"severity", std::string(to_string(Severity::error))}, {"path", path}};
+    const bool muted = std::any_of(silences.begin(), silences.end(), [&](const Silence& s) {
+        return std::all_of(s.matchers.begin(), s.matchers.end(), [&](const auto& m) {
+            const auto it = labels.find(m.first);
+            return it != labels.end() && glob(m.second, it->second);
+        });
+    });
+    if (muted) return {};
+    std::vector<Delivery> deliveries;
+    route_alert(root, labels, Severity::error, Delivery{}, deliveries);
+    std::vector<OutboxMessage> out;
+    for (const Delivery& d : deliveries) {
+        AlertGroup g;
+        g.receiver = d.receiver;
+        g.group_key = fmt::format("{}|quarantined={}@{}", d.receiver, path, at);
+        for (const std::string& k : d.group_by) g.group_labels[k] = label_value(labels, k);
+        g.source = path;
+        g.alerts.push_back(AlertItem{rule, "Report file quarantined", Severity::error, "file", path,
+                                     fmt::format("{}; not read again until `perfwatch files retry` (or it changes)", reason),
+                                     {}, {}, {}, {}, {}});
+        OutboxMessage m;
+        m.key = g.key();
+        m.receiver = g.receiver;
+        m.payload = to_json(g);
+        m.next_attempt_ms = now_ms;
+        m.created_ms = now_ms;
+        out.push_back(std::move(m));
+    }
+    return out;
 }
 
 Result<std::vector<OutboxMessage>> outbox_messages(const Outbox& outbox, std::vector<AlertGroup> groups, std::int64_t now_ms) {

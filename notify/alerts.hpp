@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model.hpp"
@@ -137,6 +138,18 @@ std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, co
 
 // Identifies the same alert across runs: rule, entity and group.
 std::string alert_fingerprint(const AlertGroup& group, const AlertItem& alert);
+
+// The rule id of the alert that a watched file was quarantined.
+inline constexpr std::string_view k_quarantine_rule = "file-quarantined";
+
+// The messages telling that the watched file `path` was quarantined at `at` (UTC) for `reason`:
+// one error alert of rule k_quarantine_rule (entity kind "file", named by the path) routed through
+// `root` on the labels rule, severity and path, one message per receiver, due at `now_ms`; none
+// when a silence matches. The key holds the path and `at`: a restart never tells it twice, a file
+// quarantined again after a retry is told again.
+std::vector<OutboxMessage> quarantine_messages(const Route& root, const std::string& path, const std::string& reason,
+                                               const std::string& at, std::int64_t now_ms,
+                                               const std::vector<Silence>& silences = {});
 
 // Outbox messages for `groups`, leaving out firing alerts enqueued for the same receiver within
 // their route's repeat_interval (looked up in `db`); a group left empty sends nothing. Under a

@@ -251,6 +251,16 @@ ALTER TABLE findings ADD COLUMN cmp_last_good_commit TEXT;
 ALTER TABLE findings ADD COLUMN cmp_first_bad_value REAL;
 ALTER TABLE findings ADD COLUMN cmp_first_bad_commit TEXT;
 )sql",
+    // Poison files: a watched file's reading state (reading is committed before a reader starts),
+    // which daemon reads it, the unexplained daemon ends while it was read, and its quarantine.
+    R"sql(
+ALTER TABLE watched_files ADD COLUMN state TEXT NOT NULL DEFAULT 'read';
+ALTER TABLE watched_files ADD COLUMN reader TEXT NOT NULL DEFAULT '';
+ALTER TABLE watched_files ADD COLUMN deaths INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE watched_files ADD COLUMN quarantined_at TEXT;
+UPDATE watched_files SET state = 'failed' WHERE error <> '';
+CREATE INDEX watched_files_state ON watched_files(state);
+)sql",
 };
 
 // The schema at current_schema_version(), once for both backends, tables in the order their
@@ -406,8 +416,13 @@ CREATE TABLE watched_files(
     sha256 TEXT NOT NULL DEFAULT '',
     run_id {int} REFERENCES runs(id) ON DELETE SET NULL,
     error TEXT NOT NULL DEFAULT '',
-    seen_at TEXT NOT NULL
+    seen_at TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'read',
+    reader TEXT NOT NULL DEFAULT '',
+    deaths {int} NOT NULL DEFAULT 0,
+    quarantined_at TEXT
 ){without_rowid};
+CREATE INDEX watched_files_state ON watched_files(state);
 CREATE TABLE outbox(
     id {id},
     key TEXT NOT NULL UNIQUE,
@@ -492,6 +507,14 @@ ALTER TABLE findings ADD COLUMN cmp_last_good_value DOUBLE PRECISION;
 ALTER TABLE findings ADD COLUMN cmp_last_good_commit TEXT;
 ALTER TABLE findings ADD COLUMN cmp_first_bad_value DOUBLE PRECISION;
 ALTER TABLE findings ADD COLUMN cmp_first_bad_commit TEXT;
+)sql"},
+    {11, R"sql(
+ALTER TABLE watched_files ADD COLUMN state TEXT NOT NULL DEFAULT 'read';
+ALTER TABLE watched_files ADD COLUMN reader TEXT NOT NULL DEFAULT '';
+ALTER TABLE watched_files ADD COLUMN deaths BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE watched_files ADD COLUMN quarantined_at TEXT;
+UPDATE watched_files SET state = 'failed' WHERE error <> '';
+CREATE INDEX watched_files_state ON watched_files(state);
 )sql"},
 };
 

@@ -65,7 +65,8 @@ std::optional<HttpResponse> Dashboard::handle(const HttpRequest& request) {
     const std::string_view query = qm == std::string_view::npos ? std::string_view() : target.substr(qm + 1);
     const bool ours = path == "/" || path == "/static/style.css" || path == "/series" || path.starts_with("/run/") ||
                       path == "/compare" || path == "/regressions" || path.starts_with("/regression/") ||
-                      path == "/alerts" || path == "/silences" || path.starts_with("/silence/");
+                      path == "/alerts" || path == "/silences" || path.starts_with("/silence/") ||
+                      path == "/files/retry";
     if (!ours) return std::nullopt;
     if (request.method == "GET" || request.method == "HEAD") return get(path, query);
     if (request.method == "POST") return post(request, path);
@@ -111,6 +112,7 @@ HttpResponse Dashboard::post(const HttpRequest& request, std::string_view path) 
     if (auto id = id_after(path, "/regression/", "/accept")) return accept_action(ctx, *id, *form);
     if (path == "/silences") return silence_add_action(ctx, *form);
     if (auto id = id_after(path, "/silence/", "/expire")) return silence_expire_action(ctx, *id);
+    if (path == "/files/retry") return file_retry_action(ctx, *form);
     if (auto id = id_after(path, "/run/", "/pin")) return pin_action(ctx, *id, *form);
     return error_response(404, "no such action");
 }

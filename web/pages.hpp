@@ -35,6 +35,8 @@ HttpResponse alerts_page(PageContext& ctx, const Query& q);
 HttpResponse accept_action(PageContext& ctx, std::int64_t id, const Query& form);
 HttpResponse silence_add_action(PageContext& ctx, const Query& form);
 HttpResponse silence_expire_action(PageContext& ctx, std::int64_t id);
+// A quarantined (or failed) file, the form's `path`, read once more by the daemon.
+HttpResponse file_retry_action(PageContext& ctx, const Query& form);
 HttpResponse pin_action(PageContext& ctx, std::int64_t run_id, const Query& form);
 
 // The chart of one series with what `q` chooses (metric, entity, kind, from..to), its zoom and pan

@@ -183,18 +183,44 @@ HttpResponse alerts_page(PageContext& ctx, const Query& q) {
     if (!messages) return error_response(500, messages.error().to_string());
     auto silences = ctx.db.silences().list(std::nullopt);
     if (!silences) return error_response(500, silences.error().to_string());
+    auto quarantined = ctx.db.file_marks().list(ReadState::quarantined);
+    if (!quarantined) return error_response(500, quarantined.error().to_string());
     const std::int64_t now = now_ms();
 
-    std::string body = "<h1>Alerts</h1>\n<h2>Outbox: what was sent where</h2>\n";
+    std::string body = "<h1>Alerts</h1>\n";
+    // Files whose reading ended the reader: never read again by the daemon until retried.
+    if (!quarantined->empty()) {
+        body += fmt::format("<h2>Quarantined files ({})</h2>\n<p class=\"note\">Reading each of these ended the "
+                            "reader; the daemon does not read them again until retried (or changed).</p>\n",
+                            quarantined->size());
+        body += "<table id=\"quarantined\"><thead><tr><th>File</th><th>Since</th><th>Reason</th><th></th></tr></thead><tbody>\n";
+        for (std::size_t i = 0; i < quarantined->size() && i < k_page_size; ++i) {
+            const FileMark& f = (*quarantined)[i];
+            body += fmt::format("<tr><td class=\"mono\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", h(f.path),
+                                h(f.quarantined_at), h(f.error),
+                                ctx.writable ? fmt::format("<form class=\"inline\" method=\"post\" action=\"/files/retry\">"
+                                                           "<input type=\"hidden\" name=\"path\" value=\"{}\">{}"
+                                                           "<button type=\"submit\">Retry</button></form>",
+                                                           h(f.path), token_field())
+                                             : "");
+        }
+        body += "</tbody></table>\n";
+        if (quarantined->size() > k_page_size)
+            body += fmt::format("<p class=\"note\">{} more: <code>perfwatch files --quarantined</code></p>\n",
+                                quarantined->size() - k_page_size);
+    }
+    body += "<h2>Outbox: what was sent where</h2>\n";
     if (messages->empty()) body += "<p class=\"note\">No alert message yet.</p>\n";
     else {
         body += "<table id=\"outbox\"><thead><tr><th>#</th><th>Receiver</th><th>Run</th><th>State</th><th class=\"num\">Attempts</th>"
                 "<th>Created</th><th>Last error</th></tr></thead><tbody>\n";
         for (std::size_t i = (page_no - 1) * k_page_size; i < messages->size() && i < page_no * k_page_size; ++i) {
             const OutboxMessage& m = (*messages)[i];
-            body += fmt::format("<tr><td>{}</td><td>{}</td><td><a href=\"/run/{}\">run {}</a></td><td>{}</td><td class=\"num\">{}</td>"
+            // A message with no run tells of a quarantined file.
+            const std::string run = m.run_id > 0 ? fmt::format("<a href=\"/run/{0}\">run {0}</a>", m.run_id) : "file";
+            body += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>"
                                 "<td>{}</td><td>{}</td></tr>\n",
-                                m.id, h(m.receiver), m.run_id, m.run_id, to_string(m.state), m.attempts, ms_text(m.created_ms),
+                                m.id, h(m.receiver), run, to_string(m.state), m.attempts, ms_text(m.created_ms),
                                 h(m.last_error));
         }
         body += "</tbody></table>\n";
@@ -260,6 +286,12 @@ HttpResponse silence_add_action(PageContext& ctx, const Query& form) {
     s.comment = form.get("comment");
     auto added = ctx.db.silences().add(s);
     if (!added) return error_response(500, added.error().to_string());
+    return redirect("/alerts");
+}
+
+HttpResponse file_retry_action(PageContext& ctx, const Query& form) {
+    auto was = ctx.db.file_marks().request_retry(form.get("path"));
+    if (!was) return error_response(409, was.error().to_string());
     return redirect("/alerts");
 }
 

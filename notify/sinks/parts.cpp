@@ -24,7 +24,7 @@ std::string impact_text(const AlertItem& a) {
 }
 
 std::string footer(const AlertGroup& g) {
-    std::string out = fmt::format("run {} from {}", g.run_id, g.source);
+    std::string out = g.run_id == 0 ? fmt::format("from {}", g.source) : fmt::format("run {} from {}", g.run_id, g.source);
     if (g.omitted > 0) out += fmt::format("; {} more not shown", g.omitted);
     return out;
 }

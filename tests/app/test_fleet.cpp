@@ -364,7 +364,7 @@ TEST(Fleet, DbMigrateCopiesASqliteHistoryIntoPostgresql) {
         EXPECT_EQ(pg->query("moved", count), std::to_string(test::query_int(sqlite, count))) << table;
     }
     for (const std::vector<std::string>& command :
-         std::vector<std::vector<std::string>>{{"show", "7"}, {"regressions", "list"}, {"outbox"}, {"silence", "list"},
+         std::vector<std::vector<std::string>>{{"show", "7"}, {"regressions", "list"}, {"outbox"}, {"files"}, {"silence", "list"},
                                                {"baseline", "show", "2"}, {"history", "--metric", "duration",
                                                                            "--entity", "gemm"}}) {
         const auto on_pg = run_perfwatch(with(command, {"--db", pg->uri("moved")}));

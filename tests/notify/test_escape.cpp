@@ -113,6 +113,49 @@ TEST(Escape, EverySinkNotifiesNobodyAndLinksNowhere) {
     EXPECT_NE(find_sink("jsonl"), nullptr);
 }
 
+// The alert that a file was quarantined: routed on its labels (a route matching `rule` takes it),
+// muted by a matching silence, keyed by path and time (the same quarantine is one message, another
+// one a new message), and its hostile path notifies nobody and links nowhere in any sink.
+TEST(Escape, QuarantineAlertIsRoutedKeyedAndInertInEverySink) {
+    Route root;
+    root.receiver = "default";
+    Route files;
+    files.match = {{"rule", "file-quarantined"}};
+    files.receiver = "ops";
+    root.routes.push_back(files);
+    const std::string path = "/reports/@channel/[x](https://evil.example)\x01.json";
+    const auto messages = quarantine_messages(root, path, "the daemon crashed (SIGSEGV) while reading it",
+                                              "2026-12-01T10:00:00.000Z", 1000);
+    ASSERT_EQ(messages.size(), 1u);
+    EXPECT_EQ(messages[0].receiver, "ops");
+    EXPECT_EQ(messages[0].run_id, 0);
+    EXPECT_EQ(messages[0].next_attempt_ms, 1000);
+    EXPECT_EQ(quarantine_messages(root, path, "again", "2026-12-01T10:00:00.000Z", 2000)[0].key, messages[0].key);
+    EXPECT_NE(quarantine_messages(root, path, "again", "2026-12-01T11:00:00.000Z", 2000)[0].key, messages[0].key);
+    Silence quiet;
+    quiet.matchers = {{"rule", "file-*"}};
+    EXPECT_TRUE(quarantine_messages(root, path, "r", "t", 1, {quiet}).empty());
+    auto group = alert_group_from_json(messages[0].payload);
+    ASSERT_TRUE(group) << group.error().to_string();
+    ASSERT_EQ(group->alerts.size(), 1u);
+    EXPECT_EQ(group->alerts[0].entity_name, path);
+    EXPECT_EQ(group->alerts[0].severity, Severity::error);
+    EXPECT_EQ(group->title(), "perfwatch: quarantined " + path + " (not read again until retried)");
+    for (const Sink* sink : sinks()) {
+        const std::string type(sink->type());
+        const std::string body = sink->body(*group, messages[0].key);
+        if (type == "webhook" || type == "jsonl") {
+            EXPECT_EQ(nlohmann::json::parse(body)["alerts"][0]["entity"]["name"], path) << type;
+            continue;
+        }
+        const auto doc = nlohmann::json::parse(body, nullptr, false);
+        if (doc.is_discarded())
+            expect_inert(body, type);
+        else
+            expect_json_inert(doc, type);
+    }
+}
+
 // Discord: Markdown escaped, <@id>/<@&role>/<#channel>/@everyone broken, and Discord told to parse
 // no mention at all; the content stays under its 2,000-character limit with the rest counted.
 TEST(Escape, DiscordMessageNotifiesNobodyAndStaysUnderItsLimit) {
