@@ -55,6 +55,8 @@ std::optional<std::filesystem::path> corpus_dir() { return shared_dir("PERFWATCH
 
 std::optional<std::filesystem::path> jobs_dir() { return shared_dir("PERFWATCH_JOBS", "jobs"); }
 
+std::optional<std::filesystem::path> crashers_dir() { return shared_dir("PERFWATCH_CRASHERS", "crashers"); }
+
 std::string fixture(const std::string& relative) {
     return (std::filesystem::path(PERFWATCH_SOURCE_DIR) / "tests" / "fixtures" / relative).string();
 }

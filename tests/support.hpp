@@ -17,6 +17,8 @@ namespace perfwatch::test {
 std::optional<std::filesystem::path> corpus_dir();
 // ../shared/jobs (or $PERFWATCH_JOBS): whole multi-rank jobs, one folder each; nullopt when absent.
 std::optional<std::filesystem::path> jobs_dir();
+// ../shared/crashers (or $PERFWATCH_CRASHERS): reports that crashed perfwatch; nullopt when absent.
+std::optional<std::filesystem::path> crashers_dir();
 
 // A corpus file's path; the test is skipped with a visible reason when the corpus is absent.
 #define PERFWATCH_CORPUS_FILE(var, relative)                                                         \
