@@ -675,7 +675,11 @@ public:
                 for (const std::string& h : split_text_row(previous, dash_extents(line))) cols.push_back(parse_column(h));
                 if (is_header(cols)) return true;
             }
-            if ((titled || t.starts_with("\"Time (%)\"") || t.starts_with("Time (%),") || t.starts_with("Time(%),")) &&
+            // A gputrace CSV written without its title (nsys stats --format csv --output FILE).
+            const bool gputrace = (t.starts_with("\"Start (") || t.starts_with("Start (")) &&
+                                  t.find("CorrId") != std::string_view::npos;
+            if ((titled || gputrace || t.starts_with("\"Time (%)\"") || t.starts_with("Time (%),") ||
+                 t.starts_with("Time(%),")) &&
                 t.find(',') != std::string_view::npos) {
                 std::vector<std::string> fields;
                 CsvReader reader(t);

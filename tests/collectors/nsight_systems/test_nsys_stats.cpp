@@ -357,4 +357,15 @@ TEST(NsysStats, RowsWhoseNamesNsysTruncatedStaySeparate) {
     EXPECT_TRUE(noted);
 }
 
+// A gputrace CSV saved without nsys's title line (stats --format csv --output FILE): recognised by
+// its header, its 2 kernel rows (22240 + 18120 ns) read beside the copy.
+TEST(NsysStats, AGputraceCsvWithoutItsTitleIsRead) {
+    const RunBatch b = collect_ok(fixture("nsys/gputrace_untitled.csv"));
+    EXPECT_EQ(b.entities[0].value("launches").value_or(-1), 2);
+    const auto kernels = of_kind(b, EntityKind::kernel);
+    ASSERT_EQ(kernels.size(), 1u);
+    EXPECT_EQ(metric(kernels[0], "duration_total"), 22240 + 18120);
+    EXPECT_EQ(of_kind(b, EntityKind::memcpy).size(), 1u);
+}
+
 }  // namespace perfwatch::test
