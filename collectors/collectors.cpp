@@ -11,6 +11,7 @@
 
 #include "collectors/reader_process.hpp"
 #include "collectors/readers/byte_source.hpp"
+#include "collectors/readers/text_encoding.hpp"
 #include "collectors/fpga_opencl/fpga_profile_mon.hpp"
 #include "collectors/pytorch/kineto.hpp"
 #include "collectors/nsight_compute/ncu_csv.hpp"
@@ -58,10 +59,14 @@ const std::array<const Collector*, 19>& collector_table() {
 std::span<const Collector* const> collectors() { return collector_table(); }
 
 const Collector* detect(std::string_view content) {
-    // Compressed reports are recognised by what they decompress to; plain ones by their bytes.
-    const std::string inflated = is_gzip(content) ? sniff_prefix(content, k_sniff_bytes) : std::string();
-    const std::string_view head =
-        is_gzip(content) ? std::string_view(inflated) : content.substr(0, std::min(content.size(), k_sniff_bytes));
+    // Compressed reports are recognised by what they decompress to; UTF-16 ones by their UTF-8
+    // text; plain ones by their bytes.
+    const std::string_view start = content.substr(0, std::min(content.size(), k_sniff_bytes));
+    const TextEncoding encoding = is_gzip(content) ? TextEncoding::plain : text_encoding(start);
+    const std::string inflated = is_gzip(content) ? sniff_prefix(content, k_sniff_bytes)
+                                 : encoding != TextEncoding::plain ? to_utf8(start, encoding)
+                                                                   : std::string();
+    const std::string_view head = is_gzip(content) || encoding != TextEncoding::plain ? std::string_view(inflated) : start;
     for (const Collector* c : collectors())
         if (c->recognizes(head)) return c;
     return nullptr;
@@ -138,7 +143,9 @@ Result<RunBatch> collect_content(const std::string& path, std::string_view conte
             if (auto whole = read_all(path, content); !whole) return std::unexpected(whole.error());
             return {};
         }));
-    auto batch = c->collect(path, content);
+    const TextEncoding encoding = is_gzip(content) ? TextEncoding::plain : text_encoding(content);
+    const std::string text = encoding != TextEncoding::plain ? to_utf8(content, encoding) : std::string();
+    auto batch = c->collect(path, encoding != TextEncoding::plain ? std::string_view(text) : content);
     if (!batch) return batch;
     finish_batch(*batch, path, sha256_hex(content));
     return batch;
@@ -205,9 +212,12 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
     FileSource& raw = **file;
     auto head = raw.head(k_sniff_bytes);
     if (!head) return std::unexpected(head.error());
+    // Text in another encoding than UTF-8 (UTF-16 from Windows shells, a UTF-8 BOM) is read as UTF-8.
+    const TextEncoding encoding = is_gzip(*head) ? TextEncoding::plain : text_encoding(*head);
     const Collector* c = head->empty() ? nullptr : detect(*head);
     if (c == nullptr)
-        return std::unexpected(unrecognised(path, *head, [&]() -> Result<void> {
+        return std::unexpected(unrecognised(path, encoding != TextEncoding::plain ? to_utf8(*head, encoding) : *head,
+                                            [&]() -> Result<void> {
             auto inflated = gunzip(path, raw);
             std::vector<char> sink(1 << 20);
             while (true) {
@@ -245,7 +255,9 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
             raw.hash_where_read();
             ahead = read_ahead(borrow(raw));
         }
-        ByteSource& source = ahead ? *ahead : raw;
+        ByteSource& bytes = ahead ? *ahead : raw;
+        const auto text = encoding != TextEncoding::plain ? to_utf8(bytes, encoding) : nullptr;
+        ByteSource& source = text ? *text : bytes;
         if (runs != nullptr) take_runs(c->collect_stream_runs(path, source));
         else batch = c->collect_stream(path, source);
         break;
@@ -254,7 +266,8 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
         batch = c->collect(path, {});
         break;
     case CollectorInput::whole: {
-        auto content = read_rest(raw);
+        const auto text = encoding != TextEncoding::plain ? to_utf8(raw, encoding) : nullptr;
+        auto content = read_rest(text ? *text : static_cast<ByteSource&>(raw));
         if (!content) return std::unexpected(content.error());
         if (runs != nullptr) take_runs(c->collect_runs(path, *content));
         else batch = c->collect(path, *content);
@@ -262,6 +275,12 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
     }
     }
     if (!batch) return batch;
+    if (encoding == TextEncoding::utf16le || encoding == TextEncoding::utf16be) {
+        const std::string note = fmt::format("the report is {} text, read as UTF-8", encoding_name(encoding));
+        batch->notes.push_back(note);
+        if (runs != nullptr)
+            for (RunBatch& r : *runs) r.notes.push_back(note);
+    }
     // Hashes what the collector did not read and checks the file did not change meanwhile.
     auto sha = raw.finish_sha256();
     if (!sha) return std::unexpected(sha.error());

@@ -310,8 +310,12 @@ public:
 
     bool recognizes(std::string_view head) const override {
         const std::string_view first = head.substr(0, head.find('\n'));
+        // A counter collection with timestamps has these columns too: its Counter_Name and
+        // Counter_Value columns tell it from a trace (one row per dispatch and counter).
         return first.find("\"Kernel_Name\"") != std::string_view::npos &&
-               first.find("\"Start_Timestamp\"") != std::string_view::npos;
+               first.find("\"Start_Timestamp\"") != std::string_view::npos &&
+               (first.find("\"Counter_Name\"") == std::string_view::npos ||
+                first.find("\"Counter_Value\"") == std::string_view::npos);
     }
 
     Result<RunBatch> collect(const std::string& path, std::string_view content) const override {

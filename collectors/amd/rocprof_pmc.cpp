@@ -38,6 +38,14 @@ bool has(const std::vector<std::string>& names, std::initializer_list<std::strin
                        [&](const std::string& n) { return std::find(any.begin(), any.end(), n) != any.end(); });
 }
 
+}  // namespace
+
+bool is_long_counter_layout(const std::vector<std::string>& names) {
+    return has(names, {"Counter_Name"}) && has(names, {"Counter_Value"});
+}
+
+namespace {
+
 // Columns that describe the dispatch rather than count something.
 const std::set<std::string, std::less<>> k_dispatch_columns{
     "Index", "Dispatch_ID", "KernelName", "Kernel_Name", "gpu-id", "GPU_ID", "queue-id", "Queue_ID", "queue-index",
@@ -270,7 +278,7 @@ public:
     bool recognizes(std::string_view head) const override {
         const auto names = header_names(head);
         return has(names, {"Index", "Dispatch_ID"}) && has(names, {"KernelName", "Kernel_Name"}) &&
-               !has(names, {"Count"});
+               !has(names, {"Count"}) && !is_long_counter_layout(names);
     }
 
     Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
@@ -411,8 +419,8 @@ public:
     }
     bool recognizes(std::string_view head) const override {
         const auto names = header_names(head);
-        return has(names, {"Dispatch_Id"}) && has(names, {"Kernel_Name"}) && has(names, {"Counter_Name"}) &&
-               has(names, {"Counter_Value"});
+        return has(names, {"Dispatch_Id", "Dispatch_ID", "Index"}) && has(names, {"Kernel_Name", "KernelName"}) &&
+               is_long_counter_layout(names);
     }
     Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
         if (content.starts_with("\xEF\xBB\xBF")) content.remove_prefix(3);
@@ -421,11 +429,15 @@ public:
         if (reader.next(header) != CsvReader::Status::record) return fail(path, 1, "no header row");
         for (std::string& h : header) std::erase(h, '\r');
         auto col = [&](std::string_view n) { return column_index(header, {n}); };
-        const int c_dispatch = col("Dispatch_Id"), c_name = col("Kernel_Name"), c_agent = col("Agent_Id"),
-                  c_counter = col("Counter_Name"), c_value = col("Counter_Value"), c_grid = col("Grid_Size"),
-                  c_wg = col("Workgroup_Size"), c_lds = col("LDS_Block_Size"), c_scr = col("Scratch_Size"),
-                  c_vgpr = col("VGPR_Count"), c_agpr = col("Accum_VGPR_Count"), c_sgpr = col("SGPR_Count"),
-                  c_begin = col("Start_Timestamp"), c_end = col("End_Timestamp");
+        auto any = [&](std::initializer_list<std::string_view> names) { return column_index(header, names); };
+        const int c_dispatch = any({"Dispatch_Id", "Dispatch_ID", "Index"}), c_name = any({"Kernel_Name", "KernelName"}),
+                  c_agent = any({"Agent_Id", "GPU_ID", "gpu-id"}), c_counter = col("Counter_Name"),
+                  c_value = col("Counter_Value"), c_grid = any({"Grid_Size", "grd"}),
+                  c_wg = any({"Workgroup_Size", "wgr"}), c_lds = any({"LDS_Block_Size", "LDS_Per_Workgroup", "lds"}),
+                  c_scr = any({"Scratch_Size", "Scratch_Per_Workitem", "scr"}),
+                  c_vgpr = any({"VGPR_Count", "Arch_VGPR", "arch_vgpr"}), c_agpr = any({"Accum_VGPR_Count", "Accum_VGPR"}),
+                  c_sgpr = any({"SGPR_Count", "SGPR", "sgpr"}), c_begin = any({"Start_Timestamp", "BeginNs"}),
+                  c_end = any({"End_Timestamp", "EndNs"});
         if (c_dispatch < 0 || c_name < 0 || c_counter < 0 || c_value < 0)
             return fail(path, 1, "header lacks Dispatch_Id, Kernel_Name, Counter_Name or Counter_Value");
         struct Dispatch {

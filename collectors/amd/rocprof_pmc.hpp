@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collectors/collector.hpp"
 
@@ -17,6 +18,10 @@ const Collector& rocprof_pmc_collector();
 // rocprofv3 --pmc *_counter_collection.csv: one row per dispatch and counter; the
 // *_agent_info.csv beside it gives the GPU.
 const Collector& rocprof_counter_collection_collector();
+
+// True when a CSV header's columns are the long counter layout: Counter_Name and Counter_Value,
+// one row per dispatch and counter (rocprofv3, rocprof-compute 3.x), read one launch per dispatch.
+bool is_long_counter_layout(const std::vector<std::string>& names);
 
 // rocprof-compute pmc_kernel_top.csv: per-kernel dispatch count and times.
 const Collector& rocprof_kernel_top_collector();

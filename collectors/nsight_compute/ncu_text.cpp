@@ -116,8 +116,45 @@ struct SummaryLine {
     double invocations = 0;
 };
 
-// "NAME, Block Size 256, Grid Size 8192, 1 invocations"
+// The product of a "(256, 1, 1)" launch dimension's numbers; nullopt when it is not one.
+std::optional<unsigned long> dims_product(std::string_view d) {
+    if (!consume(d, "(") || !d.ends_with(")")) return std::nullopt;
+    d.remove_suffix(1);
+    unsigned long product = 1;
+    while (!d.empty()) {
+        unsigned long n = 0;
+        d = trim(d);
+        if (!parse_uint(d, n)) return std::nullopt;
+        product *= n;
+        d = trim(d);
+        if (!d.empty() && !consume(d, ",")) return std::nullopt;
+    }
+    return product;
+}
+
+// "NAME, Block Size 256, Grid Size 8192, 1 invocations" (2019-2023) or
+// "NAME (1, 1, 1)x(256, 1, 1), Device 0, CC 8.9, Invocations 14" (2024+).
 std::optional<SummaryLine> parse_summary_line(std::string_view t) {
+    if (const std::size_t inv = t.rfind(", Invocations "); inv != std::string_view::npos) {
+        std::string_view count = t.substr(inv + 14);
+        unsigned long n = 0;
+        if (!parse_uint(count, n) || !trim(count).empty()) return std::nullopt;
+        std::string_view head = t.substr(0, inv);
+        if (const std::size_t cc = head.rfind(", CC "); cc != std::string_view::npos) head = head.substr(0, cc);
+        if (const std::size_t dev = head.rfind(", Device "); dev != std::string_view::npos) head = head.substr(0, dev);
+        const std::size_t x = head.rfind(")x(");
+        const std::size_t open = x == std::string_view::npos ? x : head.rfind(" (", x);
+        if (open == std::string_view::npos) return std::nullopt;
+        const auto grid = dims_product(head.substr(open + 1, x + 1 - (open + 1)));
+        const auto block = dims_product(head.substr(x + 2));
+        if (!grid || !block) return std::nullopt;
+        SummaryLine s;
+        s.name = std::string(trim(head.substr(0, open)));
+        s.block = std::to_string(*block);
+        s.grid = std::to_string(*grid);
+        s.invocations = static_cast<double>(n);
+        return s;
+    }
     if (!t.ends_with("invocations")) return std::nullopt;
     const std::size_t pos = t.rfind(", Block Size ");
     if (pos == std::string_view::npos) return std::nullopt;
@@ -207,9 +244,7 @@ public:
                             fmt::format("kernel '{}' has no metric table (truncated report?)", g.launch.kernel));
             m_builder.add(std::move(g.launch));
         }
-        if (m_builder.records() == 0)
-            return fail(m_path, 0, "no kernel results found (expected lines like \"  NAME (grid)x(block), Context "
-                                   "N, Stream N\" followed by section tables)");
+        if (m_builder.records() == 0) return no_results(line_no);
         RunBatch batch;
         batch.format = m_summary ? "ncu-summary" : "ncu-text";
         if (m_summary)
@@ -233,6 +268,31 @@ public:
     }
 
 private:
+    // Why a log holds no result: ncu failed (its ==ERROR== text), profiled no kernel, or only
+    // printed its progress while the results went to a report file (-o).
+    Result<RunBatch> no_results(std::uint64_t lines) const {
+        if (m_errors > 0) {
+            std::string why = fmt::format("failed profile: ncu reported {} error(s), the first at line {}: ==ERROR== {}",
+                                          m_errors, m_first_error_line, to_valid_utf8(m_first_error.substr(0, 300), true));
+            if (m_first_error.find("ERR_NVGPUCTRPERM") != std::string::npos)
+                why += " (the user had no permission to access the GPU performance counters)";
+            return fail(m_path, m_first_error_line, why + "; no kernel was measured");
+        }
+        if (m_no_kernels) return fail(m_path, lines, "ncu profiled no kernel (==WARNING== No kernels were profiled.)");
+        if (m_progress_lines > 0) {
+            std::string where = m_report_file.empty()
+                                    ? std::string("a report file (ncu -o)")
+                                    : fmt::format("the report file {}", to_valid_utf8(m_report_file.substr(0, 300), true));
+            return fail(m_path, lines,
+                        fmt::format("progress-only ncu log: {} launch(es) listed by ==PROF== Profiling lines, but their "
+                                    "metrics went to {}; convert it with `ncu --import FILE.ncu-rep --csv --page raw > "
+                                    "FILE.csv` (or let perfwatch convert .ncu-rep files, see Converters) and read that",
+                                    m_progress_lines, where));
+        }
+        return fail(m_path, 0, "no kernel results found (expected lines like \"  NAME (grid)x(block), Context "
+                               "N, Stream N\" followed by section tables)");
+    }
+
     OpenLaunch* current() {
         if (m_group >= 0) return &m_groups[static_cast<std::size_t>(m_group)];
         return m_open ? &*m_open : nullptr;
@@ -253,6 +313,9 @@ private:
                 ++m_errors;
             }
             remember_prof_id(line);
+            if (line.starts_with("==PROF== Profiling \"")) ++m_progress_lines;
+            if (line.starts_with("==PROF== Report: ")) m_report_file = std::string(trim(line.substr(17)));
+            if (line.starts_with("==WARNING== No kernels were profiled")) m_no_kernels = true;
             return {};
         }
         if (t.empty()) {
@@ -270,6 +333,9 @@ private:
                 m_table = Table{};
                 return {};
             }
+            // A metric table has two or more dash groups and belongs to a launch: a ruler
+            // elsewhere is the program's own output (a banner, its own results table).
+            if (current() == nullptr || ruler_starts(line).size() < 2) return {};
             const bool summary = m_pending_summary_header;
             if (m_table.line == 0) m_table.line = line_no;
             m_table.open = true;
@@ -478,6 +544,9 @@ private:
     std::string m_process;
     std::optional<std::string> m_captured_at;
     std::size_t m_errors = 0;  // ==ERROR== lines
+    std::size_t m_progress_lines = 0;  // ==PROF== Profiling lines
+    std::string m_report_file;         // ==PROF== Report: PATH
+    bool m_no_kernels = false;         // ==WARNING== No kernels were profiled.
     std::uint64_t m_first_error_line = 0;
     bool m_unlocked = false;  // ncu said it left the GPU clocks unmodified
     std::string m_first_error;
@@ -495,6 +564,8 @@ public:
 
     // A kernel (or summary group) line under ncu's "[pid] process@host" line or above a
     // "Section:" table.
+    // A log of only ncu's own lines (==PROF== progress, ==ERROR==) is one too: it is read to say
+    // why it holds no result.
     bool recognizes(std::string_view head) const override {
         const bool sections = head.find("Section: ") != std::string_view::npos;
         bool process = false;
@@ -502,6 +573,9 @@ public:
         std::string_view line;
         while (lines.next(line)) {
             const std::string_view t = trim(line);
+            if (line.starts_with("==PROF== Connected to process") || line.starts_with("==PROF== Profiling \"") ||
+                line.starts_with("==ERROR== ") || line.starts_with("==WARNING== No kernels were profiled"))
+                return true;
             if (t.starts_with("[") && t.find("] ") != std::string_view::npos && t.find('@') != std::string_view::npos)
                 process = true;
             else if ((sections || process) && (parse_kernel_line(t) || parse_summary_line(t)))

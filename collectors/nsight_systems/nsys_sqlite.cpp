@@ -3,6 +3,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -77,6 +78,25 @@ public:
         return out;
     }
 
+    // The columns of `table` for a SELECT: each of `wanted` the table has, NULL in its place for
+    // one it lacks; an error naming the table and column when one of `required` is missing (nsys
+    // exports of different versions have different columns: the reader asks, never assumes).
+    Result<std::string> select_list(const std::string& table, std::initializer_list<std::string_view> required,
+                                    std::initializer_list<std::string_view> optional = {}) {
+        const auto cols = columns(table);
+        std::string out;
+        for (std::string_view c : required) {
+            if (!cols.contains(std::string(c)))
+                return fail(m_path, 0, fmt::format("the export's {} table has no {} column (an nsys schema "
+                                                   "perfwatch does not know; columns: {})",
+                                                   table, c, fmt::join(cols, ", ")));
+            out += fmt::format("{}{}", out.empty() ? "" : ", ", c);
+        }
+        for (std::string_view c : optional)
+            out += fmt::format("{}{}", out.empty() ? "" : ", ", cols.contains(std::string(c)) ? c : "NULL");
+        return out;
+    }
+
     SQLite::Database& db() { return m_db; }
     const std::string& path() const { return m_path; }
 
@@ -128,6 +148,11 @@ private:
 // versions store Hz under the [MHz] name), others MHz. nullopt without both metrics.
 std::optional<double> busy_gpc_clock_hz(Export& ex) {
     if (!ex.has("GPU_METRICS") || !ex.has("TARGET_INFO_GPU_METRICS")) return std::nullopt;
+    const auto samples = ex.columns("GPU_METRICS"), names = ex.columns("TARGET_INFO_GPU_METRICS");
+    for (const char* c : {"typeId", "metricId", "timestamp", "value"})
+        if (!samples.contains(c)) return std::nullopt;
+    for (const char* c : {"typeId", "metricId", "metricName"})
+        if (!names.contains(c)) return std::nullopt;
     SQLite::Statement st(
         ex.db(),
         "SELECT avg(CASE WHEN c.value > 100000 THEN c.value ELSE c.value * 1e6 END), count(*) "
@@ -158,6 +183,8 @@ public:
                 return fail(path, 0,
                             "SQLite database is not an Nsight Systems export (expected the StringIds table and "
                             "TARGET_INFO_* or CUPTI_ACTIVITY_KIND_* tables)");
+            if (auto strings = ex.select_list("StringIds", {"id", "value"}); !strings)
+                return std::unexpected(strings.error());
             return read(ex);
         } catch (const SQLite::Exception& e) {
             return fail(path, 0, fmt::format("cannot read the SQLite export: {}", e.what()));
@@ -169,7 +196,7 @@ private:
         RunBatch batch;
         batch.format = std::string(id());
         for (const char* meta : {"META_DATA_EXPORT", "EXPORT_META_DATA"}) {
-            if (!ex.has(meta)) continue;
+            if (!ex.has(meta) || !ex.select_list(meta, {"name", "value"})) continue;
             SQLite::Statement st(ex.db(), fmt::format("SELECT name, value FROM {}", meta));
             while (st.executeStep()) {
                 const std::string name = st.getColumn(0).getString();
@@ -184,21 +211,24 @@ private:
         std::map<long long, std::string> device_names;
         std::vector<Entity> device_info;
         if (ex.has("TARGET_INFO_GPU")) {
+            // The device's number is `id` from 2021 on, `deviceId` in older exports (whose table
+            // holds only vmId, deviceId, name, busLocation and isDiscrete).
             const auto cols = ex.columns("TARGET_INFO_GPU");
-            SQLite::Statement st(ex.db(), "SELECT * FROM TARGET_INFO_GPU");
+            auto list = ex.select_list("TARGET_INFO_GPU", {cols.contains("id") ? "id" : "deviceId"},
+                                       {"name", "computeMajor", "computeMinor", "smCount", "maxWarpsPerSm"});
+            if (!list) return std::unexpected(list.error());
+            SQLite::Statement st(ex.db(), fmt::format("SELECT {} FROM TARGET_INFO_GPU", *list));
             while (st.executeStep()) {
                 Entity dev;
                 dev.kind = EntityKind::device;
-                const long long id = st.getColumn("id").getInt64();
+                const long long id = st.getColumn(0).getInt64();
                 dev.name = fmt::format("device {}", id);
-                if (cols.contains("name") && !st.getColumn("name").isNull())
-                    dev.attributes["gpu"] = std::string(trim(st.getColumn("name").getString()));
-                if (cols.contains("computeMajor") && cols.contains("computeMinor"))
-                    dev.attributes["cc"] = fmt::format("{}.{}", st.getColumn("computeMajor").getInt(),
-                                                       st.getColumn("computeMinor").getInt());
-                if (cols.contains("smCount")) dev.set(plain("sm_count", st.getColumn("smCount").getDouble(), "count", "smCount"));
-                if (cols.contains("maxWarpsPerSm"))
-                    dev.set(plain("max_warps_per_sm", st.getColumn("maxWarpsPerSm").getDouble(), "count", "maxWarpsPerSm"));
+                if (!st.getColumn(1).isNull()) dev.attributes["gpu"] = std::string(trim(st.getColumn(1).getString()));
+                if (!st.getColumn(2).isNull() && !st.getColumn(3).isNull())
+                    dev.attributes["cc"] = fmt::format("{}.{}", st.getColumn(2).getInt(), st.getColumn(3).getInt());
+                if (!st.getColumn(4).isNull()) dev.set(plain("sm_count", st.getColumn(4).getDouble(), "count", "smCount"));
+                if (!st.getColumn(5).isNull())
+                    dev.set(plain("max_warps_per_sm", st.getColumn(5).getDouble(), "count", "maxWarpsPerSm"));
                 device_names[id] = dev.name;
                 device_info.push_back(std::move(dev));
             }
@@ -237,7 +267,9 @@ private:
         std::unordered_map<long long, std::size_t> api_of;  // string ID -> index in api; k_unnamed without a name
         if (ex.has("CUPTI_ACTIVITY_KIND_RUNTIME")) {
             SQLite::Statement name_of(ex.db(), "SELECT value FROM StringIds WHERE id = ?");
-            RawRows calls(ex.db(), "SELECT nameId, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME");
+            auto list = ex.select_list("CUPTI_ACTIVITY_KIND_RUNTIME", {"nameId", "start", "end"});
+            if (!list) return std::unexpected(list.error());
+            RawRows calls(ex.db(), fmt::format("SELECT {} FROM CUPTI_ACTIVITY_KIND_RUNTIME", *list));
             while (calls.step()) {
                 if (calls.null(0)) continue;
                 const long long id = calls.int64(0);
@@ -270,7 +302,12 @@ private:
             const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_KERNEL");
             const bool demangled = cols.contains("demangledName");
             const std::string name_col = demangled ? "demangledName" : "shortName";
-            const bool latency = ex.has("CUPTI_ACTIVITY_KIND_RUNTIME") && cols.contains("correlationId");
+            const bool latency = ex.has("CUPTI_ACTIVITY_KIND_RUNTIME") && cols.contains("correlationId") &&
+                                 ex.columns("CUPTI_ACTIVITY_KIND_RUNTIME").contains("correlationId");
+            auto list = ex.select_list("CUPTI_ACTIVITY_KIND_KERNEL", {"start", "end", "deviceId", name_col},
+                                       {"shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
+                                        "registersPerThread", "staticSharedMemory", "dynamicSharedMemory"});
+            if (!list) return std::unexpected(list.error());
             // Names are looked up once per kernel name, not joined to every row.
             SQLite::Statement name_of(ex.db(), "SELECT value FROM StringIds WHERE id = ?");
             auto string_id = [&](long long id) -> std::optional<std::string> {
@@ -280,10 +317,8 @@ private:
                 return name_of.getColumn(0).getString();
             };
             LaunchMatcher launches(ex.db(), latency);
-            RawRows st(ex.db(), fmt::format("SELECT start, end, deviceId, {}, shortName, gridX, gridY, gridZ, "
-                                                      "blockX, blockY, blockZ, registersPerThread, staticSharedMemory, "
-                                                      "dynamicSharedMemory, {} FROM CUPTI_ACTIVITY_KIND_KERNEL",
-                                                      name_col, latency ? "correlationId" : "NULL"));
+            RawRows st(ex.db(), fmt::format("SELECT {}, {} FROM CUPTI_ACTIVITY_KIND_KERNEL", *list,
+                                            latency ? "correlationId" : "NULL"));
             while (st.step()) {
                 ++kernel_rows;
                 const double start = st.real(0), end = st.real(1);
@@ -344,8 +379,10 @@ private:
         if (ex.has("CUPTI_ACTIVITY_KIND_MEMCPY")) {
             const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_MEMCPY");
             const bool kinds = cols.contains("srcKind") && cols.contains("dstKind");
-            SQLite::Statement st(ex.db(), fmt::format("SELECT start, end, deviceId, streamId, bytes, copyKind, {} "
-                                                      "FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+            auto list = ex.select_list("CUPTI_ACTIVITY_KIND_MEMCPY", {"start", "end", "deviceId"}, {"streamId"});
+            auto sizes = ex.select_list("CUPTI_ACTIVITY_KIND_MEMCPY", {"bytes", "copyKind"});
+            if (!list || !sizes) return std::unexpected(list ? sizes.error() : list.error());
+            SQLite::Statement st(ex.db(), fmt::format("SELECT {}, {}, {} FROM CUPTI_ACTIVITY_KIND_MEMCPY", *list, *sizes,
                                                       kinds ? "srcKind, dstKind" : "NULL, NULL"));
             while (st.executeStep()) {
                 const long long copy_kind = st.getColumn(5).getInt64();
@@ -367,7 +404,9 @@ private:
             }
         }
         if (ex.has("CUPTI_ACTIVITY_KIND_MEMSET")) {
-            SQLite::Statement st(ex.db(), "SELECT start, end, deviceId, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET");
+            auto list = ex.select_list("CUPTI_ACTIVITY_KIND_MEMSET", {"start", "end", "deviceId", "bytes"});
+            if (!list) return std::unexpected(list.error());
+            SQLite::Statement st(ex.db(), fmt::format("SELECT {} FROM CUPTI_ACTIVITY_KIND_MEMSET", *list));
             while (st.executeStep()) {
                 MemGroup& g = mem["[CUDA memset]"];
                 g.count += 1;
@@ -377,10 +416,24 @@ private:
             }
         }
 
-        if (kernel_rows == 0)
-            batch.notes.push_back(ex.has("CUPTI_ACTIVITY_KIND_KERNEL")
-                                      ? "the export's kernel table is empty: no CUDA kernels in this capture"
-                                      : "no CUDA kernel data in this capture (no CUPTI_ACTIVITY_KIND_KERNEL table)");
+        if (kernel_rows == 0) {
+            // What the capture holds instead: copies, host calls only (API-only), or nothing at all.
+            long long calls = 0, copies = 0;
+            for (const ApiCalls& a : api) calls += a.count;
+            for (const auto& [name, g] : mem) copies += static_cast<long long>(g.count);
+            const std::string why = ex.has("CUPTI_ACTIVITY_KIND_KERNEL") ? "the export's kernel table is empty"
+                                                                         : "no CUPTI_ACTIVITY_KIND_KERNEL table";
+            if (copies > 0)
+                batch.notes.push_back(fmt::format("no CUDA kernel data in this capture ({}): {} memory operations only", why, copies));
+            else if (calls > 0)
+                batch.notes.push_back(fmt::format("API-only capture: {} CUDA API calls read as host calls; no GPU activity "
+                                                  "recorded (no CUDA kernel data: {}, no copies)",
+                                                  calls, why));
+            else
+                batch.notes.push_back(fmt::format("no GPU activity recorded: no CUDA kernel data in this capture ({}) and "
+                                                  "no CUDA API calls",
+                                                  why));
+        }
         timeline.finish(batch);
 
         // Attach GPU facts to the device entities the timeline made (or add devices it did not see).
@@ -466,9 +519,10 @@ private:
         }
 
         // NVTX ranges (push/pop 59, start/end 60) per text.
-        if (ex.has("NVTX_EVENTS")) {
-            const auto cols = ex.columns("NVTX_EVENTS");
-            const bool text_id = cols.contains("textId");
+        const auto nvtx_cols = ex.has("NVTX_EVENTS") ? ex.columns("NVTX_EVENTS") : std::set<std::string>();
+        if (nvtx_cols.contains("text") && nvtx_cols.contains("eventType") && nvtx_cols.contains("start") &&
+            nvtx_cols.contains("end")) {
+            const bool text_id = nvtx_cols.contains("textId");
             SQLite::Statement st(
                 ex.db(), fmt::format("SELECT {} AS label, count(*), sum(e.end - e.start), min(e.end - e.start), "
                                      "max(e.end - e.start) FROM NVTX_EVENTS e {} WHERE e.eventType IN (59, 60) AND "

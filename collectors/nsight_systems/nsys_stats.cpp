@@ -476,12 +476,33 @@ public:
         const std::string& cell = m_row.cells[static_cast<std::size_t>(idx)];
         if (cell.empty() || cell == "-" || cell == "nan" || cell == "-nan" || cell == "N/A")
             return std::optional<double>();
-        const auto v = parse_report_number(cell);
+        const auto v = parse_report_number(european() ? european_number(cell) : cell);
         if (!v)
             return fail(m_path, m_row.line,
                         fmt::format("expected a number in column \"{}\", found \"{}\"", col.header, cell));
         const std::string_view unit = col.unit.empty() ? inherited_unit : std::string_view(col.unit);
         return std::optional<double>(to_base_unit(*v, unit).value);
+    }
+
+    // A row nsys printed in a European locale ("27,0" percent, "25.369.833" ns, "1.934" calls):
+    // its Time (%) cell (a trace's Start (sec) cell: "0,000000") has a decimal comma and no
+    // point, which no other locale writes.
+    bool european() const {
+        int idx = m_table.index(Field::time_pct);
+        if (idx < 0) idx = m_table.index(Field::start);
+        if (idx < 0) return false;
+        const std::string& pct = m_row.cells[static_cast<std::size_t>(idx)];
+        return pct.find(',') != std::string::npos && pct.find('.') == std::string::npos;
+    }
+
+    // "25.369.833,0" as "25369833.0".
+    static std::string european_number(std::string_view cell) {
+        std::string out;
+        for (char c : cell) {
+            if (c == '.') continue;
+            out.push_back(c == ',' ? '.' : c);
+        }
+        return out;
     }
 
     Result<double> required(Field f, std::string_view inherited_unit = {}) const {
@@ -675,7 +696,11 @@ public:
                 for (const std::string& h : split_text_row(previous, dash_extents(line))) cols.push_back(parse_column(h));
                 if (is_header(cols)) return true;
             }
-            if ((titled || t.starts_with("\"Time (%)\"") || t.starts_with("Time (%),") || t.starts_with("Time(%),")) &&
+            // A gputrace CSV written without its title (nsys stats --format csv --output FILE).
+            const bool gputrace = (t.starts_with("\"Start (") || t.starts_with("Start (")) &&
+                                  t.find("CorrId") != std::string_view::npos;
+            if ((titled || gputrace || t.starts_with("\"Time (%)\"") || t.starts_with("Time (%),") ||
+                 t.starts_with("Time(%),")) &&
                 t.find(',') != std::string_view::npos) {
                 std::vector<std::string> fields;
                 CsvReader reader(t);

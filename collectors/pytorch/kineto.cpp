@@ -436,6 +436,7 @@ private:
                     double bytes = 0;
                     if (args != nullptr && args->number("bytes", bytes)) entry(m_bytes, name) += bytes;
                     m_timeline.add(TimelineEvent::Kind::memory, name, device_name, start, start + length);
+                    ++m_memory_ops;
                 }
                 m_gpu_busy.add(start, start + length);
                 break;
@@ -743,6 +744,24 @@ private:
         return idle.idle_by_name();
     }
 
+    // Why a trace has no kernel: runtime calls without GPU events are a trace whose GPU activity
+    // was not recorded (ProfilerActivity.CUDA off), not a CPU-only program.
+    std::string without_kernels_note() const {
+        double calls = 0, launches = 0;
+        for (const auto& [name, call] : m_api) {
+            calls += call.stats.count;
+            if (name.find("Launch") != std::string::npos) launches += call.stats.count;
+        }
+        if (m_memory_ops > 0)
+            return fmt::format("no GPU kernels in this trace: {} memory copies and sets only", m_memory_ops);
+        if (calls > 0)
+            return fmt::format("no GPU activity recorded: {} CUDA runtime/driver calls ({} kernel launch calls) but no "
+                               "kernel events (the profiler ran without ProfilerActivity.CUDA); read as host calls",
+                               calls, launches);
+        if (m_cpu_ops == 0) return "empty trace: no CPU operators, runtime calls or GPU kernels";
+        return "no GPU kernels in this trace (CPU-only)";
+    }
+
     Result<RunBatch> finish() {
         // The device operations' passes (sorting them) run beside the rest, which leaves them be.
         std::future<DeviceOpFigures> device_ops = std::async(std::launch::async, [this] { return device_op_figures(); });
@@ -751,7 +770,7 @@ private:
         batch.format_detail = m_schema.empty() ? "legacy or unversioned trace" : "trace " + m_schema;
         batch.labels = m_labels;
         const std::size_t run_index = batch.run_entity();
-        if (m_timeline.kernel_events() == 0) batch.notes.push_back("no GPU kernels in this trace (CPU-only)");
+        if (m_timeline.kernel_events() == 0) batch.notes.push_back(without_kernels_note());
         m_timeline.finish(batch);
         if (m_repaired_events > 0) {
             batch.notes.push_back(fmt::format("{} trace event{} held bytes that are not valid UTF-8, replaced by "
@@ -961,7 +980,7 @@ private:
     std::map<double, std::string> m_device_labels;
     WaitingMap<PendingSpan> m_pending_runtime, m_pending_kernels;
     Stats m_delays, m_steps, m_sync;
-    double m_delay_outliers = 0, m_short_kernels = 0, m_runtime_outliers = 0, m_cpu_ops = 0;
+    double m_delay_outliers = 0, m_short_kernels = 0, m_runtime_outliers = 0, m_cpu_ops = 0, m_memory_ops = 0;
     double m_comm_time = 0, m_compute_time = 0, m_memory_time = 0;
     std::map<std::string, DeviceSpans> m_device_spans;
     std::vector<CollectiveRun> m_collectives;

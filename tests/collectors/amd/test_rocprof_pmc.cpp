@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <map>
+#include <algorithm>
+#include <sstream>
+#include <set>
 
 #include "collectors/amd/rocprof_pmc.hpp"
 #include "collectors/readers/units.hpp"
@@ -197,6 +200,58 @@ TEST(RocprofPmc, RaggedRowsNameTheirLine) {
     auto b = collect_file(path);
     ASSERT_FALSE(b);
     EXPECT_EQ(b.error().line, 3u);
+}
+
+// A counter collection is one launch per dispatch whatever its layout (issue 48). The long
+// rocprofv3 counter_collection.csv (one row per dispatch and counter, with timestamps, which a
+// kernel trace has too) and its wide rocprof v1 twin (-i, a column per counter) hold the same 3
+// dispatches of 2 kernels with 2 counters (6 long rows): both give the same launches, kernel
+// time and counters. Dispatches and rows are counted here from the long file.
+TEST(RocprofPmc, LongAndWideCounterCollectionsGiveTheSameLaunchesAndCounters) {
+    const std::string long_path = fixture("rocprof/counters_long_v3.csv");
+    std::set<std::string> dispatches;
+    std::size_t rows = 0;
+    {
+        std::istringstream in(read_file(long_path));
+        std::string line;
+        std::getline(in, line);  // header
+        while (std::getline(in, line)) {
+            if (line.empty()) continue;
+            ++rows;
+            dispatches.insert(line.substr(line.find(',') + 1, line.find(',', line.find(',') + 1) - line.find(',') - 1));
+        }
+    }
+    ASSERT_EQ(dispatches.size(), 3u);
+    ASSERT_EQ(rows, 6u);
+    const RunBatch lng = collect_ok(long_path);
+    const RunBatch wide = collect_ok(fixture("rocprof/counters_wide_v1.csv"));
+    EXPECT_EQ(lng.format, "rocprof-counter-collection");
+    EXPECT_EQ(wide.format, "rocprof-pmc");
+    EXPECT_EQ(lng.entities[0].value("launches").value_or(-1), static_cast<double>(dispatches.size()));
+    EXPECT_EQ(wide.entities[0].value("launches").value_or(-1), static_cast<double>(dispatches.size()));
+    const auto kernels = of_kind(lng, EntityKind::kernel);
+    ASSERT_EQ(kernels.size(), 2u);
+    ASSERT_EQ(of_kind(wide, EntityKind::kernel).size(), 2u);
+    for (const Entity* k : kernels) {
+        SCOPED_TRACE(k->name);
+        const Entity* w = kernel_named(wide, k->name);
+        ASSERT_NE(w, nullptr);
+        for (const char* m : {"launches", "duration_total"}) EXPECT_EQ(metric(k, m), metric(w, m)) << m;
+        std::size_t counters = 0;
+        for (const Metric& m : k->metrics) {
+            const std::string tool(m.tool_name().view());
+            if (tool != "TCC_HIT_sum" && tool != "TCC_MISS_sum" && m.name() != "l2_hit_rate") continue;
+            ++counters;
+            const std::string name(m.name().view());
+            EXPECT_EQ(k->value(name), w->value(name)) << name;
+        }
+        EXPECT_EQ(counters, 3u);  // both counters and the L2 hit rate made from them
+    }
+    // A counter collection's replayed dispatches are no timeline: both say so, the long one too.
+    for (const RunBatch* b : {&lng, &wide})
+        EXPECT_NE(std::find_if(b->notes.begin(), b->notes.end(),
+                               [](const std::string& n) { return n.starts_with("counter collection serializes"); }),
+                  b->notes.end());
 }
 
 }  // namespace perfwatch::test

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <sstream>
 
 #include "collectors/nsight_compute/ncu_text.hpp"
 #include "tests/collectors/ncu_helpers.hpp"
@@ -205,6 +206,74 @@ TEST(NcuText, TruncatedReportIsAnError) {
     auto r2 = collect_content("cut2.txt", text.substr(0, after_kernel));
     ASSERT_FALSE(r2.has_value());
     EXPECT_NE(r2.error().message.find("no metric table"), std::string::npos) << r2.error().message;
+}
+
+// An ncu --metrics log amid the program's own output (issue 48): a banner of '=' lines and a
+// results table between '-' rulers ("1a. Execution Time (wall)  2053.776 ms") before the first
+// result, CRLF line ends. Every result is read: the launches and their time are counted here from
+// the fixture's kernel lines and gpu__time_duration.sum rows (18 launches of 2 kernels).
+TEST(NcuText, MetricsAmidProgramOutputReadEveryLaunch) {
+    const std::string path = fixture("ncu/metrics_amid_program_output.txt");
+    double launches = 0, time_ns = 0;
+    std::map<std::string, double> per_kernel;
+    std::istringstream in(read_file(path));
+    for (std::string line; std::getline(in, line);) {
+        if (const auto ctx = line.find(", Context "); ctx != std::string::npos) {
+            ++launches;
+            ++per_kernel[line.substr(2, line.rfind(" (", line.find(")x(")) - 2)];
+        }
+        if (const auto at = line.find("gpu__time_duration.sum"); at != std::string::npos)
+            time_ns += std::stod(line.substr(line.find_last_of(' ', line.find_last_not_of(" \r")) + 1)) * 1000;
+    }
+    ASSERT_EQ(launches, 18);
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format_detail, "--metrics output");
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launches").value_or(-1), launches);
+    double total = 0;
+    ASSERT_EQ(of_kind(b, EntityKind::kernel).size(), per_kernel.size());
+    for (const auto& [name, n] : per_kernel) {
+        EXPECT_DOUBLE_EQ(metric(kernel_named(b, name), "launches"), n) << name;
+        total += metric(kernel_named(b, name), "duration_total");
+    }
+    EXPECT_NEAR(total, time_ns, 1e-6 * time_ns);
+}
+
+// A log of ncu's progress lines whose results went to an .ncu-rep (-o) says so, with the number
+// of launches it lists (3 "==PROF== Profiling" lines), the report file and how to convert it.
+TEST(NcuText, AProgressOnlyLogNamesItsReportFile) {
+    const auto r = collect_file(fixture("ncu/progress_only.txt"));
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("progress-only ncu log: 3 launch(es) listed"), std::string::npos)
+        << r.error().message;
+    EXPECT_NE(r.error().message.find("/home/ci/gemm/ncu_analysis.ncu-rep"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("ncu --import"), std::string::npos) << r.error().message;
+}
+
+// A failed profile (ERR_NVGPUCTRPERM: no permission for the GPU counters) is refused with ncu's
+// own ==ERROR== text and what it means, not as an unrecognised file.
+TEST(NcuText, AFailedProfileIsToldWithItsErrorText) {
+    const auto r = collect_file(fixture("ncu/failed_profile.txt"));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().line, 2u);
+    EXPECT_NE(r.error().message.find("failed profile: ncu reported 1 error(s), the first at line 2: ==ERROR== "
+                                     "ERR_NVGPUCTRPERM - The user does not have permission"),
+              std::string::npos)
+        << r.error().message;
+    EXPECT_NE(r.error().message.find("no permission to access the GPU performance counters"), std::string::npos);
+}
+
+// --print-summary per-kernel as ncu 2024 prints it: "NAME (grid)x(block), Device 0, CC 8.9,
+// Invocations N". Launches are the invocations (14 + 275), time their count times the average.
+TEST(NcuText, PrintSummaryPerKernel2024Layout) {
+    const RunBatch b = collect_ok(fixture("ncu/summary_per_kernel_2024.txt"));
+    EXPECT_EQ(b.format_detail, "--print-summary per-kernel");
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launches").value_or(-1), 14 + 275);
+    const Entity* add = kernel_named(b, "add_heat_kernel_1d(float *, int)");
+    EXPECT_DOUBLE_EQ(metric(add, "launches"), 14);
+    EXPECT_NEAR(metric(add, "duration_total"), 14 * 1750.0, 1e-6);
+    const Entity* sim = kernel_named(b, "heat_kernel_1d_sim(float *, float *, int)");
+    EXPECT_DOUBLE_EQ(metric(sim, "launches"), 275);
+    EXPECT_NEAR(metric(sim, "duration_total"), 275 * 3500.0, 1e-6);
 }
 
 }  // namespace perfwatch::test

@@ -341,4 +341,105 @@ TEST(NsysSqlite, AThrottledRunIsToldByItsClockAndItsKernelTimesAreNotCompared) {
     }
 }
 
+// An export from an old nsys (issue 48): no META_DATA_EXPORT, a TARGET_INFO_GPU of only vmId,
+// deviceId, name, busLocation and isDiscrete (no id column), the kernel, runtime and memcpy tables
+// of that version. Its 3 kernel rows (2 names: 100+250 ns of "stencil", 40 ns of "reduce") and 4
+// runtime calls are read; the device keeps its name.
+TEST(NsysSqlite, AnOldExportWithoutIdOrMetadataReadsItsKernels) {
+    TempDir dir;
+    const std::string path = dir.file("old.sqlite");
+    {
+        SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);"
+                "CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, deviceId INTEGER NOT NULL, name TEXT, "
+                "busLocation TEXT, isDiscrete INTEGER);"
+                "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId "
+                "INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, "
+                "globalPid INTEGER, demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, launchType INTEGER, "
+                "cacheConfig INTEGER, registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT "
+                "NULL, gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT "
+                "NULL, staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL, "
+                "localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL, "
+                "sharedMemoryExecuted INTEGER, graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER);"
+                "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass "
+                "INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue "
+                "INTEGER NOT NULL, callchainId INTEGER);"
+                "INSERT INTO StringIds VALUES (1, 'stencil(float*)'), (2, 'stencil'), (3, 'reduce(int*)'), "
+                "(4, 'reduce'), (5, 'cudaLaunchKernel_v7000'), (6, 'cudaDeviceSynchronize_v3020');"
+                "INSERT INTO TARGET_INFO_GPU VALUES (0, 0, 'GeForce RTX 3080', '0000:01:00.0', 1);"
+                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1000, 1010, 0, 1, 11, 5, 0, NULL),"
+                " (1100, 1110, 0, 1, 12, 5, 0, NULL), (1200, 1210, 0, 1, 13, 5, 0, NULL), (1300, 2000, 0, 1, 14, 6, 0, NULL);"
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES"
+                " (1050, 1150, 0, 1, 7, 11, 1, 1, 2, 0, 0, 32, 8, 1, 1, 256, 1, 1, 0, 0, 0, 0, 1, 0, NULL, 0),"
+                " (1200, 1450, 0, 1, 7, 12, 1, 1, 2, 0, 0, 32, 16, 1, 1, 256, 1, 1, 0, 0, 0, 0, 2, 0, NULL, 0),"
+                " (1500, 1540, 0, 1, 7, 13, 1, 3, 4, 0, 0, 16, 1, 1, 1, 128, 1, 1, 512, 0, 0, 0, 3, 0, NULL, 0);");
+    }
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "nsys-sqlite");
+    EXPECT_EQ(b.format_detail, "export without metadata table (2021 or older)");
+    EXPECT_EQ(b.entities[0].value("launches").value_or(-1), 3);
+    EXPECT_EQ(of_kind(b, EntityKind::kernel).size(), 2u);
+    EXPECT_EQ(metric(kernel_named(b, "stencil(float*)"), "launches"), 2);
+    EXPECT_EQ(metric(kernel_named(b, "stencil(float*)"), "duration_total"), 100 + 250);
+    EXPECT_EQ(metric(kernel_named(b, "reduce(int*)"), "duration_total"), 40);
+    EXPECT_EQ(metric(kernel_named(b, "stencil(float*)"), "grid_size"), 16);  // its longest launch's
+    const auto devices = of_kind(b, EntityKind::device);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0]->attributes.at("gpu"), "GeForce RTX 3080");
+    double calls = 0;
+    for (const Entity* a : of_kind(b, EntityKind::api_call)) calls += metric(a, "count");
+    EXPECT_EQ(calls, 4);
+}
+
+// A table the reader needs without a column it needs is named in the error, not "Unknown column".
+TEST(NsysSqlite, AMissingColumnIsNamedWithItsTable) {
+    TempDir dir;
+    const std::string path = dir.file("odd.sqlite");
+    {
+        SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+                "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, finish INTEGER, deviceId INTEGER,"
+                " demangledName INTEGER);"
+                "INSERT INTO StringIds VALUES (1, 'k');"
+                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 20, 0, 1);");
+    }
+    const auto r = collect_file(path);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find("CUPTI_ACTIVITY_KIND_KERNEL table has no end column"), std::string::npos)
+        << r.error().message;
+}
+
+// API-only captures (CUDA runtime rows, no kernel, copy or memset table): 5 calls read as host
+// calls with a note that says so; an export with neither says no GPU activity was recorded.
+TEST(NsysSqlite, AnApiOnlyCaptureIsReadAsHostCallsWithANote) {
+    TempDir dir;
+    const std::string path = dir.file("api_only.sqlite");
+    {
+        SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+                "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER);"
+                "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, correlationId INTEGER, nameId INTEGER);"
+                "INSERT INTO StringIds VALUES (1, 'cudaMalloc_v3020'), (2, 'cudaLaunchKernel_v7000');"
+                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (0, 50, 1, 1), (60, 70, 2, 2), (80, 90, 3, 2),"
+                " (100, 110, 4, 2), (120, 130, 5, 2);");
+    }
+    const RunBatch b = collect_ok(path);
+    EXPECT_TRUE(of_kind(b, EntityKind::kernel).empty());
+    ASSERT_EQ(b.notes.size(), 1u);
+    EXPECT_NE(b.notes[0].find("API-only capture: 5 CUDA API calls read as host calls; no GPU activity recorded"),
+              std::string::npos)
+        << b.notes[0];
+    EXPECT_EQ(b.entities[0].value("api_calls").value_or(-1), 5);
+
+    const std::string nothing = dir.file("nothing.sqlite");
+    {
+        SQLite::Database db(nothing, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+                "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER);");
+    }
+    const RunBatch none = collect_ok(nothing);
+    ASSERT_EQ(none.notes.size(), 1u);
+    EXPECT_TRUE(none.notes[0].starts_with("no GPU activity recorded")) << none.notes[0];
+}
+
 }  // namespace perfwatch::test

@@ -357,4 +357,30 @@ TEST(NsysStats, RowsWhoseNamesNsysTruncatedStaySeparate) {
     EXPECT_TRUE(noted);
 }
 
+// A gputrace CSV saved without nsys's title line (stats --format csv --output FILE): recognised by
+// its header, its 2 kernel rows (22240 + 18120 ns) read beside the copy.
+TEST(NsysStats, AGputraceCsvWithoutItsTitleIsRead) {
+    const RunBatch b = collect_ok(fixture("nsys/gputrace_untitled.csv"));
+    EXPECT_EQ(b.entities[0].value("launches").value_or(-1), 2);
+    const auto kernels = of_kind(b, EntityKind::kernel);
+    ASSERT_EQ(kernels.size(), 1u);
+    EXPECT_EQ(metric(kernels[0], "duration_total"), 22240 + 18120);
+    EXPECT_EQ(of_kind(b, EntityKind::memcpy).size(), 1u);
+}
+
+// nsys run in a European locale prints "76,4" percent, "3.248.602" ns and "1.400" instances: the
+// row's decimal-comma Time(%) cell says so, and every number of the row is read that way
+// (1,400 + 2 launches; 3,248,602 + 1,004,300 ns), not as 1.4 launches.
+TEST(NsysStats, NumbersPrintedInAEuropeanLocale) {
+    const RunBatch b = collect_ok(fixture("nsys/stats_european_locale.txt"));
+    EXPECT_EQ(b.entities[0].value("launches").value_or(-1), 1400 + 2);
+    const Entity* fill = kernel_named(b, "__pgi_uacc_cuda_fill_42_gpu");
+    EXPECT_EQ(metric(fill, "launches"), 1400);
+    EXPECT_EQ(metric(fill, "duration_total"), 3248602);
+    EXPECT_EQ(metric(fill, "duration_max"), 2656);
+    const Entity* fwd = kernel_named(b, "forward_prop_71_gpu");
+    EXPECT_EQ(metric(fwd, "duration_total"), 1004300);
+    EXPECT_EQ(metric(fwd, "duration_mean"), 502150);
+}
+
 }  // namespace perfwatch::test

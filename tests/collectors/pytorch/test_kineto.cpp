@@ -352,4 +352,30 @@ TEST(Kineto, QueriesBetweenALaunchAndItsKernelDoNotPushTheLaunchOut) {
     EXPECT_DOUBLE_EQ(*run.value("launch_delay_mean"), (130.0 - (100.0 + 4.0)) * 1000);  // in ns
 }
 
+// Traces without kernels say why (issue 48). gpu_activity_off.json: 2 cudaLaunchKernel, 1
+// cuLaunchKernel and 1 cudaDeviceSynchronize, an A100 in deviceProperties, no GPU event: its GPU
+// activity was not recorded, it is no CPU-only program. cpu_only.json: 2 cpu_op events only.
+// empty_trace.json: metadata and an instant event only.
+TEST(Kineto, RuntimeCallsWithoutGpuEventsAreNoGpuActivityRecordedNotCpuOnly) {
+    const RunBatch b = collect_ok(fixture("kineto/gpu_activity_off.json"));
+    EXPECT_TRUE(of_kind(b, EntityKind::kernel).empty());
+    ASSERT_EQ(b.notes.size(), 1u);
+    EXPECT_NE(b.notes[0].find("no GPU activity recorded: 4 CUDA runtime/driver calls (3 kernel launch calls)"),
+              std::string::npos)
+        << b.notes[0];
+    EXPECT_EQ(b.notes[0].find("CPU-only"), std::string::npos) << b.notes[0];
+    double calls = 0;
+    for (const Entity* a : of_kind(b, EntityKind::api_call)) calls += metric(a, "count");
+    EXPECT_EQ(calls, 4);
+
+    const RunBatch cpu = collect_ok(fixture("kineto/cpu_only.json"));
+    ASSERT_EQ(cpu.notes.size(), 1u);
+    EXPECT_NE(cpu.notes[0].find("CPU-only"), std::string::npos) << cpu.notes[0];
+    EXPECT_TRUE(of_kind(cpu, EntityKind::api_call).empty());
+
+    const RunBatch empty = collect_ok(fixture("kineto/empty_trace.json"));
+    ASSERT_EQ(empty.notes.size(), 1u);
+    EXPECT_NE(empty.notes[0].find("empty trace"), std::string::npos) << empty.notes[0];
+}
+
 }  // namespace perfwatch::test
