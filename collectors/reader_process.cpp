@@ -162,11 +162,18 @@ std::string probe_confinement() {
 std::optional<std::string> test_fault(const std::string& path) {
     const char* fault = std::getenv("PERFWATCH_TEST_READER_FAULT");
     if (fault == nullptr) return std::nullopt;
-    // "KIND", or "KIND:TEXT" for the reports whose path holds TEXT only.
-    std::string_view what = fault;
-    if (const auto colon = what.find(':'); colon != std::string_view::npos) {
-        if (path.find(what.substr(colon + 1)) == std::string::npos) return std::nullopt;
-        what = what.substr(0, colon);
+    // "KIND", or "KIND:TEXT" for the reports whose path holds TEXT only; several, comma-separated:
+    // the first that takes the path.
+    std::string_view what;
+    for (std::string_view rest = fault; !rest.empty() && what.empty();) {
+        const auto comma = rest.find(',');
+        std::string_view one = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        if (const auto colon = one.find(':'); colon != std::string_view::npos) {
+            if (path.find(one.substr(colon + 1)) == std::string::npos) continue;
+            one = one.substr(0, colon);
+        }
+        what = one;
     }
     if (what == "crash") {
         volatile int* nowhere = nullptr;

@@ -38,7 +38,8 @@ constexpr const char* k_token = "quarantine-token-0123456789";
 
 // A daemon watching `reports` with one worker, its alerts going to a webhook at `hook_port`, its
 // dashboard's actions open to k_token.
-fs::path write_config(const test::TempDir& dir, const fs::path& reports, unsigned short hook_port) {
+fs::path write_config(const test::TempDir& dir, const fs::path& reports, unsigned short hook_port,
+                      const std::string& extra = "") {
     fs::create_directories(reports);
     write_file(dir.path() / "webhook-url", fmt::format("http://127.0.0.1:{}/hook\n", hook_port));
     write_file(dir.path() / "token", std::string(k_token) + "\n");
@@ -58,9 +59,9 @@ route:
   receiver: oncall
 dashboard:
   token_file: {}
-)",
+{})",
                                 reports.string(), (dir.path() / "webhook-url").string(),
-                                (dir.path() / "token").string()));
+                                (dir.path() / "token").string(), extra));
     return cfg;
 }
 
@@ -244,6 +245,63 @@ TEST(Quarantine, AReportThatCrashesTheReaderIsQuarantinedToldOnceAndReadAgainOnl
         },
         10s));
     EXPECT_EQ(quarantine_alerts(receiver).size(), 2u);
+    daemon->signal(SIGTERM);
+    EXPECT_EQ(daemon->wait_exit(10), 0) << daemon->log();
+}
+
+// Issue 46 with the reader sandbox: a reader process that crashes on one report and one that
+// passes its memory limit on another each quarantine their file at once; the daemon itself stays
+// up and healthy, stores the next report, tells each quarantine once, and after a restart reads
+// neither again; `perfwatch files retry` reads one of them once more (here it kills its reader
+// again: quarantined and told again).
+TEST(Quarantine, AReaderProcessThatDiesQuarantinesItsFileWhileTheDaemonGoesOn) {
+    test::Receiver receiver([](std::size_t) { return test::Receiver::Answer{}; });
+    test::TempDir dir;
+    const fs::path reports = dir.path() / "reports", db = dir.path() / "perfwatch.db";
+    const fs::path cfg = write_config(dir, reports, receiver.port(), "reader:\n  memory_mb: 300\n");
+    const std::vector<std::string> faults = {"PERFWATCH_TEST_READER_FAULT=crash:poison,memory:hog"};
+    std::optional<test::BackgroundProcess> daemon;
+    daemon.emplace(std::vector<std::string>{"daemon", "--config", cfg.string()}, dir.file("daemon1.log"), faults);
+    ASSERT_TRUE(daemon->wait_for_log("ready:", 30)) << daemon->log();
+    unsigned short port = port_of(daemon->log());
+    const std::string poison = test::write_kineto_trace(dir, "reports/main/c1/poison.pt.trace.json", 100);
+    const std::string hog = test::write_kineto_trace(dir, "reports/main/c1/hog.pt.trace.json", 100);
+    ASSERT_TRUE(eventually([&] { return mark_state(db, poison) == "quarantined" && mark_state(db, hog) == "quarantined"; }, 60s))
+        << daemon->log();
+    EXPECT_NE(mark_error(db, poison).find("the reader process "), std::string::npos) << mark_error(db, poison);
+    EXPECT_EQ(mark_error(db, hog), "the reader process was killed after exceeding its memory limit of 300 MB while reading it")
+        << mark_error(db, hog);
+    EXPECT_TRUE(daemon->wait_for_log(poison + ": quarantined: the reader process", 5)) << daemon->log();
+    EXPECT_FALSE(daemon->wait_exit(0).has_value()) << "the daemon died with its reader\n" << daemon->log();
+    // The next report is stored; the daemon is healthy and counts both files.
+    test::write_kineto_trace(dir, "reports/main/c2/good.pt.trace.json", 120);
+    ASSERT_TRUE(idle_with(port, db, 1, 60s)) << daemon->log();
+    const auto health = test::http_get(port, "/healthz");
+    ASSERT_EQ(health.status, 200) << health.body;
+    EXPECT_EQ(nlohmann::json::parse(health.body)["quarantined"]["count"], 2);
+    EXPECT_EQ(metric(test::http_get(port, "/metrics").body, "perfwatch_quarantined_files"), 2.0);
+    ASSERT_TRUE(eventually([&] { return quarantine_alerts(receiver).size() >= 2; }, 20s)) << daemon->log();
+    EXPECT_EQ(quarantine_alerts(receiver).size(), 2u);
+
+    // A restart reads neither again.
+    daemon->signal(SIGTERM);
+    ASSERT_EQ(daemon->wait_exit(10), 0) << daemon->log();
+    daemon.emplace(std::vector<std::string>{"daemon", "--config", cfg.string()}, dir.file("daemon2.log"), faults);
+    ASSERT_TRUE(daemon->wait_for_log("ready:", 30)) << daemon->log();
+    port = port_of(daemon->log());
+    ASSERT_TRUE(idle_with(port, db, 1, 30s)) << daemon->log();
+    std::this_thread::sleep_for(2500ms);
+    EXPECT_EQ(daemon->log().find("the reader process"), std::string::npos) << "read again:\n" << daemon->log();
+    EXPECT_EQ(quarantine_alerts(receiver).size(), 2u);
+
+    // Retried on purpose: read once more, its reader dies again, quarantined and told again.
+    const auto retried = test::run_perfwatch({"files", "retry", poison, "--db", db.string()});
+    ASSERT_EQ(retried.exit_code, 0) << retried.err;
+    ASSERT_TRUE(daemon->wait_for_log(poison + ": quarantined: the reader process", 30)) << daemon->log();
+    ASSERT_TRUE(eventually([&] { return quarantine_alerts(receiver).size() >= 3; }, 20s)) << daemon->log();
+    EXPECT_EQ(mark_state(db, poison), "quarantined");
+    EXPECT_EQ(mark_state(db, hog), "quarantined");
+    EXPECT_EQ(query_int(db, "SELECT count(*) FROM runs"), 1);
     daemon->signal(SIGTERM);
     EXPECT_EQ(daemon->wait_exit(10), 0) << daemon->log();
 }
