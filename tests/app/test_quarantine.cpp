@@ -269,7 +269,7 @@ TEST(Quarantine, AReaderProcessThatDiesQuarantinesItsFileWhileTheDaemonGoesOn) {
     ASSERT_TRUE(eventually([&] { return mark_state(db, poison) == "quarantined" && mark_state(db, hog) == "quarantined"; }, 60s))
         << daemon->log();
     EXPECT_NE(mark_error(db, poison).find("the reader process "), std::string::npos) << mark_error(db, poison);
-    EXPECT_EQ(mark_error(db, hog), "the reader process was killed after exceeding its memory limit of 300 MB while reading it")
+    EXPECT_TRUE(mark_error(db, hog).starts_with("the reader process was killed after exceeding its memory limit of 300 MB ("))
         << mark_error(db, hog);
     EXPECT_TRUE(daemon->wait_for_log(poison + ": quarantined: the reader process", 5)) << daemon->log();
     EXPECT_FALSE(daemon->wait_exit(0).has_value()) << "the daemon died with its reader\n" << daemon->log();
