@@ -589,13 +589,16 @@ TEST(TraceDifferential, LaunchMapsPairAsAPlainMapDoes) {
 }
 
 // The existing corpus check (tests/collectors/pytorch/test_kineto.cpp) on the jobs and the
-// crashers too, and compact and pretty-printed: each trace's first 4,000 events.
+// crashers too, and compact and pretty-printed: each trace's first 1,500 events.
 TEST(TraceDifferential, KinetoFastPathsEqualTheFullParseOnEveryRealTrace) {
     const auto files = shared_traces();
     if (files.empty()) GTEST_SKIP() << "no traces in ../shared (corpus/kineto, jobs, crashers; or $PERFWATCH_CORPUS...)";
-    constexpr std::size_t k_events = 4000;
+    constexpr std::size_t k_events = 1500;
     for (const auto& file : files) {
         const std::string text = read_maybe_gzip(file.string());
+        // The three corpus traces past 4 MB (9-25 MB) take most of a minute each to rewrite under
+        // the sanitizers; test_kineto.cpp's EventsReadFromHintsEqualTheFullParse reads them whole.
+        if (text.size() > (4u << 20)) continue;
         Ordered doc = Ordered::parse(text, nullptr, false);
         if (doc.is_discarded()) continue;
         auto& events = doc.is_array() ? doc : doc["traceEvents"];
