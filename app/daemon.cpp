@@ -46,6 +46,7 @@
 #include "engine/rules.hpp"
 #include "notify/alerts.hpp"
 #include "notify/dispatcher.hpp"
+#include "collectors/readers/byte_source.hpp"
 #include "notify/sinks.hpp"
 #include "storage/db.hpp"
 
@@ -156,20 +157,12 @@ std::string signal_text(int signal) {
     return name != nullptr ? fmt::format("SIG{}", name) : fmt::format("signal {}", signal);
 }
 
-std::uint64_t fnv1a(std::string_view text) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (const char c : text) {
-        h ^= static_cast<unsigned char>(c);
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 
 // Where this daemon keeps its crash note: beside a SQLite database, in systemd's
 // $STATE_DIRECTORY for PostgreSQL (none elsewhere: a death is then judged as unexplained). Named
 // for the daemon, so daemons of other configurations never read each other's.
 std::string crash_note_path(const std::string& db_path, bool postgresql, const std::string& owner) {
-    const std::string name = fmt::format("perfwatch-crash-{:016x}", fnv1a(owner));
+    const std::string name = "perfwatch-crash-" + sha256_hex(owner).substr(0, 16);
     if (!postgresql) {
         const std::filesystem::path db(db_path);
         return (db.parent_path() / (db.filename().string() + "." + name)).string();
