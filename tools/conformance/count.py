@@ -509,10 +509,15 @@ def count_nsys_stats_text(lines):
                 ti = next(k for k, c in enumerate(cols) if c.startswith("Total Time"))
                 ii = cols.index("Instances")
                 summ["tables"] += 1
+                # Each row is one kernel as nsys grouped them (by full name): rows whose names,
+                # cut with an ellipsis, read the same are still different kernels, told apart
+                # by their order among the rows of that name (the same in every run's table).
+                seen = {}
                 for r in rows:
                     summ["launches"] += digits(r[ii]) or 0
                     summ["total"] += digits(r[ti]) or 0
-                    summ["names"].add(r[-1])
+                    seen[r[-1]] = seen.get(r[-1], 0) + 1
+                    summ["names"].add((r[-1], seen[r[-1]]))
             elif "GrdX" in cols and any(c.startswith("Duration") for c in cols):
                 di = next(k for k, c in enumerate(cols) if c.startswith("Duration"))
                 gi = cols.index("GrdX")
@@ -537,7 +542,7 @@ def count_nsys_stats_text(lines):
                 note += "; gputrace table(s) not added (%d kernel rows, same launches)" % trace["launches"]
         else:
             note = "%d gputrace table(s), %d memory rows" % (trace["tables"], trace["memops"])
-        if any(n.endswith("\u2026") for n in use["names"]):
+        if any((n[0] if isinstance(n, tuple) else n).endswith("\u2026") for n in use["names"]):
             note += "; names truncated with an ellipsis by nsys"
         return Result("nsys-stats-text", use["launches"], len(use["names"]), use["total"], note)
     skipped = [l.strip() for l in lines if l.startswith("SKIPPED:") and "kernel" in l.lower()]
