@@ -166,10 +166,12 @@ private:
         }
     }
 
-    // reader: {isolation: process, memory_mb: 4096, cpu_seconds: 600, wall_seconds: 900, output_mb: 256}
+    // reader: {isolation: process, memory_mb: 4096, cpu_seconds: 600, wall_seconds: 900, output_mb: 256,
+    //          reports_per_process: 100}
     void reader(const YAML::Node& n) {
         if (!n.IsMap()) {
-            diag(n.Mark(), "'reader' must be a mapping of isolation, memory_mb, cpu_seconds, wall_seconds and output_mb");
+            diag(n.Mark(), "'reader' must be a mapping of isolation, memory_mb, cpu_seconds, wall_seconds, output_mb and "
+                           "reports_per_process");
             return;
         }
         ReaderOptions& r = m_out.config.reader;
@@ -192,9 +194,11 @@ private:
                 set(r.limits.wall_seconds, kv.second, key, 86400);
             } else if (key == "output_mb") {
                 set(r.limits.output_mb, kv.second, key, 1 << 16);
+            } else if (key == "reports_per_process") {
+                set(r.reports_per_process, kv.second, key, 1 << 20);
             } else {
                 diag(kv.first.Mark(), fmt::format("unknown reader setting '{}' (expected isolation, memory_mb, cpu_seconds, "
-                                                  "wall_seconds or output_mb)",
+                                                  "wall_seconds, output_mb or reports_per_process)",
                                                   key));
             }
         }

@@ -219,9 +219,10 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
         return std::unexpected(unrecognised(path, encoding != TextEncoding::plain ? to_utf8(*head, encoding) : *head,
                                             [&]() -> Result<void> {
             auto inflated = gunzip(path, raw);
-            std::vector<char> sink(1 << 20);
+            constexpr std::size_t k_size = 1 << 20;
+            const auto sink = std::make_unique_for_overwrite<char[]>(k_size);
             while (true) {
-                auto got = inflated->read(sink.data(), sink.size());
+                auto got = inflated->read(sink.get(), k_size);
                 if (!got) return std::unexpected(got.error());
                 if (*got == 0) return {};
             }

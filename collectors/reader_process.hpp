@@ -26,19 +26,25 @@ struct ReaderOptions {
     ReaderLimits limits;
     // The perfwatch executable to run as `perfwatch read-report`; empty: this process's own.
     std::string executable;
+    // How many reports one reader process reads before it is replaced (after a failure at once);
+    // 1: a fresh process forked for each report.
+    std::uint64_t reports_per_process = 1000;
 };
 
-// Every run of the plain report at `path` (no converter), read in a child process: a fresh
-// `perfwatch read-report` with an empty environment (sanitizer options aside), no descriptor but
-// its answer pipe and stderr, no_new_privs and a seccomp filter (no socket, no file opened for
-// writing, no execve), and the limits above. The parent decodes and sanitizes the answer. A
-// crash, a kill by a limit, a timeout or a malformed answer is an Error of kind reader_died
-// saying which, naming `path`.
+// Every run of the plain report at `path` (no converter), read in a reader server: a `perfwatch
+// read-report` process started with an empty environment (sanitizer options aside), no descriptor
+// but its two pipes and stderr, no_new_privs and a seccomp filter (no socket, no file opened for
+// writing, no execve), and the limits above, enforced per report. It reads `reports_per_process`
+// reports and is replaced (after a failure at once); with 1 it forks a fresh reader per report,
+// which also may not start a process. A pool keeps one server per thread reading at a time. The
+// parent decodes and sanitizes the answer. A crash, a kill by a limit, a timeout or a malformed
+// answer is an Error of kind reader_died saying which, naming `path`.
 Result<std::vector<RunBatch>> read_runs_in_process_sandbox(const std::string& path, const ReaderOptions& options);
 
-// The child's side (`perfwatch read-report`): confines itself, reads `path`, writes its answer
-// to descriptor 3 and returns the exit status (0 when the answer, runs or a refusal, was sent).
-int reader_process_main(const std::string& path, const ReaderLimits& limits);
+// The reader server's side (`perfwatch read-report`): confines itself, then for each request on
+// descriptor 0 (u32 length, path) reads the report (in a reader forked for it with `fork_each`)
+// and writes the reply (how the reader ended, its answer) to descriptor 3. Returns at end of input.
+int reader_server_main(const ReaderLimits& limits, bool fork_each);
 
 // The same read in this process or in a child, as `options` says.
 Result<std::vector<RunBatch>> read_runs(const std::string& path, const ReaderOptions& options);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -241,23 +242,33 @@ Result<std::size_t> FileSource::read(char* buffer, std::size_t n) {
 }
 
 Result<std::string> FileSource::head(std::size_t n) const {
-    std::string out(n, '\0');
-    std::size_t filled = 0;
-    while (filled < n) {
-        const ssize_t got = ::pread(m_fd, out.data() + filled, n - filled, static_cast<off_t>(filled));
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) return fail(m_path, 0, fmt::format("read error: {}", std::strerror(errno)));
-        if (got == 0) break;
-        filled += static_cast<std::size_t>(got);
-    }
-    out.resize(filled);
+    std::string out;
+    std::optional<Error> error;
+    // Not zeroed first (a reader process forked per report pays a page fault for each page it writes).
+    out.resize_and_overwrite(n, [&](char* data, std::size_t size) {
+        std::size_t filled = 0;
+        while (filled < size) {
+            const ssize_t got = ::pread(m_fd, data + filled, size - filled, static_cast<off_t>(filled));
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) {
+                error = fail(m_path, 0, fmt::format("read error: {}", std::strerror(errno))).error();
+                break;
+            }
+            if (got == 0) break;
+            filled += static_cast<std::size_t>(got);
+        }
+        return filled;
+    });
+    if (error) return std::unexpected(std::move(*error));
     return out;
 }
 
 Result<std::string> FileSource::finish_sha256() {
-    std::vector<char> buf(1 << 20);
+    // Not zeroed: a reader process forked per report pays a page fault for each page it writes.
+    constexpr std::size_t k_size = 1 << 20;
+    const auto buf = std::make_unique_for_overwrite<char[]>(k_size);
     while (true) {
-        auto got = read(buf.data(), buf.size());
+        auto got = read(buf.get(), k_size);
         if (!got) return std::unexpected(got.error());
         if (*got == 0) break;
     }
@@ -382,14 +393,17 @@ std::unique_ptr<ByteSource> open_source(const std::string& path, std::string_vie
 std::string sniff_prefix(std::string_view data, std::size_t max_bytes) {
     if (!is_gzip(data)) return std::string(data.substr(0, std::min(data.size(), max_bytes)));
     auto src = open_source("", data);
-    std::string out(max_bytes, '\0');
-    std::size_t filled = 0;
-    while (filled < max_bytes) {
-        auto r = src->read(out.data() + filled, max_bytes - filled);
-        if (!r || *r == 0) break;
-        filled += *r;
-    }
-    out.resize(filled);
+    std::string out;
+    // (Not zeroed first: only what is read in is kept.)
+    out.resize_and_overwrite(max_bytes, [&](char* buf, std::size_t size) {
+        std::size_t filled = 0;
+        while (filled < size) {
+            auto r = src->read(buf + filled, size - filled);
+            if (!r || *r == 0) break;
+            filled += *r;
+        }
+        return filled;
+    });
     return out;
 }
 
@@ -397,7 +411,9 @@ Result<std::string> read_rest(ByteSource& source) {
     std::string out;
     std::size_t filled = 0;
     while (true) {
-        if (out.size() - filled < (1 << 20)) out.resize(std::max<std::size_t>(out.size() * 2, filled + (1 << 20)));
+        if (out.size() - filled < (1 << 20))
+            out.resize_and_overwrite(std::max<std::size_t>(out.size() * 2, filled + (1 << 20)),
+                                     [](char*, std::size_t n) { return n; });  // grown, not zeroed
         auto r = source.read(out.data() + filled, out.size() - filled);
         if (!r) return std::unexpected(r.error());
         if (*r == 0) break;

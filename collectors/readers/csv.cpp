@@ -109,7 +109,10 @@ Result<void> CsvStream::fill() {
     while (!m_eof) {
         // Windows start small (most reports are small) and grow to 4 MB, or to the longest record.
         if (m_buffer.size() - m_len < std::min<std::size_t>(m_buffer.size() / 2 + 1, 1 << 20))
-            m_buffer.resize(std::clamp<std::size_t>(m_buffer.size() * 2, 1 << 16, std::max<std::size_t>(4 << 20, m_len * 2)));
+            // (Grown without zeroing: every byte is read into before it is looked at.)
+            m_buffer.resize_and_overwrite(
+                std::clamp<std::size_t>(m_buffer.size() * 2, 1 << 16, std::max<std::size_t>(4 << 20, m_len * 2)),
+                [](char*, std::size_t n) { return n; });
         auto got = m_source.read(m_buffer.data() + m_len, m_buffer.size() - m_len);
         if (!got) return std::unexpected(got.error());
         if (*got == 0) m_eof = true;

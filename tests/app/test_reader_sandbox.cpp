@@ -1,6 +1,7 @@
-// Reports are read in a confined child process (collectors/reader_process.hpp): it reads as the
-// process itself would, holds no secret, cannot open a socket or write a file, and whatever
-// happens to it (a crash, a limit, a hang, garbage) fails that report alone.
+// Reports are read in a confined child process (collectors/reader_process.hpp), a reader server
+// that reads many reports (or forks a fresh reader for each): it reads as the process itself
+// would, holds no secret, cannot open a socket or write a file, and whatever happens to it (a
+// crash, a limit, a hang, garbage) fails that report alone.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -88,7 +89,9 @@ bool memory_holds(int pid, const std::string& needle) {
 
 // The same reports, read in a reader process and in perfwatch's own, give the same runs byte for
 // byte (encode_runs writes every field; RunWire's tests prove it reads back field for field):
-// fixtures of several shapes, a corpus report of each folder and every crasher.
+// fixtures of several shapes, a corpus report of each folder and every crasher; one after the
+// other in one reader server (nothing of a report is left to change the next), and each in a
+// reader forked for it.
 TEST(ReaderSandbox, AReaderProcessReadsAsPerfwatchItselfDoes) {
     test::TempDir dir;
     std::vector<std::string> reports = {test::write_kineto_trace(dir, "trace.json", 120.0), test::fixture("ncu/rules_2024.csv"),
@@ -106,8 +109,10 @@ TEST(ReaderSandbox, AReaderProcessReadsAsPerfwatchItselfDoes) {
     if (const auto corpus = test::corpus_dir(); corpus && fs::exists(corpus->parent_path() / "crashers"))
         for (const auto& entry : fs::recursive_directory_iterator(corpus->parent_path() / "crashers"))
             if (entry.is_regular_file() && entry.path().extension() != ".md") reports.push_back(entry.path().string());
-    ReaderOptions sandboxed{ReaderIsolation::process, {}, PERFWATCH_BINARY};
+    for (const std::uint64_t per_process : {std::uint64_t{1000}, std::uint64_t{1}})
     for (const std::string& report : reports) {
+        SCOPED_TRACE(fmt::format("reports_per_process: {}", per_process));
+        const ReaderOptions sandboxed{ReaderIsolation::process, {}, PERFWATCH_BINARY, per_process};
         const auto own = collect_file_runs(report, {}, ReaderOptions{});
         const auto child = collect_file_runs(report, {}, sandboxed);
         ASSERT_EQ(own.has_value(), child.has_value()) << report << ": " << (own ? child.error() : own.error()).to_string();
@@ -120,20 +125,29 @@ TEST(ReaderSandbox, AReaderProcessReadsAsPerfwatchItselfDoes) {
     }
 }
 
-// A reader that crashes fails its own report: the next report of the same check is read and
-// judged, and check exits 2 naming the file and what ended its reader.
+// A reader that crashes fails its own report: the reports before it (read by the same server)
+// and after it (by a new one) of the same check are read and judged, and check exits 2 naming
+// the file and what ended its reader; so too where a reader is forked for each report.
 TEST(ReaderSandbox, ACrashingReaderFailsOnlyItsReport) {
-    test::TempDir dir;
-    const std::string bad = test::write_kineto_trace(dir, "bad.json", 100.0);
-    const std::string good = test::write_kineto_trace(dir, "good.json", 100.0);
-    const auto r = check_with_fault("crash:bad.json", {"--db", dir.file("pw.db"), bad, good});
-    EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_NE(r.err.find(bad + ": the reader process "), std::string::npos) << r.err;
-    EXPECT_TRUE(r.err.find("was killed by signal") != std::string::npos ||
-                r.err.find("exited with status") != std::string::npos)
-        << r.err;
-    EXPECT_EQ(test::query_int(dir.path() / "pw.db", "SELECT count(*) FROM runs"), 1);
-    EXPECT_EQ(test::query_int(dir.path() / "pw.db", fmt::format("SELECT count(*) FROM runs WHERE source = '{}'", good)), 1);
+    for (const int per_process : {1000, 1}) {
+        SCOPED_TRACE(fmt::format("reports_per_process: {}", per_process));
+        test::TempDir dir;
+        const std::string before = test::write_kineto_trace(dir, "before.json", 100.0);
+        const std::string bad = test::write_kineto_trace(dir, "bad.json", 100.0);
+        const std::string good = test::write_kineto_trace(dir, "good.json", 120.0);
+        test::write_file(dir.path() / "c.yaml", fmt::format("reader:\n  reports_per_process: {}\n", per_process));
+        const auto r =
+            check_with_fault("crash:bad.json", {"--config", dir.file("c.yaml"), "--db", dir.file("pw.db"), before, bad, good});
+        EXPECT_EQ(r.exit_code, 2) << r.err;
+        EXPECT_NE(r.err.find(bad + ": the reader process "), std::string::npos) << r.err;
+        EXPECT_TRUE(r.err.find("was killed by signal") != std::string::npos ||
+                    r.err.find("exited with status") != std::string::npos)
+            << r.err;
+        EXPECT_EQ(test::query_int(dir.path() / "pw.db", "SELECT count(*) FROM runs"), 2);
+        for (const std::string& read : {before, good})
+            EXPECT_EQ(test::query_int(dir.path() / "pw.db", fmt::format("SELECT count(*) FROM runs WHERE source = '{}'", read)), 1)
+                << read;
+    }
 }
 
 TEST(ReaderSandbox, AReaderPastItsMemoryLimitIsKilled) {
@@ -165,20 +179,26 @@ TEST(ReaderSandbox, GarbageOnThePipeIsRefused) {
     EXPECT_NE(r.err.find("the reader process sent a malformed answer"), std::string::npos) << r.err;
 }
 
-// What the reader's confinement allows, as the reader itself finds it.
+// What the reader's confinement allows, as the reader itself finds it (in a server, and forked).
 TEST(ReaderSandbox, AReaderCannotOpenASocketOrWriteAFile) {
-    test::TempDir dir;
-    const std::string report = test::write_kineto_trace(dir, "t.json", 100.0);
-    fs::remove("/tmp/perfwatch-reader-probe");
-    const auto r = check_with_fault("probe", {report});
-    EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_NE(r.err.find("socket: EPERM"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("unix socket: EPERM"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("open for writing: EACCES"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("open read-write: EACCES"), std::string::npos) << r.err;
-    // Spans spill to an unnamed temporary file, which no other process can open.
-    EXPECT_NE(r.err.find("unnamed temporary file: allowed"), std::string::npos) << r.err;
-    EXPECT_FALSE(fs::exists("/tmp/perfwatch-reader-probe"));
+    for (const int per_process : {1000, 1}) {
+        SCOPED_TRACE(fmt::format("reports_per_process: {}", per_process));
+        test::TempDir dir;
+        const std::string report = test::write_kineto_trace(dir, "t.json", 100.0);
+        test::write_file(dir.path() / "c.yaml", fmt::format("reader:\n  reports_per_process: {}\n", per_process));
+        fs::remove("/tmp/perfwatch-reader-probe");
+        const auto r = check_with_fault("probe", {"--config", dir.file("c.yaml"), report});
+        EXPECT_EQ(r.exit_code, 2) << r.err;
+        EXPECT_NE(r.err.find("socket: EPERM"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("unix socket: EPERM"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("open for writing: EACCES"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("open read-write: EACCES"), std::string::npos) << r.err;
+        // Spans spill to an unnamed temporary file, which no other process can open.
+        EXPECT_NE(r.err.find("unnamed temporary file: allowed"), std::string::npos) << r.err;
+        // (A new process is refused outside sanitizer builds, whose symbolizer needs one.)
+        EXPECT_NE(r.err.find("new process: "), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists("/tmp/perfwatch-reader-probe"));
+    }
 }
 
 // The reader holds no configured secret: not in its environment, its command line, its open
@@ -207,7 +227,7 @@ TEST(ReaderSandbox, AReaderHoldsNoSecret) {
         const std::string entry = environ_text.substr(at, end - at);
         const std::string name = entry.substr(0, entry.find('='));
         EXPECT_TRUE(name.ends_with("_OPTIONS") || name.ends_with("SYMBOLIZER_PATH") || name == "PERFWATCH_TEST_READER_FAULT" ||
-                    name == "PERFWATCH_SCAN_LEVEL")
+                    name == "PERFWATCH_SCAN_LEVEL" || name == "LD_BIND_NOW")
             << "the reader's environment holds " << name;
         at = end == std::string::npos ? environ_text.size() : end + 1;
     }
