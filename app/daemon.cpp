@@ -30,6 +30,7 @@
 #include <map>
 
 #include "app/config.hpp"
+#include "app/crash_note.hpp"
 #include "app/daemon_metrics.hpp"
 #include "web/dashboard.hpp"
 #include "web/http_server.hpp"
@@ -46,132 +47,13 @@
 #include "engine/rules.hpp"
 #include "notify/alerts.hpp"
 #include "notify/dispatcher.hpp"
-#include "collectors/readers/byte_source.hpp"
 #include "notify/sinks.hpp"
 #include "storage/db.hpp"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PERFWATCH_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define PERFWATCH_ASAN 1
-#endif
-#ifdef PERFWATCH_ASAN
-#include <sanitizer/common_interface_defs.h>
-#endif
 
 namespace perfwatch {
 
 namespace {
-
-// The crash note: which file a worker thread was reading when the daemon crashed, written by the
-// crash handler and read at the next start, so that file alone is quarantined (the others read
-// then are innocent). Plain data only: the handler may use nothing else.
-thread_local constinit const char* t_reading = nullptr;  // the path this worker thread reads, or null
-constinit char g_crash_note[4096] = {};                // where the note goes ("" : nowhere)
-constinit struct sigaction g_previous_handlers[NSIG] = {};
-constexpr int k_crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-
-// Async-signal-safe: "SIGNAL\nPATH" (signal 0: a sanitizer report), only when a worker thread was
-// reading.
-void write_crash_note(int signal) {
-    const char* path = t_reading;
-    if (path == nullptr || g_crash_note[0] == '\0') return;
-    const int fd = ::open(g_crash_note, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return;
-    char number[16];
-    int n = 0;
-    char digits[12];
-    int d = 0;
-    for (int v = signal; d == 0 || v > 0; v /= 10) digits[d++] = static_cast<char>('0' + v % 10);
-    while (d > 0) number[n++] = digits[--d];
-    number[n++] = '\n';
-    [[maybe_unused]] auto a = ::write(fd, number, static_cast<std::size_t>(n));
-    [[maybe_unused]] auto b = ::write(fd, path, std::strlen(path));
-    ::close(fd);
-}
-
-extern "C" void on_crash_signal(int signal, siginfo_t* info, void* context) {
-    write_crash_note(signal);
-    const struct sigaction& previous = g_previous_handlers[signal];
-    if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
-        previous.sa_sigaction(signal, info, context);
-    } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler != nullptr) {
-        previous.sa_handler(signal);
-    }
-    // Dies of the signal once the handler returns (it is blocked until then).
-    std::signal(signal, SIG_DFL);
-    std::raise(signal);
-}
-
-// Writes the crash note to `note_path` when a worker thread crashes while reading a file (the
-// sanitizers' reports included); the handlers there before run after it.
-void install_crash_note(const std::string& note_path) {
-    if (note_path.empty() || note_path.size() >= sizeof g_crash_note) return;
-    std::memcpy(g_crash_note, note_path.c_str(), note_path.size() + 1);
-    for (const int signal : k_crash_signals) {
-        struct sigaction action = {};
-        action.sa_sigaction = &on_crash_signal;
-        action.sa_flags = SA_SIGINFO | SA_ONSTACK;
-        sigemptyset(&action.sa_mask);
-        ::sigaction(signal, &action, &g_previous_handlers[signal]);
-    }
-#ifdef PERFWATCH_ASAN
-    __sanitizer_set_death_callback(+[] { write_crash_note(0); });
-#endif
-}
-
-// What the crash note said: the file and the signal (0: a sanitizer report).
-struct CrashNote {
-    int signal = 0;
-    std::string path;
-};
-
-// The note the previous process left at `note_path` (removed once read).
-std::optional<CrashNote> take_crash_note(const std::string& note_path) {
-    if (note_path.empty()) return std::nullopt;
-    std::FILE* f = std::fopen(note_path.c_str(), "rb");
-    if (f == nullptr) return std::nullopt;
-    std::string text;
-    char buf[4096];
-    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-    std::fclose(f);
-    std::remove(note_path.c_str());
-    const auto newline = text.find('\n');
-    if (newline == std::string::npos || newline + 1 >= text.size()) return std::nullopt;
-    CrashNote note;
-    try {
-        note.signal = std::stoi(text.substr(0, newline));
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-    note.path = text.substr(newline + 1);
-    return note;
-}
-
-std::string signal_text(int signal) {
-    if (signal == 0) return "a sanitizer report";
-    const char* name = ::sigabbrev_np(signal);
-    return name != nullptr ? fmt::format("SIG{}", name) : fmt::format("signal {}", signal);
-}
-
-
-// Where this daemon keeps its crash note: beside a SQLite database, in systemd's
-// $STATE_DIRECTORY for PostgreSQL (none elsewhere: a death is then judged as unexplained). Named
-// for the daemon, so daemons of other configurations never read each other's.
-std::string crash_note_path(const std::string& db_path, bool postgresql, const std::string& owner) {
-    const std::string name = "perfwatch-crash-" + sha256_hex(owner).substr(0, 16);
-    if (!postgresql) {
-        const std::filesystem::path db(db_path);
-        return (db.parent_path() / (db.filename().string() + "." + name)).string();
-    }
-    const char* state = std::getenv("STATE_DIRECTORY");
-    if (state == nullptr || *state == '\0') return {};
-    const std::string first(state, std::strcspn(state, ":"));
-    return (std::filesystem::path(first) / name).string();
-}
 
 // The time of a quarantine, to the millisecond (its alert's key holds it).
 std::string utc_ms_text() {
@@ -299,9 +181,12 @@ public:
     }
 
 private:
+    // `workers`, or one per core; two per core when reports are read in reader processes (a
+    // worker then mostly waits for its reader's answer).
     static int worker_count(const Config& config) {
         if (config.workers > 0) return config.workers;
-        return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        const auto cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        return config.reader.isolation == ReaderIsolation::process ? 2 * cores : cores;
     }
 
     std::size_t in_flight_limit() const { return 2 * static_cast<std::size_t>(worker_count(m_settings->config)); }
@@ -524,15 +409,16 @@ private:
         labels.root = watch.path;
         // A bug in a collector costs this report, never the daemon; a crash names it in the crash note.
         Result<std::vector<RunBatch>> batch = fail(job.path, 0, "not read");
-        t_reading = job.path.c_str();
-        // Tests only: the reader crashing on a file (PERFWATCH_TEST_ABORT_ON=part of its path).
-        if (!m_test_abort_on.empty() && job.path.find(m_test_abort_on) != std::string::npos) std::abort();
-        try {
-            batch = collect_labelled_runs(job.path, labels, s.config.converters, s.config.reader);
-        } catch (const std::exception& e) {
-            batch = fail(job.path, 0, fmt::format("internal error while reading the report: {}", e.what()));
+        {
+            const CrashNoteReading reading(job.path);
+            // Tests only: the reader crashing on a file (PERFWATCH_TEST_ABORT_ON=part of its path).
+            if (!m_test_abort_on.empty() && job.path.find(m_test_abort_on) != std::string::npos) std::abort();
+            try {
+                batch = collect_labelled_runs(job.path, labels, s.config.converters, s.config.reader);
+            } catch (const std::exception& e) {
+                batch = fail(job.path, 0, fmt::format("internal error while reading the report: {}", e.what()));
+            }
         }
-        t_reading = nullptr;
         asio::post(m_writer_io, [this, job = std::move(job), stat = *stat, batch = std::move(batch)]() mutable {
             store(std::move(job), stat, std::move(batch));
         });
@@ -611,7 +497,7 @@ private:
         if (!marks) return database_failed(marks.error());
         for (FileMark& mark : *marks) {
             if (note && note->path == mark.path) {
-                mark.error = fmt::format("the daemon crashed ({}) while reading it", signal_text(note->signal));
+                mark.error = fmt::format("the daemon crashed ({}) while reading it", crash_signal_text(note->signal));
                 quarantine_mark(std::move(mark));
             } else if (note) {
                 log(LogLevel::notice, "{}: read again (the previous process crashed reading another file)", mark.path);
@@ -626,7 +512,7 @@ private:
         }
         if (note && std::none_of(marks->begin(), marks->end(), [&](const FileMark& m) { return m.path == note->path; }))
             log(LogLevel::warning, "{}: the previous process crashed ({}) while reading it, but it has no reading "
-                                   "mark; not quarantined", note->path, signal_text(note->signal));
+                                   "mark; not quarantined", note->path, crash_signal_text(note->signal));
         refresh_marks();
         schedule_marks();
     }
