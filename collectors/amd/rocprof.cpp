@@ -2,6 +2,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "collectors/readers/sqlite_schema.hpp"
 #include "collectors/readers/chrome_trace.hpp"
 #include "collectors/readers/csv.hpp"
 #include "collectors/readers/timeline.hpp"
@@ -197,43 +199,62 @@ public:
     Result<RunBatch> collect(const std::string& path, std::string_view) const override {
         try {
             SQLite::Database db(path, SQLite::OPEN_READONLY);
-            std::set<std::string> tables;
-            SQLite::Statement names(db, "SELECT name FROM sqlite_master WHERE type IN ('table','view')");
-            while (names.executeStep()) tables.insert(names.getColumn(0).getString());
+            const std::set<std::string> tables = sqlite_tables(db);
             RunBatch batch;
             batch.format = std::string(id());
             std::vector<TimelineEvent> events;
-            std::map<std::string, std::map<std::string, double>> config;  // kernel -> metric -> value
+            std::map<std::string, LaunchConfig> config;  // by kernel name
+            // A column the reader needs and the table lacks is named in the error; one it can do
+            // without is read as NULL (its figure left out). rocprof versions differ in both.
+            const auto select = [&](const std::string& table, std::initializer_list<std::string_view> required,
+                                    std::initializer_list<std::string_view> optional) -> Result<std::string> {
+                auto list = sqlite_select_list(db, path, "the rocprof database", table, required, optional);
+                if (!list) return std::unexpected(list.error());
+                return fmt::format("SELECT {} FROM \"{}\"", *list, table);
+            };
+            const auto value = [](SQLite::Statement& st, int i) -> std::optional<double> {
+                if (st.getColumn(i).isNull()) return std::nullopt;
+                return st.getColumn(i).getDouble();
+            };
+            const auto product = [&](SQLite::Statement& st, int i) -> std::optional<double> {
+                const auto x = value(st, i), y = value(st, i + 1), z = value(st, i + 2);
+                if (!x || !y || !z) return std::nullopt;
+                return *x * *y * *z;
+            };
+            const auto text = [](SQLite::Statement& st, int i, std::string_view absent) {
+                return st.getColumn(i).isNull() ? std::string(absent) : st.getColumn(i).getString();
+            };
+            const auto index = [](SQLite::Statement& st, int i) {
+                return st.getColumn(i).isNull() ? std::string("0") : std::to_string(st.getColumn(i).getInt64());
+            };
             if (tables.contains("kernels")) {
                 batch.format_detail = "rocprofv3 rocpd database";
-                SQLite::Statement st(db,
-                                     "SELECT name, start, end, agent_abs_index, queue_id, grid_x * grid_y * grid_z, "
-                                     "workgroup_x * workgroup_y * workgroup_z, vgpr_count, sgpr_count, lds_size "
-                                     "FROM kernels");
+                auto sql = select("kernels", {"name", "start", "end"},
+                                  {"agent_abs_index", "queue_id", "grid_x", "grid_y", "grid_z", "workgroup_x", "workgroup_y",
+                                   "workgroup_z", "vgpr_count", "sgpr_count", "lds_size"});
+                if (!sql) return std::unexpected(sql.error());
+                SQLite::Statement st(db, *sql);
                 while (st.executeStep()) {
                     TimelineEvent ev;
                     ev.name = st.getColumn(0).getString();
                     ev.start_ns = st.getColumn(1).getDouble();
                     ev.end_ns = st.getColumn(2).getDouble();
-                    ev.device = fmt::format("agent {}", st.getColumn(3).getInt64());
-                    ev.queue = st.getColumn(4).getString();
-                    auto& c = config[ev.name];
-                    c["grid_threads"] = st.getColumn(5).getDouble();
-                    c["block_size"] = st.getColumn(6).getDouble();
-                    c["vgpr_count"] = st.getColumn(7).getDouble();
-                    c["sgpr_count"] = st.getColumn(8).getDouble();
-                    c["lds_per_block"] = st.getColumn(9).getDouble();
+                    ev.device = fmt::format("agent {}", index(st, 3));
+                    ev.queue = text(st, 4, "");
+                    config[ev.name] = LaunchConfig{product(st, 5), product(st, 8), value(st, 11), value(st, 12), value(st, 13)};
                     events.push_back(std::move(ev));
                 }
                 if (tables.contains("memory_copies")) {
-                    SQLite::Statement mc(db, "SELECT name, start, end, dst_agent_abs_index FROM memory_copies");
+                    auto copies = select("memory_copies", {"name", "start", "end"}, {"dst_agent_abs_index"});
+                    if (!copies) return std::unexpected(copies.error());
+                    SQLite::Statement mc(db, *copies);
                     while (mc.executeStep()) {
                         TimelineEvent ev;
                         ev.kind = TimelineEvent::Kind::memory;
                         ev.name = mc.getColumn(0).getString();
                         ev.start_ns = mc.getColumn(1).getDouble();
                         ev.end_ns = mc.getColumn(2).getDouble();
-                        ev.device = fmt::format("agent {}", mc.getColumn(3).isNull() ? 0 : mc.getColumn(3).getInt64());
+                        ev.device = fmt::format("agent {}", index(mc, 3));
                         events.push_back(std::move(ev));
                     }
                 }
@@ -241,23 +262,27 @@ public:
                 batch.format_detail = "rocprof v1 results.db";
                 for (const char* table : {"OPS", "COPY"}) {
                     if (!tables.contains(table)) continue;
-                    SQLite::Statement st(db, fmt::format("SELECT Name, BeginNs, EndNs, \"dev-id\", \"queue-id\" FROM {}", table));
+                    auto sql = select(table, {"Name", "BeginNs", "EndNs"}, {"dev-id", "queue-id"});
+                    if (!sql) return std::unexpected(sql.error());
+                    SQLite::Statement st(db, *sql);
                     while (st.executeStep()) {
                         TimelineEvent ev;
                         ev.kind = std::string_view(table) == "OPS" ? TimelineEvent::Kind::kernel : TimelineEvent::Kind::memory;
                         ev.name = st.getColumn(0).getString();
                         ev.start_ns = st.getColumn(1).getDouble();
                         ev.end_ns = st.getColumn(2).getDouble();
-                        ev.device = fmt::format("device {}", st.getColumn(3).getInt64());
-                        ev.queue = st.getColumn(4).getString();
+                        ev.device = fmt::format("device {}", index(st, 3));
+                        ev.queue = text(st, 4, "");
                         events.push_back(std::move(ev));
                     }
                 }
             } else if (tables.contains("KERN")) {
                 // One row per dispatch, the columns of results.csv; names keep their CSV quotes.
                 batch.format_detail = "rocprof v1 results.db (KERN dispatches)";
-                SQLite::Statement st(db, "SELECT KernelName, BeginNs, EndNs, \"gpu-id\", \"queue-id\", grd, wgr, "
-                                         "arch_vgpr, accum_vgpr, sgpr, lds FROM KERN");
+                auto sql = select("KERN", {"KernelName", "BeginNs", "EndNs"},
+                                  {"gpu-id", "queue-id", "grd", "wgr", "arch_vgpr", "accum_vgpr", "sgpr", "lds"});
+                if (!sql) return std::unexpected(sql.error());
+                SQLite::Statement st(db, *sql);
                 while (st.executeStep()) {
                     TimelineEvent ev;
                     std::string name = st.getColumn(0).getString();
@@ -265,18 +290,18 @@ public:
                     ev.name = std::move(name);
                     ev.start_ns = st.getColumn(1).getDouble();
                     ev.end_ns = st.getColumn(2).getDouble();
-                    ev.device = fmt::format("gpu-id {}", st.getColumn(3).getInt64());
-                    ev.queue = st.getColumn(4).getString();
-                    auto& c = config[ev.name];
-                    c["grid_threads"] = st.getColumn(5).getDouble();
-                    c["block_size"] = st.getColumn(6).getDouble();
-                    c["vgpr_count"] = st.getColumn(7).getDouble() + st.getColumn(8).getDouble();
-                    c["sgpr_count"] = st.getColumn(9).getDouble();
-                    c["lds_per_block"] = st.getColumn(10).getDouble();
+                    ev.device = fmt::format("gpu-id {}", index(st, 3));
+                    ev.queue = text(st, 4, "");
+                    const auto arch = value(st, 7), accum = value(st, 8);
+                    config[ev.name] = LaunchConfig{value(st, 5), value(st, 6),
+                                                   arch ? std::optional<double>(*arch + accum.value_or(0)) : std::nullopt,
+                                                   value(st, 9), value(st, 10)};
                     events.push_back(std::move(ev));
                 }
             } else {
-                return fail(path, 0, "SQLite database is not a rocprof database (no kernels view, OPS or KERN table)");
+                return fail(path, 0, fmt::format("SQLite database is not a rocprof database (no kernels view, OPS or KERN "
+                                                 "table; its tables: {})",
+                                                 fmt::join(tables, ", ")));
             }
             if (events.empty()) batch.notes.push_back("no kernel dispatches in this database");
             build_timeline_entities(batch, std::move(events), TimelineOptions{false, true});
@@ -284,19 +309,26 @@ public:
                 if (e.kind != EntityKind::kernel) continue;
                 auto it = config.find(e.name);
                 if (it == config.end()) continue;
-                const auto& c = it->second;
-                e.set(plain("block_size", c.at("block_size"), "count", "workgroup_x*y*z"));
-                if (c.at("block_size") > 0)
-                    e.set(plain("grid_size", c.at("grid_threads") / c.at("block_size"), "count", "grid_x*y*z / workgroup"));
-                e.set(plain("vgpr_count", c.at("vgpr_count"), "count", "vgpr_count"));
-                e.set(plain("sgpr_count", c.at("sgpr_count"), "count", "sgpr_count"));
-                e.set(plain("shared_mem_per_block", c.at("lds_per_block"), "byte", "lds_size", "B"));
+                const LaunchConfig& c = it->second;
+                if (c.block_size) e.set(plain("block_size", *c.block_size, "count", "workgroup_x*y*z"));
+                if (c.block_size && c.grid_threads && *c.block_size > 0)
+                    e.set(plain("grid_size", *c.grid_threads / *c.block_size, "count", "grid_x*y*z / workgroup"));
+                if (c.vgpr_count) e.set(plain("vgpr_count", *c.vgpr_count, "count", "vgpr_count"));
+                if (c.sgpr_count) e.set(plain("sgpr_count", *c.sgpr_count, "count", "sgpr_count"));
+                if (c.lds_per_block) e.set(plain("shared_mem_per_block", *c.lds_per_block, "byte", "lds_size", "B"));
             }
             return batch;
         } catch (const SQLite::Exception& ex) {
             return fail(path, 0, fmt::format("cannot read the rocprof database: {}", ex.what()));
         }
     }
+
+private:
+    // A kernel's launch configuration as the database has it (each figure absent where its
+    // columns are).
+    struct LaunchConfig {
+        std::optional<double> grid_threads, block_size, vgpr_count, sgpr_count, lds_per_block;
+    };
 };
 
 // rocprofv3 *_kernel_trace.csv: one row per dispatch with agent, queue, name, timestamps (ns),

@@ -1,6 +1,7 @@
 #include "collectors/amd/rocprof_trace_text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -169,14 +170,21 @@ public:
 };
 
 class ApiTraceCsvCollector final : public Collector {
+    // rocprofv2's file plugin: this header, a blank line, then rows of DOMAIN,"function", a
+    // launch call's "kernel name" (a field the header does not name), begin, end, correlation ID.
+    static constexpr std::string_view k_v2_header = "Domain,Function,Start_Timestamp,End_Timestamp,Correlation_ID";
+
 public:
     std::string_view id() const override { return "rocprof-api-trace-csv"; }
     std::string_view description() const override {
-        return "rocprof *_hip_api_trace.csv, *_hsa_api_trace.csv, *_marker_api_trace.csv (API calls, roctx ranges)";
+        return "rocprofv3 *_hip_api_trace.csv, *_hsa_api_trace.csv, *_marker_api_trace.csv (API calls, roctx ranges) "
+               "and rocprofv2 hip_api_trace.csv, hsa_api_trace.csv (file plugin)";
     }
     bool recognizes(std::string_view head) const override {
-        const std::string_view first = head.substr(0, head.find('\n'));
-        return first.starts_with("\"Domain\",\"Function\",") && first.find("\"Start_Timestamp\"") != std::string_view::npos;
+        std::string_view first = head.substr(0, head.find('\n'));
+        if (first.ends_with('\r')) first.remove_suffix(1);
+        return (first.starts_with("\"Domain\",\"Function\",") && first.find("\"Start_Timestamp\"") != std::string_view::npos) ||
+               first == k_v2_header;
     }
     Result<RunBatch> collect(const std::string& path, std::string_view content) const override {
         CsvReader reader(content);
@@ -184,6 +192,7 @@ public:
         if (reader.next(header) != CsvReader::Status::record) return fail(path, 1, "no header row");
         for (std::string& h : header) std::erase(h, '\r');
         auto col = [&](std::string_view n) { return column_index(header, {n}); };
+        const bool v2 = fmt::format("{}", fmt::join(header, ",")) == k_v2_header;
         const int c_domain = col("Domain"), c_function = col("Function"), c_start = col("Start_Timestamp"),
                   c_end = col("End_Timestamp");
         if (c_domain < 0 || c_function < 0 || c_start < 0 || c_end < 0)
@@ -195,11 +204,14 @@ public:
             if (status == CsvReader::Status::end) break;
             if (status == CsvReader::Status::error) return fail(path, reader.record_line(), reader.error());
             if (row.size() == 1 && trim(row[0]).empty()) continue;
-            if (row.size() != header.size())
+            // A v2 launch call names its kernel in a field of its own: the times are counted from the end.
+            const std::size_t extra = v2 && row.size() == header.size() + 1 ? 1 : 0;
+            if (row.size() != header.size() + extra)
                 return fail(path, reader.record_line(),
                             fmt::format("expected {} fields as in the header, found {}", header.size(), row.size()));
-            const auto s = parse_report_number(row[static_cast<std::size_t>(c_start)]);
-            const auto e = parse_report_number(row[static_cast<std::size_t>(c_end)]);
+            for (std::string& f : row) std::erase(f, '\r');
+            const auto s = parse_report_number(row[static_cast<std::size_t>(c_start) + extra]);
+            const auto e = parse_report_number(row[static_cast<std::size_t>(c_end) + extra]);
             if (!s || !e || *e < *s)
                 return fail(path, reader.record_line(), "expected Start_Timestamp <= End_Timestamp (ns)");
             const std::string& domain = row[static_cast<std::size_t>(c_domain)];

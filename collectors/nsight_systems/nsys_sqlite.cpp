@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "collectors/nsight_systems/nsys_common.hpp"
+#include "collectors/readers/sqlite_schema.hpp"
 #include "collectors/readers/sync_idle.hpp"
 #include "collectors/readers/timeline.hpp"
 #include "collectors/readers/units.hpp"
@@ -64,37 +65,18 @@ private:
 
 class Export {
 public:
-    explicit Export(const std::string& path) : m_path(path), m_db(path, SQLite::OPEN_READONLY | SQLite::OPEN_NOMUTEX) {
-        SQLite::Statement st(m_db, "SELECT name FROM sqlite_master WHERE type IN ('table','view')");
-        while (st.executeStep()) m_tables.insert(st.getColumn(0).getString());
-    }
+    explicit Export(const std::string& path)
+        : m_path(path), m_db(path, SQLite::OPEN_READONLY | SQLite::OPEN_NOMUTEX), m_tables(sqlite_tables(m_db)) {}
 
     bool has(const std::string& table) const { return m_tables.contains(table); }
 
-    std::set<std::string> columns(const std::string& table) {
-        std::set<std::string> out;
-        SQLite::Statement st(m_db, fmt::format("PRAGMA table_info(\"{}\")", table));
-        while (st.executeStep()) out.insert(st.getColumn(1).getString());
-        return out;
-    }
+    std::set<std::string> columns(const std::string& table) { return sqlite_columns(m_db, table); }
 
-    // The columns of `table` for a SELECT: each of `wanted` the table has, NULL in its place for
-    // one it lacks; an error naming the table and column when one of `required` is missing (nsys
-    // exports of different versions have different columns: the reader asks, never assumes).
+    // The columns of `table` for a SELECT (sqlite_select_list: nsys exports of different versions
+    // have different columns; the reader asks, never assumes).
     Result<std::string> select_list(const std::string& table, std::initializer_list<std::string_view> required,
                                     std::initializer_list<std::string_view> optional = {}) {
-        const auto cols = columns(table);
-        std::string out;
-        for (std::string_view c : required) {
-            if (!cols.contains(std::string(c)))
-                return fail(m_path, 0, fmt::format("the export's {} table has no {} column (an nsys schema "
-                                                   "perfwatch does not know; columns: {})",
-                                                   table, c, fmt::join(cols, ", ")));
-            out += fmt::format("{}{}", out.empty() ? "" : ", ", c);
-        }
-        for (std::string_view c : optional)
-            out += fmt::format("{}{}", out.empty() ? "" : ", ", cols.contains(std::string(c)) ? c : "NULL");
-        return out;
+        return sqlite_select_list(m_db, m_path, "the nsys export", table, required, optional);
     }
 
     SQLite::Database& db() { return m_db; }

@@ -46,6 +46,36 @@ void expect_run_totals(const RunBatch& b, std::pair<double, double> expected) {
     EXPECT_NEAR(b.entities[0].value("gpu_time").value_or(-1), expected.second, expected.second * 0.001);
 }
 
+// Per function (the row's first group): calls and total time (third group minus second), over the
+// lines of `path` that `row` matches.
+std::map<std::string, std::pair<double, double>> call_sums(const std::string& path, const std::regex& row) {
+    std::map<std::string, std::pair<double, double>> calls;
+    std::istringstream in(read_file(path));
+    for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (!std::regex_match(line, m, row)) continue;
+        calls[m[1]].first += 1;
+        calls[m[1]].second += std::stod(m[3]) - std::stod(m[2]);
+    }
+    return calls;
+}
+
+// Each function's calls and total time, and the run's call count, as `calls` (function -> count,
+// total ns) has them.
+void expect_api_calls(const RunBatch& b, const std::map<std::string, std::pair<double, double>>& calls) {
+    double count = 0;
+    for (const auto& [name, sums] : calls) {
+        const Entity* e = nullptr;
+        for (const Entity& x : b.entities)
+            if (x.kind == EntityKind::api_call && x.name == name) e = &x;
+        ASSERT_NE(e, nullptr) << name;
+        EXPECT_DOUBLE_EQ(e->value("count").value_or(-1), sums.first) << name;
+        EXPECT_DOUBLE_EQ(e->value("duration_total").value_or(-1), sums.second) << name;
+        count += sums.first;
+    }
+    EXPECT_DOUBLE_EQ(b.entities[0].value("api_calls").value_or(-1), count);
+}
+
 }  // namespace
 
 TEST(RocprofStats, CorpusKernelStats) {
@@ -114,6 +144,53 @@ TEST(RocprofSqlite, V1KernOnlyAndOpsOnlyDatabases) {
     PERFWATCH_CORPUS_FILE(kokkos, "rocprof/dalg24__kokkos__results.db");
     const RunBatch k = collect_ok(kokkos);
     expect_run_totals(k, sql_totals(kokkos, "SELECT count(*), sum(EndNs - BeginNs) FROM OPS"));
+}
+
+// The reader asks the database which columns its tables have: a rocpd kernels table without the
+// launch configuration columns (an older rocprofv3) still gives its dispatches and times, with
+// no configuration figures; one without a time column is refused naming the table and column.
+TEST(RocprofSqlite, SchemaAskedNotAssumed) {
+    TempDir dir;
+    const std::string lean = dir.file("lean.db"), broken = dir.file("broken.db"), old_kern = dir.file("kern.db");
+    {
+        SQLite::Database db(lean, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE rocpd_kernel_dispatch (id INTEGER);"
+                "CREATE TABLE kernels (name TEXT, start INTEGER, end INTEGER);"
+                "INSERT INTO kernels VALUES ('gemm', 100, 400), ('gemm', 500, 900), ('relu', 1000, 1050);");
+    }
+    {
+        SQLite::Database db(broken, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE rocpd_kernel_dispatch (id INTEGER);"
+                "CREATE TABLE kernels (name TEXT, start INTEGER, agent_abs_index INTEGER);"
+                "INSERT INTO kernels VALUES ('gemm', 100, 0);");
+    }
+    {
+        // rocprof v1 --stats of an older ROCm: KERN without the register columns.
+        SQLite::Database db(old_kern, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE KERN (KernelName TEXT, BeginNs INTEGER, EndNs INTEGER, grd INTEGER, wgr INTEGER);"
+                "INSERT INTO KERN VALUES ('\"k\"', 10, 30, 1024, 256), ('\"k\"', 40, 100, 1024, 256);");
+    }
+    const RunBatch a = collect_ok(lean);
+    expect_run_totals(a, sql_totals(lean, "SELECT count(*), sum(end - start) FROM kernels"));
+    const auto kernels = of_kind(a, EntityKind::kernel);
+    ASSERT_EQ(kernels.size(), 2u);
+    for (const Entity* k : kernels) {
+        EXPECT_EQ(k->metric("block_size"), nullptr) << k->name;
+        EXPECT_EQ(k->metric("vgpr_count"), nullptr) << k->name;
+    }
+
+    const auto b = collect_file(broken);
+    ASSERT_FALSE(b.has_value());
+    EXPECT_NE(b.error().message.find("kernels table has no end column"), std::string::npos) << b.error().to_string();
+    EXPECT_NE(b.error().message.find("agent_abs_index, name, start"), std::string::npos) << b.error().to_string();
+
+    const RunBatch c = collect_ok(old_kern);
+    expect_run_totals(c, sql_totals(old_kern, "SELECT count(*), sum(EndNs - BeginNs) FROM KERN"));
+    const auto k = of_kind(c, EntityKind::kernel);
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_DOUBLE_EQ(k[0]->value("block_size").value_or(-1), 256);
+    EXPECT_DOUBLE_EQ(k[0]->value("grid_size").value_or(-1), 1024.0 / 256);
+    EXPECT_EQ(k[0]->metric("vgpr_count"), nullptr);
 }
 
 TEST(RocprofJson, StringTimesAndProcessRoles) {
@@ -325,29 +402,26 @@ TEST(RocprofTextTrace, ApiTracesTextAndCsv) {
             calls = raw_trace_sums(path, [](const std::string& rest) { return rest.substr(0, rest.find('(')); });
         } else {
             // "Domain","Function",pid,tid,corr,start,end
-            static const std::regex k_row(R"re(^"[A-Z_]+","([^"]+)",\d+,\d+,\d+,(\d+),(\d+)$)re");
-            std::istringstream in(read_file(path));
-            for (std::string line; std::getline(in, line);) {
-                std::smatch m;
-                if (!std::regex_match(line, m, k_row)) continue;
-                calls[m[1]].first += 1;
-                calls[m[1]].second += std::stod(m[3]) - std::stod(m[2]);
-            }
+            calls = call_sums(path, std::regex(R"re(^"[A-Z_]+","([^"]+)",\d+,\d+,\d+,(\d+),(\d+)$)re"));
         }
         ASSERT_FALSE(calls.empty());
-        double count = 0;
-        for (const auto& [name, sums] : calls) {
-            const Entity* e = nullptr;
-            for (const Entity& x : b.entities)
-                if (x.kind == EntityKind::api_call && x.name == name) e = &x;
-            ASSERT_NE(e, nullptr) << name;
-            EXPECT_DOUBLE_EQ(e->value("count").value_or(-1), sums.first) << name;
-            EXPECT_DOUBLE_EQ(e->value("duration_total").value_or(-1), sums.second) << name;
-            count += sums.first;
-        }
-        EXPECT_DOUBLE_EQ(b.entities[0].value("api_calls").value_or(-1), count);
+        expect_api_calls(b, calls);
         EXPECT_GT(b.entities[0].value("sync_api_calls").value_or(0), 0);  // hipMemcpy, hipDeviceSynchronize
     }
+}
+
+// rocprofv2's file plugin writes its HIP API trace as CSV with an unquoted header, a blank line,
+// and a launch call's kernel name in a field the header does not name (fixture in that shape,
+// from the plugin's source): read as host calls with the note that there are no kernel timings.
+TEST(RocprofTextTrace, RocprofV2HipApiCsv) {
+    const std::string path = fixture("rocprof/v2_file/12345_hip_api_trace.csv");
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.format, "rocprof-api-trace-csv");
+    // The test's own reading: function, then begin and end as the row's last fields but one.
+    const auto calls = call_sums(path, std::regex(R"re(^[A-Z_]+,"([^"]+)",(?:"[^"]*",)?(\d+),(\d+),\d+$)re"));
+    ASSERT_EQ(calls.size(), 6u);
+    expect_api_calls(b, calls);
+    EXPECT_NE(std::find(b.notes.begin(), b.notes.end(), "API trace only: no kernel timings"), b.notes.end());
 }
 
 TEST(RocprofTextTrace, MarkerRangesAreRanges) {
