@@ -297,7 +297,7 @@ public:
                   c_vgpr = col({"arch_vgpr", "Arch_VGPR", "vgpr"}), c_agpr = col({"accum_vgpr", "Accum_VGPR"}),
                   c_sgpr = col({"sgpr", "SGPR"}), c_wave = col({"wave_size", "Wave_Size"}),
                   c_begin = col({"BeginNs", "Start_Timestamp"}), c_end = col({"EndNs", "End_Timestamp"}),
-                  c_level = col({"SQ_LEVEL_WAVES"}), c_gui = col({"GRBM_GUI_ACTIVE"});
+                  c_level = col({"SQ_LEVEL_WAVES"}), c_gui = col({"GRBM_GUI_ACTIVE"}), c_dispatch = col({"DispatchNs"});
         // The wave-level accumulator is the SQ_ACCUM_PREV_HIRES of the pass that sampled
         // SQ_LEVEL_WAVES: the column right after it (suffixed in merged files).
         const int c_accum = c_level >= 0 && static_cast<std::size_t>(c_level + 1) < header.size() &&
@@ -322,6 +322,19 @@ public:
         const auto sysinfo = read_amd_sysinfo((std::filesystem::path(path).parent_path() / "sysinfo.csv").string());
         TimelineBuilder builder(TimelineOptions{true, true});
         std::map<std::string, KernelSums> kernels;
+        // In a plain dispatch trace (no counters, so no replay), the wait from the dispatch packet
+        // to the kernel's start (DispatchNs -> BeginNs), per kernel and for the run.
+        struct Wait {
+            double sum = 0, max = 0;
+            std::size_t count = 0;
+            void add(double ns) {
+                sum += ns;
+                max = std::max(max, ns);
+                ++count;
+            }
+        };
+        std::map<std::string, Wait> waits;
+        Wait run_wait;
         std::size_t rows = 0, timed = 0, zero_length = 0;
         while (true) {
             const auto status = reader.next(row);
@@ -368,6 +381,10 @@ public:
                 ev.start_ns = 0;
                 ev.end_ns = -1;  // counted, not timed
             }
+            if (const auto d = number(c_dispatch); d && b && *b >= *d && counters.empty()) {
+                waits[name].add(*b - *d);
+                run_wait.add(*b - *d);
+            }
             KernelSums& k = kernels[name];
             ++k.dispatches;
             if (b && e && *e > *b) k.timed_ns += *e - *b;
@@ -402,6 +419,17 @@ public:
                                   "durations are lost");
         finish_amd_batch(batch, builder, kernels, sysinfo);
         if (!counters.empty() && timed > 0) drop_idle_figures(batch);
+        const auto set_wait = [](Entity& e, const Wait& w) {
+            e.set(plain("launch_latency_mean", w.sum / static_cast<double>(w.count), "ns", "DispatchNs -> BeginNs"));
+            e.set(plain("launch_latency_max", w.max, "ns", "DispatchNs -> BeginNs"));
+        };
+        if (run_wait.count > 0) {
+            for (Entity& e : batch.entities) {
+                if (e.kind == EntityKind::run) set_wait(e, run_wait);
+                if (e.kind != EntityKind::kernel) continue;
+                if (auto it = waits.find(e.name); it != waits.end()) set_wait(e, it->second);
+            }
+        }
         return batch;
     }
 

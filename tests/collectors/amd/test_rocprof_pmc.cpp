@@ -82,6 +82,40 @@ TEST(RocprofPmc, CorpusDispatchFilesMatchAnIndependentReading) {
     }
 }
 
+// A rocprof v1 results.csv that is a plain dispatch trace (no counter columns, so no replay) gives
+// the wait from each dispatch packet to its kernel's start (DispatchNs -> BeginNs) as the launch
+// latency, per kernel and for the run, as Python's csv module reads it; a counter collection
+// (whose dispatches are serialized by the profiler) gives none.
+TEST(RocprofPmc, PlainDispatchTraceGivesTheQueueToStartWait) {
+    PERFWATCH_CORPUS_FILE(path, "rocprof/amd__HPCTrainingExamples__results.csv");
+    const auto r = run_program({"python3", "-c", R"(
+import csv, json, sys
+w = {}
+for row in csv.DictReader(open(sys.argv[1], newline='')):
+    d = int(row['BeginNs']) - int(row['DispatchNs'])
+    if d >= 0: w.setdefault(row['KernelName'].strip(), []).append(d)
+every = [x for v in w.values() for x in v]
+out = {k: [sum(v) / len(v), max(v)] for k, v in w.items()}
+out[''] = [sum(every) / len(every), max(every)]
+print(json.dumps(out)))", path});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto want = nlohmann::json::parse(r.out);
+    const RunBatch b = collect_ok(path);
+    EXPECT_NEAR(b.entities[0].value("launch_latency_mean").value_or(-1), want[""][0].get<double>(), 0.5);
+    EXPECT_DOUBLE_EQ(b.entities[0].value("launch_latency_max").value_or(-1), want[""][1].get<double>());
+    std::size_t kernels = 0;
+    for (const Entity& e : b.entities) {
+        if (e.kind != EntityKind::kernel) continue;
+        ++kernels;
+        ASSERT_TRUE(want.contains(e.name)) << e.name;
+        EXPECT_NEAR(e.value("launch_latency_mean").value_or(-1), want[e.name][0].get<double>(), 0.5) << e.name;
+        EXPECT_DOUBLE_EQ(e.value("launch_latency_max").value_or(-1), want[e.name][1].get<double>()) << e.name;
+    }
+    EXPECT_EQ(kernels + 1, want.size());
+    const RunBatch counters = collect_ok(fixture("rocprof/counters_wide_v1.csv"));
+    EXPECT_FALSE(counters.entities[0].value("launch_latency_mean").has_value());
+}
+
 TEST(RocprofPmc, SysinfoGivesTheGpuAndAchievedOccupancy) {
     PERFWATCH_CORPUS_FILE(path, "rocprof_compute/amd__HPCTrainingExamples__collapse_MI300A_A1/pmc_perf.csv");
     const RunBatch b = collect_ok(path);
