@@ -28,6 +28,7 @@
 #include "collectors/readers/json_stream.hpp"
 #include "collectors/readers/json_stream_thread.hpp"
 #include "collectors/readers/waiting_map.hpp"
+#include "tests/collectors/chunked_source.hpp"
 #include "tests/support.hpp"
 
 namespace perfwatch::test {
@@ -35,22 +36,6 @@ namespace perfwatch::test {
 namespace {
 
 using Ordered = nlohmann::ordered_json;
-
-// Hands out at most `chunk` bytes per read.
-class ChunkedSource final : public ByteSource {
-public:
-    ChunkedSource(std::string_view data, std::size_t chunk) : m_data(data), m_chunk(chunk) {}
-    Result<std::size_t> read(char* buffer, std::size_t n) override {
-        const std::size_t k = std::min({n, m_chunk, m_data.size() - m_pos});
-        std::memcpy(buffer, m_data.data() + m_pos, k);
-        m_pos += k;
-        return k;
-    }
-
-private:
-    std::string_view m_data;
-    std::size_t m_chunk, m_pos = 0;
-};
 
 // What a scan handed out: each event's text and hints, each wanted member.
 struct Scanned {

@@ -16,27 +16,12 @@
 #include "collectors/collector.hpp"
 #include "collectors/readers/json_stream.hpp"
 #include "collectors/readers/json_stream_thread.hpp"
+#include "tests/collectors/chunked_source.hpp"
 #include "tests/support.hpp"
 
 namespace perfwatch::test {
 
 namespace {
-
-// Hands out at most `chunk` bytes per read, so every buffer boundary is exercised.
-class ChunkedSource final : public ByteSource {
-public:
-    ChunkedSource(std::string_view data, std::size_t chunk) : m_data(data), m_chunk(chunk) {}
-    Result<std::size_t> read(char* buffer, std::size_t n) override {
-        const std::size_t k = std::min({n, m_chunk, m_data.size() - m_pos});
-        std::memcpy(buffer, m_data.data() + m_pos, k);
-        m_pos += k;
-        return k;
-    }
-
-private:
-    std::string_view m_data;
-    std::size_t m_chunk, m_pos = 0;
-};
 
 // Escapes, nested objects and arrays, a key named like a hint inside args, numbers and
 // literals, and members before and after the event array.
