@@ -276,8 +276,10 @@ Result<RunBatch> collect_file_impl(const std::string& path, std::vector<RunBatch
     }
     }
     if (!batch) return batch;
-    if (encoding == TextEncoding::utf16le || encoding == TextEncoding::utf16be) {
-        const std::string note = fmt::format("the report is {} text, read as UTF-8", encoding_name(encoding));
+    if (encoding == TextEncoding::utf16le || encoding == TextEncoding::utf16be || encoding == TextEncoding::cr_lines) {
+        const std::string note = encoding == TextEncoding::cr_lines
+                                     ? std::string("the report's lines end in a bare CR, read as lines")
+                                     : fmt::format("the report is {} text, read as UTF-8", encoding_name(encoding));
         batch->notes.push_back(note);
         if (runs != nullptr)
             for (RunBatch& r : *runs) r.notes.push_back(note);

@@ -86,9 +86,20 @@ std::size_t bom_size(TextEncoding encoding, std::string_view head) {
     case TextEncoding::utf8_bom: return 3;
     case TextEncoding::utf16le: return head.starts_with("\xff\xfe") ? 2 : 0;
     case TextEncoding::utf16be: return head.starts_with("\xfe\xff") ? 2 : 0;
-    case TextEncoding::plain: return 0;
+    case TextEncoding::plain:
+    case TextEncoding::cr_lines: return 0;
     }
     return 0;
+}
+
+// The first `count` bytes of `data` into `out`, each bare CR as LF (a CR before an LF dropped, the
+// LF kept; `data` may hold one byte past `count` to tell).
+void cr_to_lf(std::string_view data, std::size_t count, std::string& out) {
+    out.reserve(out.size() + count);
+    for (std::size_t i = 0; i < count; ++i) {
+        if (data[i] != '\r') out.push_back(data[i]);
+        else if (i + 1 >= data.size() || data[i + 1] != '\n') out.push_back('\n');
+    }
 }
 
 class Utf8Source final : public ByteSource {
@@ -130,6 +141,12 @@ private:
         if (m_encoding == TextEncoding::utf8_bom) {
             m_out.assign(data);
             m_kept = 0;
+        } else if (m_encoding == TextEncoding::cr_lines) {
+            // A CR last may be a CRLF's start: kept for the next read, unless the input ended.
+            const std::size_t end = *got != 0 && !data.empty() && data.back() == '\r' ? data.size() - 1 : data.size();
+            cr_to_lf(data.substr(0, end + (end < data.size() ? 1 : 0)), end, m_out);
+            m_kept = data.size() - end;
+            if (m_kept > 0) std::memmove(m_in.data(), data.data() + end, m_kept);
         } else {
             const std::size_t used = m_decoder.decode(data, m_out);
             m_kept = data.size() - used;
@@ -163,6 +180,9 @@ TextEncoding text_encoding(std::string_view head) {
     if (head.starts_with("\xfe\xff")) return TextEncoding::utf16be;
     if (looks_utf16(head, 1)) return TextEncoding::utf16le;
     if (looks_utf16(head, 0)) return TextEncoding::utf16be;
+    if (head.find('\r') != std::string_view::npos && head.find('\n') == std::string_view::npos &&
+        head.find('\0') == std::string_view::npos)
+        return TextEncoding::cr_lines;
     return TextEncoding::plain;
 }
 
@@ -172,6 +192,7 @@ std::string_view encoding_name(TextEncoding encoding) {
     case TextEncoding::utf8_bom: return "UTF-8 with BOM";
     case TextEncoding::utf16le: return "UTF-16LE";
     case TextEncoding::utf16be: return "UTF-16BE";
+    case TextEncoding::cr_lines: return "UTF-8 with bare CR line ends";
     }
     return "UTF-8";
 }
@@ -183,6 +204,11 @@ std::unique_ptr<ByteSource> to_utf8(ByteSource& inner, TextEncoding encoding) {
 std::string to_utf8(std::string_view text, TextEncoding encoding) {
     text.remove_prefix(std::min(text.size(), bom_size(encoding, text)));
     if (encoding == TextEncoding::plain || encoding == TextEncoding::utf8_bom) return std::string(text);
+    if (encoding == TextEncoding::cr_lines) {
+        std::string out;
+        cr_to_lf(text, text.size(), out);
+        return out;
+    }
     std::string out;
     out.reserve(text.size() / 2 + 16);
     Utf16Decoder decoder(encoding == TextEncoding::utf16be);

@@ -128,4 +128,28 @@ TEST(TextEncoding, AUtf16LeLogEqualsItsUtf8Twin) {
     }
 }
 
+// Text whose lines end in a bare CR (an old Mac file, a terminal's progress output saved whole)
+// reads as lines: streamed in cut pieces, a CRLF stays one line end; an ncu log written so reads
+// as its LF twin, with a note. A head with an LF, or binary data, is not such text.
+TEST(TextEncoding, BareCrLinesReadAsLines) {
+    EXPECT_EQ(text_encoding("x\ry\r"), TextEncoding::cr_lines);
+    EXPECT_EQ(text_encoding("x\r\ny\r"), TextEncoding::plain);
+    EXPECT_EQ(text_encoding(std::string("SQLite format 3\0\r", 18)), TextEncoding::plain);
+    PieceSource cr("a\rb\r\nc\r\rd\r");
+    EXPECT_EQ(drain(*to_utf8(cr, TextEncoding::cr_lines)), "a\nb\nc\n\nd\n");
+    EXPECT_EQ(to_utf8("a\rb\r\nc\r", TextEncoding::cr_lines), "a\nb\nc\n");
+
+    const std::string twin_path = fixture("ncu/metrics_output.txt");
+    std::string text = read_file(twin_path);
+    ASSERT_EQ(text.find('\r'), std::string::npos);
+    std::replace(text.begin(), text.end(), '\n', '\r');
+    TempDir dir;
+    write_file(dir.file("cr.txt"), text);
+    const RunBatch twin = collect_ok(twin_path);
+    const RunBatch cr_run = collect_ok(dir.file("cr.txt"));
+    expect_same_run(twin, cr_run);
+    EXPECT_NE(std::find(cr_run.notes.begin(), cr_run.notes.end(), "the report's lines end in a bare CR, read as lines"),
+              cr_run.notes.end());
+}
+
 }  // namespace perfwatch::test
