@@ -587,7 +587,9 @@ ReaderEnd ReaderServer::read(const std::string& path) {
     std::uint64_t rss = 0;
     const Received got = send(request) ? receive(reply, rss) : Received::closed;
     if (got != Received::reply) {
-        if (got != Received::closed) ::kill(m_pid, SIGKILL);
+        // (Killed whatever happened: one that closed its pipe or sent a malformed length may live
+        // on; a dead one keeps its status.)
+        ::kill(m_pid, SIGKILL);
         while (::waitpid(m_pid, &end.status, 0) < 0 && errno == EINTR) {
         }
         ::close(m_requests);
