@@ -409,6 +409,11 @@ bool read_exact(int fd, char* out, std::size_t size) {
     return true;
 }
 
+bool same_limits(const ReaderLimits& a, const ReaderLimits& b) {
+    return a.memory_mb == b.memory_mb && a.cpu_seconds == b.cpu_seconds && a.wall_seconds == b.wall_seconds &&
+           a.output_mb == b.output_mb;
+}
+
 // The parent's side of one reader server: a `perfwatch read-report` process started once, sent a
 // path per report, answering with a reply (encode_reply). One request at a time.
 class ReaderServer {
@@ -420,10 +425,8 @@ public:
 
     // Whether it runs and reads with `options` (and may read another report).
     bool serves(const ReaderOptions& options) const {
-        const ReaderLimits &a = m_options.limits, &b = options.limits;
         return m_pid > 0 && m_served < options.reports_per_process && m_options.executable == options.executable &&
-               m_options.reports_per_process == options.reports_per_process && a.memory_mb == b.memory_mb &&
-               a.cpu_seconds == b.cpu_seconds && a.wall_seconds == b.wall_seconds && a.output_mb == b.output_mb;
+               m_options.reports_per_process == options.reports_per_process && same_limits(m_options.limits, options.limits);
     }
 
     // Starts the server process; an error says why it could not.
@@ -432,15 +435,18 @@ public:
     // Reads `path`: how its reader ended. A server that failed is stopped.
     ReaderEnd read(const std::string& path);
 
-    void stop() {
-        if (m_pid <= 0) return;
+    // Ends the server (killed, whatever it was doing; a dead one keeps its status) and returns
+    // its waitpid status.
+    int stop() {
+        int status = 0;
+        if (m_pid <= 0) return status;
         ::close(m_requests);
         ::close(m_replies);
         ::kill(m_pid, SIGKILL);
-        int status = 0;
         while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
         }
         m_pid = -1;
+        return status;
     }
 
 private:
@@ -587,14 +593,8 @@ ReaderEnd ReaderServer::read(const std::string& path) {
     std::uint64_t rss = 0;
     const Received got = send(request) ? receive(reply, rss) : Received::closed;
     if (got != Received::reply) {
-        // (Killed whatever happened: one that closed its pipe or sent a malformed length may live
-        // on; a dead one keeps its status.)
-        ::kill(m_pid, SIGKILL);
-        while (::waitpid(m_pid, &end.status, 0) < 0 && errno == EINTR) {
-        }
-        ::close(m_requests);
-        ::close(m_replies);
-        m_pid = -1;
+        // (Stopped whatever happened: one that closed its pipe or sent a malformed length may live on.)
+        end.status = stop();
         if (got == Received::timed_out) end.killed_for = time_text(m_options.limits);
         if (got == Received::over_memory) end.killed_for = memory_text(m_options.limits, rss);
         return end;
