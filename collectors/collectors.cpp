@@ -21,6 +21,7 @@
 #include "collectors/amd/rocprof.hpp"
 #include "collectors/amd/rocprof_pmc.hpp"
 #include "collectors/amd/rocprof_trace_text.hpp"
+#include "collectors/launch_shape.hpp"
 #include "collectors/sanitize.hpp"
 
 namespace perfwatch {
@@ -130,6 +131,7 @@ void finish_batch(RunBatch& batch, const std::string& path, std::string sha256) 
     batch.source = path;
     batch.sha256 = std::move(sha256);
     add_report_labels(batch);
+    add_launch_shape(batch);
     sanitize_batch(batch);
     for (Entity& e : batch.entities) e.shrink_to_fit();
 }

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "collectors/nsight_systems/nsys_common.hpp"
+#include "collectors/nsight_systems/nsys_unified_memory.hpp"
 #include "collectors/readers/sqlite_schema.hpp"
 #include "collectors/readers/sync_idle.hpp"
 #include "collectors/readers/timeline.hpp"
@@ -345,6 +346,16 @@ private:
         }
         std::unordered_map<std::string, const KernelExtra*> extra_of;
         for (const auto& [name_id, x] : extras) extra_of[x.name] = &x;
+        UnifiedMemory um;
+        if (kernel_rows > 0) {
+            const bool demangled = ex.columns("CUPTI_ACTIVITY_KIND_KERNEL").contains("demangledName");
+            auto read = read_unified_memory(ex.db(), ex.path(), demangled ? "demangledName" : "shortName");
+            if (!read) return std::unexpected(read.error());
+            um = std::move(*read);
+        }
+        std::unordered_map<std::string, KernelMigrations> migrations_of;
+        for (const auto& [name_id, k] : um.by_kernel)
+            if (auto x = extras.find(name_id); x != extras.end()) migrations_of[x->second.name] = k;
 
         // Memory copies and sets, per direction and host memory kind: the timeline counts and times
         // them; bytes and what the name stands for are kept here.
@@ -463,6 +474,12 @@ private:
                     e.set(plain("launch_latency_mean", x.latency_sum / x.latency_count, "ns"));
                     e.set(plain("launch_latency_max", x.latency_max, "ns"));
                 }
+                if (auto m = migrations_of.find(e.name); m != migrations_of.end()) {
+                    e.set(plain("um_migrations_during", m->second.count, "count"));
+                    e.set(plain("um_migration_time_during", m->second.time, "ns"));
+                    e.set(plain("um_bytes_during", m->second.bytes, "byte"));
+                    e.set(plain("um_fault_migrations_during", m->second.faults, "count"));
+                }
             } else if (e.kind == EntityKind::memcpy) {
                 auto it = mem.find(e.name);
                 if (it == mem.end()) continue;
@@ -534,6 +551,16 @@ private:
         if (latency_count > 0) {
             run.set(plain("launch_latency_mean", latency_sum / latency_count, "ns"));
             run.set(plain("launch_latency_max", latency_max, "ns"));
+        }
+        if (um.any()) {
+            run.set(plain("um_migrations", um.migrations, "count"));
+            run.set(plain("um_migration_time", um.time, "ns"));
+            run.set(plain("um_bytes", um.bytes, "byte"));
+            run.set(plain("um_fault_migrations", um.fault_migrations, "count"));
+            run.set(plain("um_prefetch_migrations", um.prefetch_migrations, "count"));
+            run.set(plain("um_host_fault_migrations", um.host_fault_migrations, "count"));
+            run.set(plain("um_migrations_during", um.during_kernels, "count"));
+            run.set(plain("um_migration_time_during", um.time_during_kernels, "ns"));
         }
         double memcpy_bytes = 0, pageable = 0;
         for (const auto& [name, g] : mem) {

@@ -1,0 +1,36 @@
+#include "collectors/launch_shape.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "collectors/readers/timeline.hpp"
+#include "core/gpu_arch.hpp"
+
+namespace perfwatch {
+
+void add_launch_shape(RunBatch& batch) {
+    for (Entity& e : batch.entities) {
+        if (e.kind != EntityKind::kernel || e.value("occupancy_theoretical") || e.value("vgpr_count")) continue;
+        const auto block = e.value("block_size");
+        if (!block || !(*block >= 1) || !(*block <= 1024)) continue;
+        if (const auto grid = e.value("grid_size"); grid && *grid >= 1 && !e.value("threads"))
+            e.set(plain("threads", *grid * *block, "count"));
+        const double warps = std::ceil(*block / 32.0);
+        e.set(plain("warp_lanes_used_pct", 100.0 * *block / (32.0 * warps), "percent"));
+        const auto cc = e.attributes.find("cc");
+        if (cc == e.attributes.end()) continue;
+        const auto sm = sm_limits(cc->second);
+        if (!sm) continue;
+        const double shared = e.value("shared_mem_per_block")
+                                  .value_or(e.value("shared_mem_static_per_block").value_or(0) +
+                                            e.value("shared_mem_dynamic_per_block").value_or(0));
+        const auto occupancy = launch_occupancy(*sm, *block, e.value("registers_per_thread").value_or(0), shared);
+        if (!occupancy) continue;
+        e.set(plain("occupancy_from_launch", occupancy->occupancy_pct, "percent"));
+        e.set(plain("blocks_per_sm_from_launch", occupancy->blocks_per_sm, "count"));
+        if (!e.attributes.contains("occupancy_limiter"))
+            e.attributes["occupancy_limiter"] = std::string(to_string(occupancy->limit));
+    }
+}
+
+}  // namespace perfwatch
