@@ -122,6 +122,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
     for (const Entity& e : batch.entities)
         if (e.kind == EntityKind::run) run_entity = &e;
     const double gpu_time = run_entity ? run_entity->value("gpu_time").value_or(0.0) : 0.0;
+    const double memory_time = run_entity ? run_entity->value("memory_time").value_or(0.0) : 0.0;
     // Launch entities per parent, built once: a kernel's tool findings live on its launches.
     LaunchesOf launches_of;
     for (std::size_t i = 0; i < batch.entities.size(); ++i) {
@@ -168,8 +169,12 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
             // Share and estimated gain first: a finding too small to tell on its own is not rendered.
             std::optional<double> share;
             // A rank's estimated speedup is already a share of its job's step.
-            if (entity.kind == EntityKind::run || entity.kind == EntityKind::rank) {
+            // A device's idle time is the run's too.
+            if (entity.kind == EntityKind::run || entity.kind == EntityKind::rank || entity.kind == EntityKind::device) {
                 share = 100.0;
+            } else if (entity.kind == EntityKind::memcpy && gpu_time + memory_time > 0) {
+                // A copy's share is of the GPU's work: kernels, copies and sets together.
+                if (const auto t = rows->metric(row, "duration_total")) share = 100.0 * *t / (gpu_time + memory_time);
             } else if (gpu_time > 0) {
                 const auto t = rows->metric(row, entity.kind == EntityKind::kernel ? "duration_total" : "duration");
                 if (t) share = 100.0 * *t / gpu_time;
@@ -238,6 +243,14 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
         if (!below.empty()) result.findings.push_back(summary_finding(rule, run, std::move(below)));
         below.clear();
     }
+    // A timeline whose kernels, copies and sets add up to under k_min_work_ns is too small to act
+    // on, whatever its shares say: what it found is information, not a warning.
+    if (run_entity != nullptr && run_entity->value("span") && gpu_time + memory_time < k_min_work_ns)
+        for (Finding& f : result.findings)
+            if (!f.comparison && f.severity > Severity::info) {
+                f.severity = Severity::info;
+                f.labels["floor"] = "too little GPU work to act on";
+            }
     rank_findings(result.findings);
     return result;
 }

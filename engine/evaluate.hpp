@@ -16,6 +16,11 @@ struct DecidedCheck {
     std::size_t entity = 0;  // index into the run's entities
 };
 
+// A timeline (a run with a `span`) whose kernels, copies and sets take under this much GPU time
+// in all is too small to act on: its findings are information, never warnings. The headline set
+// (tools/headlines) labels such reports `none`.
+inline constexpr double k_min_work_ns = 2e6;
+
 struct Evaluation {
     std::vector<Finding> findings;  // ranked by impact (see rank_findings)
     std::size_t evaluated = 0;      // rule x entity pairs whose condition could be decided
