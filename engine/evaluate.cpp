@@ -251,6 +251,14 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
                 f.severity = Severity::info;
                 f.labels["floor"] = "too little GPU work to act on";
             }
+    // A kernel's regression that moves the run by under k_min_regression_impact_pct (its share of
+    // GPU time x its slowdown) is information: a noisy one-launch kernel never pages anyone.
+    for (Finding& f : result.findings)
+        if (f.comparison && f.entity_kind == EntityKind::kernel && f.impact && *f.impact < k_min_regression_impact_pct &&
+            f.severity > Severity::info) {
+            f.severity = Severity::info;
+            f.labels["floor"] = "moves the run by under the regression impact floor";
+        }
     rank_findings(result.findings);
     return result;
 }

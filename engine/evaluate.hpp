@@ -21,6 +21,10 @@ struct DecidedCheck {
 // (tools/headlines) labels such reports `none`.
 inline constexpr double k_min_work_ns = 2e6;
 
+// A kernel regression whose impact (share of the run's GPU time x estimated speedup, in percent
+// of the run) is under this is information, never a warning or an error.
+inline constexpr double k_min_regression_impact_pct = 0.5;
+
 struct Evaluation {
     std::vector<Finding> findings;  // ranked by impact (see rank_findings)
     std::size_t evaluated = 0;      // rule x entity pairs whose condition could be decided

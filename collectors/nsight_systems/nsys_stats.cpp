@@ -964,6 +964,18 @@ private:
             run.set(plain("sync_api_time", sync_time, "ns"));
         }
         if (!memory_bytes.empty()) run.set(plain("memcpy_bytes", memcpy_bytes, "byte"));
+        // Summary tables alone give each copy kind's total time; a trace's timeline already summed them.
+        if (!run.value("memory_time")) {
+            double memory_time = 0;
+            bool timed = false;
+            for (const Entity& e : batch.entities)
+                if (e.kind == EntityKind::memcpy)
+                    if (const auto t = e.value("duration_total")) {
+                        memory_time += *t;
+                        timed = true;
+                    }
+            if (timed) batch.entities[run_index].set(plain("memory_time", memory_time, "ns"));
+        }
         if (!session.gpu.empty()) {
             bool named = false;
             for (Entity& e : batch.entities)
