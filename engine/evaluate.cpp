@@ -260,6 +260,19 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
             f.labels["floor"] = "moves the run by under the regression impact floor";
         }
     rank_findings(result.findings);
+    // The headline is the first warning: a finding whose fix could save under
+    // k_secondary_impact_ratio of what the headline's saves is context for it, not a second warning.
+    const auto headline = std::find_if(result.findings.begin(), result.findings.end(), [](const Finding& f) {
+        return f.severity > Severity::info && f.impact && !f.comparison;
+    });
+    if (headline != result.findings.end()) {
+        const double floor = *headline->impact * k_secondary_impact_ratio;
+        for (Finding& f : result.findings)
+            if (&f != &*headline && !f.comparison && f.impact && *f.impact < floor && f.severity > Severity::info) {
+                f.severity = Severity::info;
+                f.labels["floor"] = "saves under a fifth of what the headline saves";
+            }
+    }
     return result;
 }
 

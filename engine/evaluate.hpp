@@ -25,6 +25,10 @@ inline constexpr double k_min_work_ns = 2e6;
 // of the run) is under this is information, never a warning or an error.
 inline constexpr double k_min_regression_impact_pct = 0.5;
 
+// A finding (not a regression) whose estimated saving is under this share of the headline's
+// (the first warning, highest impact) is information beside it.
+inline constexpr double k_secondary_impact_ratio = 0.2;
+
 struct Evaluation {
     std::vector<Finding> findings;  // ranked by impact (see rank_findings)
     std::size_t evaluated = 0;      // rule x entity pairs whose condition could be decided

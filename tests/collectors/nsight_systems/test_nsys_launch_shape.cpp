@@ -1,0 +1,213 @@
+#include <gtest/gtest.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tests/collectors/ncu_helpers.hpp"
+#include "tests/support.hpp"
+
+namespace perfwatch::test {
+
+namespace {
+
+// One kernel launch of a generated export: times in ns, launch shape as nsys records it.
+struct KernelRow {
+    long long start = 0, end = 0;
+    int grid = 1, block = 1, registers = 32, shared = 0;
+};
+
+// One unified-memory migration: copyKind 11 (Unified HtoD) or 12 (Unified DtoH), migrationCause
+// 1 (user prefetch), 2 (page fault) or 3 (speculative).
+struct Migration {
+    long long start = 0, end = 0;
+    int kind = 11, cause = 2;
+    long long bytes = 65536;
+};
+
+// Writes an export in the shape of nsys 2023-2025 (the tables and columns perfwatch reads): one GPU
+// of compute capability `cc` with `sms` SMs, one kernel name, its launches, and the migrations.
+void write_export(const std::string& path, const std::string& gpu, int major, int minor, int sms, int max_warps,
+                  const std::vector<KernelRow>& kernels, const std::vector<Migration>& migrations = {}) {
+    SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+            "CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, computeMajor INTEGER, computeMinor INTEGER,"
+            " smCount INTEGER, maxWarpsPerSm INTEGER);"
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,"
+            " correlationId INTEGER, demangledName INTEGER, shortName INTEGER, gridX INTEGER, gridY INTEGER,"
+            " gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER, registersPerThread INTEGER,"
+            " staticSharedMemory INTEGER, dynamicSharedMemory INTEGER);"
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER"
+            " NOT NULL, streamId INTEGER NOT NULL, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER,"
+            " dstKind INTEGER, migrationCause INTEGER);"
+            "INSERT INTO StringIds VALUES (1, 'work(float *, int)'), (2, 'work');");
+    SQLite::Statement g(db, "INSERT INTO TARGET_INFO_GPU VALUES (0, ?, ?, ?, ?, ?)");
+    g.bind(1, gpu);
+    g.bind(2, major);
+    g.bind(3, minor);
+    g.bind(4, sms);
+    g.bind(5, max_warps);
+    g.exec();
+    SQLite::Statement k(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 0, 7, NULL, 1, 2, ?, 1, 1, ?, 1, 1, ?, ?, 0)");
+    for (const KernelRow& r : kernels) {
+        k.bind(1, static_cast<int64_t>(r.start));
+        k.bind(2, static_cast<int64_t>(r.end));
+        k.bind(3, r.grid);
+        k.bind(4, r.block);
+        k.bind(5, r.registers);
+        k.bind(6, r.shared);
+        k.exec();
+        k.reset();
+    }
+    SQLite::Statement m(db, "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?, ?, 0, 7, ?, ?, 7, 7, ?)");
+    for (const Migration& r : migrations) {
+        m.bind(1, static_cast<int64_t>(r.start));
+        m.bind(2, static_cast<int64_t>(r.end));
+        m.bind(3, static_cast<int64_t>(r.bytes));
+        m.bind(4, r.kind);
+        m.bind(5, r.cause);
+        m.exec();
+        m.reset();
+    }
+}
+
+// `perfwatch check --format json` on `path`: its findings at warning or above, in order.
+std::vector<nlohmann::json> warnings_of(const std::string& path) {
+    const ProcessResult r = run_perfwatch({"check", "--format", "json", "--fail-on", "error", path});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<nlohmann::json> out;
+    for (const auto& f : nlohmann::json::parse(r.out).at("findings"))
+        if (f.at("severity") != "info") out.push_back(f);
+    return out;
+}
+
+}  // namespace
+
+// A <<<1, 1>>> kernel taking all the GPU time: the headline is that it runs in series.
+TEST(NsysLaunchShape, ASingleThreadKernelIsTheHeadline) {
+    TempDir dir;
+    const std::string path = dir.file("serial.sqlite");
+    write_export(path, "NVIDIA A100-SXM4-40GB", 8, 0, 108, 64, {{1'000'000, 110'000'000, 1, 1, 16, 0}});
+    const auto found = warnings_of(path);
+    ASSERT_FALSE(found.empty());
+    EXPECT_EQ(found[0].at("rule"), "launch-serial-kernel");
+    const std::string message = found[0].at("message");
+    EXPECT_NE(message.find("1 block of 1 thread, 1 in all, on a GPU of 108 SMs"), std::string::npos) << message;
+    EXPECT_NE(message.find("109 ms"), std::string::npos) << message;  // 110 - 1 ms of the one launch
+    for (const auto& f : found) EXPECT_NE(f.at("rule"), "ncu-small-grid") << "one thread is not a small grid";
+}
+
+// 4-thread blocks on compute capability 7.5: 4 of 32 lanes per warp, and the 16 block slots of
+// an SM hold 16 one-warp blocks of its 32 warps.
+TEST(NsysLaunchShape, BlocksUnderAWarpAreTheHeadlineWithTheirLanesAndBlockSlots) {
+    TempDir dir;
+    const std::string path = dir.file("blocks.sqlite");
+    std::vector<KernelRow> rows;
+    for (int i = 0; i < 20; ++i) rows.push_back({i * 30'000'000LL, i * 30'000'000LL + 22'000'000, 4'194'304, 4, 26, 0});
+    write_export(path, "NVIDIA GeForce GTX 1660 SUPER", 7, 5, 22, 32, rows);
+    const auto found = warnings_of(path);
+    ASSERT_FALSE(found.empty());
+    EXPECT_EQ(found[0].at("rule"), "launch-small-blocks");
+    const std::string message = found[0].at("message");
+    const double lanes = 100.0 * 4 / 32, occupancy = 100.0 * 16 * 1 / 32;  // 16 block slots x 1 warp of 32
+    EXPECT_NE(message.find(fmt::format("{:.0f}% of each warp's 32 lanes work", lanes)), std::string::npos) << message;
+    EXPECT_NE(message.find(fmt::format("occupancy to {:.0f}% (16 blocks per SM on compute capability 7.5)", occupancy)),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find(fmt::format("about {:.0f}% of the GPU's thread slots", lanes * occupancy / 100)),
+              std::string::npos)
+        << message;
+}
+
+// 192 registers per thread in 256-thread blocks on compute capability 8.6: a warp takes
+// ceil(192 x 32 / 256) x 256 = 6,144 registers, 65,536 hold 10 warps, one 8-warp block per SM,
+// 8 of 48 warps.
+TEST(NsysLaunchShape, RegisterBoundOccupancyFollowsTheCalculator) {
+    TempDir dir;
+    const std::string path = dir.file("registers.sqlite");
+    write_export(path, "NVIDIA GeForce RTX 3060", 8, 6, 28, 48, {{0, 5'000'000'000LL, 40, 256, 192, 0}});
+    const auto found = warnings_of(path);
+    ASSERT_FALSE(found.empty());
+    EXPECT_EQ(found[0].at("rule"), "launch-low-occupancy");
+    const std::string message = found[0].at("message");
+    const double per_warp = std::ceil(192.0 * 32 / 256) * 256;
+    const double blocks = std::floor(std::floor(65536 / per_warp) / 8);
+    EXPECT_EQ(blocks, 1);
+    EXPECT_NE(message.find(fmt::format("registers allow {:.0f} block per SM, a theoretical occupancy of {:.1f}%", blocks,
+                                       100.0 * blocks * 8 / 48)),
+              std::string::npos)
+        << message;
+}
+
+// Page-fault migrations while a well-shaped kernel runs: the headline names the migrations, their
+// count and time from the rows, and prefetching (not pinned memory); a count of migrations in
+// kernels equals SQL's own join.
+TEST(NsysLaunchShape, ManagedMemoryFaultsInsideAKernelAreCountedAndNamed) {
+    TempDir dir;
+    const std::string path = dir.file("um.sqlite");
+    std::vector<Migration> migrations;
+    for (int i = 0; i < 40; ++i) migrations.push_back({i * 10'000LL, i * 10'000LL + 3'000, 11, 3, 262144});  // before
+    for (int i = 0; i < 155; ++i)
+        migrations.push_back({1'000'000 + i * 9'000LL, 1'000'000 + i * 9'000LL + 3'500, 11, i % 3 == 0 ? 3 : 2, 65536});
+    for (int i = 0; i < 72; ++i) migrations.push_back({3'000'000 + i * 8'000LL, 3'000'000 + i * 8'000LL + 7'000, 12, 3});
+    write_export(path, "NVIDIA GeForce RTX 3080", 8, 6, 68, 48, {{1'000'000, 2'450'000, 4096, 256, 16, 0}}, migrations);
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    const long long inside = db.execAndGet("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY m WHERE copyKind IN (11, 12, 13)"
+                                           " AND EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_KERNEL k"
+                                           " WHERE k.start < m.end AND k.end > m.start)")
+                                 .getInt64();
+    const long long inside_ns = db.execAndGet("SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY m WHERE copyKind IN "
+                                              "(11, 12, 13) AND EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_KERNEL k"
+                                              " WHERE k.start < m.end AND k.end > m.start)")
+                                    .getInt64();
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.entities[0].value("um_migrations").value_or(-1), 40 + 155 + 72);
+    EXPECT_EQ(b.entities[0].value("um_migrations_during").value_or(-1), static_cast<double>(inside));
+    EXPECT_EQ(b.entities[0].value("um_migration_time_during").value_or(-1), static_cast<double>(inside_ns));
+    const auto found = warnings_of(path);
+    ASSERT_FALSE(found.empty());
+    EXPECT_EQ(found[0].at("rule"), "um-migrations-in-kernel");
+    const std::string message = found[0].at("message");
+    EXPECT_NE(message.find(fmt::format("{} unified-memory migrations", inside)), std::string::npos) << message;
+    EXPECT_NE(message.find("cudaMemPrefetchAsync"), std::string::npos) << message;
+    EXPECT_NE(message.find("Pinned host memory does not apply"), std::string::npos) << message;
+}
+
+// A prefetch, then the host faulting the pages back, then the kernel faulting them in again: the
+// message says the prefetch was undone, with the count of host-fault migrations from the rows.
+TEST(NsysLaunchShape, APrefetchUndoneByTheHostIsTold) {
+    TempDir dir;
+    const std::string path = dir.file("undone.sqlite");
+    std::vector<Migration> migrations;
+    for (int i = 0; i < 50; ++i) migrations.push_back({i * 10'000LL, i * 10'000LL + 5'000, 11, 1});       // prefetch
+    for (int i = 0; i < 48; ++i) migrations.push_back({600'000 + i * 10'000LL, 600'000 + i * 10'000LL + 5'000, 12, 2});
+    for (int i = 0; i < 60; ++i) migrations.push_back({2'000'000 + i * 20'000LL, 2'000'000 + i * 20'000LL + 5'000, 11, 2});
+    write_export(path, "NVIDIA A10G", 8, 6, 80, 48, {{2'000'000, 4'000'000, 8192, 256, 32, 0}}, migrations);
+    const auto found = warnings_of(path);
+    ASSERT_FALSE(found.empty());
+    EXPECT_EQ(found[0].at("rule"), "um-migrations-in-kernel");
+    const std::string message = found[0].at("message");
+    EXPECT_NE(message.find("48 migrations went back to the host on CPU page faults"), std::string::npos) << message;
+    EXPECT_NE(message.find("The prefetch was undone by host access"), std::string::npos) << message;
+}
+
+// A microbenchmark: 60 us of kernel and one 0.76 ms pageable copy. Under 2 ms of GPU work in all,
+// nothing is a warning, however small its grid or its copies.
+TEST(NsysLaunchShape, UnderTwoMillisecondsOfGpuWorkNothingIsAWarning) {
+    TempDir dir;
+    const std::string path = dir.file("tiny.sqlite");
+    write_export(path, "Tesla T4", 7, 5, 40, 32, {{1'000'000, 1'060'000, 1, 256, 16, 0}});
+    {
+        SQLite::Database db(path, SQLite::OPEN_READWRITE);
+        db.exec("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (100000, 860000, 0, 7, 4194304, 1, 0, 2, NULL)");
+    }
+    const ProcessResult r = run_perfwatch({"check", "--format", "json", "--fail-on", "warning", path});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (const auto& f : nlohmann::json::parse(r.out).at("findings")) EXPECT_EQ(f.at("severity"), "info") << f.dump();
+}
+
+}  // namespace perfwatch::test
