@@ -243,9 +243,12 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
         if (!below.empty()) result.findings.push_back(summary_finding(rule, run, std::move(below)));
         below.clear();
     }
-    // A timeline whose kernels, copies and sets add up to under k_min_work_ns is too small to act
-    // on, whatever its shares say: what it found is information, not a warning.
-    if (run_entity != nullptr && run_entity->value("span") && gpu_time + memory_time < k_min_work_ns)
+    // A whole-program timeline whose kernels, copies and sets add up to under k_min_work_ns is too
+    // small to act on, whatever its shares say: what it found is information, not a warning. A
+    // PyTorch profiler trace (it counts CPU operators) is a window the user chose around
+    // steady-state steps: its size says nothing of whether the work matters.
+    if (run_entity != nullptr && run_entity->value("span") && !run_entity->value("cpu_ops") &&
+        gpu_time + memory_time < k_min_work_ns)
         for (Finding& f : result.findings)
             if (!f.comparison && f.severity > Severity::info) {
                 f.severity = Severity::info;

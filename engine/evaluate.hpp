@@ -16,9 +16,9 @@ struct DecidedCheck {
     std::size_t entity = 0;  // index into the run's entities
 };
 
-// A timeline (a run with a `span`) whose kernels, copies and sets take under this much GPU time
-// in all is too small to act on: its findings are information, never warnings. The headline set
-// (tools/headlines) labels such reports `none`.
+// A whole-program timeline (a run with a `span`, not a PyTorch profiler window) whose kernels,
+// copies and sets take under this much GPU time in all is too small to act on: its findings are
+// information, never warnings. The headline set (tools/headlines) labels such reports `none`.
 inline constexpr double k_min_work_ns = 2e6;
 
 // A kernel regression whose impact (share of the run's GPU time x estimated speedup, in percent
