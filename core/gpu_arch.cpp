@@ -90,4 +90,57 @@ std::optional<LaunchOccupancy> launch_occupancy(const SmLimits& sm, double block
     return out;
 }
 
+namespace {
+
+struct PeakRow {
+    std::string_view match;   // a part of the reported name
+    std::string_view also;    // a second part it must hold too ("" for none)
+    GpuPeaks peaks;
+};
+
+// Dense peaks from the datasheets: NVIDIA H100 Tensor Core GPU (SXM5 and PCIe), NVIDIA A100 (40 and
+// 80 GB), NVIDIA L4, AMD Instinct MI300X and MI250X. FP64 is the tensor/matrix rate where the GPU
+// has one. First match wins, so the longer names come first.
+constexpr auto k_peaks = std::to_array<PeakRow>({
+    {"H100", "PCIe", {"H100 PCIe", 51.2, 51.2, 378.0, 756.0, 1513.0, 2.0}},
+    {"H100", "", {"H100 SXM5", 66.9, 66.9, 494.7, 989.4, 1978.9, 3.35}},
+    {"A100", "80GB", {"A100 80GB", 19.5, 19.5, 156.0, 312.0, 0, 2.039}},
+    {"A100", "", {"A100 40GB", 19.5, 19.5, 156.0, 312.0, 0, 1.555}},
+    {"L4", "", {"L4", 0.49, 30.3, 60.0, 121.0, 242.5, 0.3}},
+    {"MI300X", "", {"MI300X", 163.4, 163.4, 653.7, 1307.4, 2614.9, 5.3}},
+    {"MI250X", "", {"MI250X", 95.7, 47.9, 0, 383.0, 0, 3.2768}},
+});
+
+}  // namespace
+
+std::optional<GpuPeaks> gpu_peaks(std::string_view gpu_name) {
+    for (const PeakRow& row : k_peaks) {
+        if (gpu_name.find(row.match) == std::string_view::npos) continue;
+        if (!row.also.empty() && gpu_name.find(row.also) == std::string_view::npos) continue;
+        // "L4" must be the model, not a part of another name (an "L40S").
+        if (row.match == "L4") {
+            const auto at = gpu_name.find("L4");
+            if (at + 2 < gpu_name.size() && gpu_name[at + 2] != ' ') continue;
+        }
+        return row.peaks;
+    }
+    return std::nullopt;
+}
+
+double peak_tflops(const GpuPeaks& peaks, std::string_view dtype) {
+    if (dtype == "float") return peaks.fp32;
+    if (dtype == "double") return peaks.fp64;
+    if (dtype == "c10::BFloat16" || dtype == "c10::Half") return peaks.bf16;
+    if (dtype.starts_with("c10::Float8")) return peaks.fp8;
+    return 0;
+}
+
+int dtype_size(std::string_view dtype) {
+    if (dtype == "float" || dtype == "int") return 4;
+    if (dtype == "double" || dtype == "long int") return 8;
+    if (dtype == "c10::BFloat16" || dtype == "c10::Half" || dtype == "short int") return 2;
+    if (dtype.starts_with("c10::Float8") || dtype == "signed char" || dtype == "unsigned char" || dtype == "bool") return 1;
+    return 0;
+}
+
 }  // namespace perfwatch

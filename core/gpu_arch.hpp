@@ -1,6 +1,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace perfwatch {
@@ -37,5 +38,24 @@ struct LaunchOccupancy {
 // computes it; nullopt where the launch cannot be resident at all (too many registers or bytes).
 std::optional<LaunchOccupancy> launch_occupancy(const SmLimits& sm, double block_size, double registers_per_thread,
                                                 double shared_per_block);
+
+// A GPU's dense peak rates (no sparsity) from its vendor's datasheet, in TFLOP/s and TB/s; 0 where
+// the GPU has no such path (README, "GPU peak table", names the sources).
+struct GpuPeaks {
+    std::string_view model;
+    double fp64 = 0, fp32 = 0, tf32 = 0, bf16 = 0, fp8 = 0;
+    double memory_tbps = 0;
+};
+
+// The peaks of the GPU a report names ("NVIDIA H100 80GB HBM3", "AMD Instinct MI300X"); nullopt
+// for one the table lacks.
+std::optional<GpuPeaks> gpu_peaks(std::string_view gpu_name);
+
+// The peak in TFLOP/s for math in `dtype` (PyTorch's names: "float", "c10::BFloat16", "c10::Half",
+// "double", "c10::Float8_e4m3fn", ...): FP32 on the SIMT cores for float; 0 when unknown.
+double peak_tflops(const GpuPeaks& peaks, std::string_view dtype);
+
+// Bytes per element of a PyTorch dtype name; 0 when unknown.
+int dtype_size(std::string_view dtype);
 
 }  // namespace perfwatch

@@ -7,7 +7,7 @@
 namespace perfwatch {
 
 namespace {
-constexpr std::array<std::pair<EntityKind, std::string_view>, 9> k_entity_kinds{{
+constexpr std::array<std::pair<EntityKind, std::string_view>, 10> k_entity_kinds{{
     {EntityKind::run, "run"},
     {EntityKind::device, "device"},
     {EntityKind::kernel, "kernel"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<EntityKind, std::string_view>, 9> k_entity_kinds{
     {EntityKind::memcpy, "memcpy"},
     {EntityKind::collective, "collective"},
     {EntityKind::rank, "rank"},
+    {EntityKind::op, "op"},
 }};
 }  // namespace
 

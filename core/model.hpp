@@ -17,7 +17,9 @@ namespace perfwatch {
 // What an entity stands for. A run holds one `run` entity carrying run-level metrics. A
 // `collective` is one execution of a communication kernel, in order; a `rank` is one process of a
 // distributed job (in a job's run only).
-enum class EntityKind { run, device, kernel, launch, nvtx_range, api_call, memcpy, collective, rank };
+// `op`: a framework operator with its input shapes (a PyTorch profiler cpu_op: aten::addmm of
+// given dims and dtype) and the GPU work of the kernels it launched.
+enum class EntityKind { run, device, kernel, launch, nvtx_range, api_call, memcpy, collective, rank, op };
 
 std::string_view to_string(EntityKind kind);
 std::optional<EntityKind> entity_kind_from_string(std::string_view text);

@@ -14,7 +14,7 @@ namespace {
 constexpr std::string_view k_magic = "PWRUN";
 constexpr std::uint8_t k_version = 1;
 enum class AnswerTag : std::uint8_t { runs = 1, error = 2 };
-constexpr auto k_last_kind = static_cast<std::uint8_t>(EntityKind::rank);
+constexpr auto k_last_kind = static_cast<std::uint8_t>(EntityKind::op);
 constexpr auto k_last_error_kind = static_cast<std::uint8_t>(ErrorKind::reader_died);
 
 static_assert(std::endian::native == std::endian::little, "the wire format is written as the CPU holds it");

@@ -116,7 +116,7 @@ public:
         cmd->add_option("--metric", m_options.metric, "Metric (see `perfwatch metrics`)")->required();
         cmd->add_option("--entity", m_options.entity, "Entity name (default: the run's own metric)");
         cmd->add_option("--kind", m_options.kind, "Kind of the entity (default kernel)")
-            ->check(CLI::IsMember({"kernel", "memcpy", "api_call", "nvtx_range", "device"}));
+            ->check(CLI::IsMember({"kernel", "memcpy", "api_call", "nvtx_range", "device", "op"}));
         cmd->add_option("--label", m_labels, "Only runs with label KEY=VALUE (repeatable)")->allow_extra_args(false);
         cmd->add_option("--db", m_options.db_path, "Database: SQLite file or postgresql:// URI (default $PERFWATCH_DB or perfwatch.db)");
         cmd->add_option("--format", m_options.format, "text or json")->check(CLI::IsMember({"text", "json"}));

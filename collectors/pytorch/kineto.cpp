@@ -1,4 +1,5 @@
 #include "collectors/pytorch/kineto.hpp"
+#include "collectors/pytorch/op_work.hpp"
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -271,6 +272,13 @@ private:
                 if (auto ok = check_times(hints.name, ts, dur); !ok) return ok;
                 const auto [start, length] = span_of(ts, dur);
                 first_call(hints.name, start, length);
+                // A modelled operator's shapes are in its args, parsed for it alone.
+                if (OperatorWork::modelled(hints.name) && !hints.args.empty()) {
+                    simdjson::dom::element root;
+                    simdjson::dom::object args;
+                    if (!m_parser.parse(hints.args.data(), hints.args.size(), false).get(root) && !root.get_object().get(args))
+                        m_ops.take_op(hints.name, args);
+                }
                 return {};
             }
             // A name or args that is not UTF-8 takes the full parse below, which repairs it.
@@ -427,6 +435,8 @@ private:
                     }
                     const std::int64_t kept = keep_device_op(device, stream, start, length, kernel_id);
                     if (correlation >= 0) match_kernel(correlation, start, length, kept, false);
+                    double external = -1;
+                    if (args != nullptr && args->number("External id", external)) m_ops.take_kernel(external, length);
                 } else {
                     double stream = -1;
                     if (args != nullptr) args->number("stream", stream);
@@ -454,6 +464,7 @@ private:
                 // Legacy traces (the TensorBoard plugin's) mark a step as an operator.
                 if (is_step(name)) m_steps.add(length);
                 else first_call(name, start, length);
+                if (args != nullptr && OperatorWork::modelled(name)) take_op_args(name, *args);
                 break;
             case Cat::overhead:
                 // CUPTI's "Runtime Triggered Module Loading" and "Lazy Function Loading".
@@ -467,6 +478,10 @@ private:
         }
         return {};
     }
+
+    // A modelled operator's args: parsed ones hold its shapes; flat ones (no nested arrays) cannot.
+    void take_op_args(std::string_view name, const DomArgs& args) { m_ops.take_op(name, args.object); }
+    void take_op_args(std::string_view, const FlatObject&) {}
 
     // The map's value for `key`, added when missing, without a string per lookup.
     template <typename Map>
@@ -910,6 +925,7 @@ private:
         if (m_idle_unkept)
             batch.notes.push_back(fmt::format("more than {} kernel executions: idle time categories not computed",
                                               k_max_idle_kernels));
+        m_ops.finish(batch, run_index, models.size() == 1 ? *models.begin() : std::string());
         for (std::size_t i = 0; i < m_collectives.size(); ++i) {
             const CollectiveRun& c = m_collectives[i];
             Entity e;
@@ -996,6 +1012,7 @@ private:
     bool m_sync_unkept = false;
     SpanSet m_gpu_busy;
     std::optional<double> m_world_size;
+    OperatorWork m_ops;  // matmul, convolution and attention work by shape
 };
 
 class KinetoCollector final : public StreamCollector {

@@ -80,7 +80,8 @@ std::vector<nlohmann::json> warnings_of(const std::string& path) {
     const ProcessResult r = run_perfwatch({"check", "--format", "json", "--fail-on", "error", path});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::vector<nlohmann::json> out;
-    for (const auto& f : nlohmann::json::parse(r.out).at("findings"))
+    const auto doc = nlohmann::json::parse(r.out);
+    for (const auto& f : doc.at("findings"))
         if (f.at("severity") != "info") out.push_back(f);
     return out;
 }
@@ -207,7 +208,8 @@ TEST(NsysLaunchShape, UnderTwoMillisecondsOfGpuWorkNothingIsAWarning) {
     }
     const ProcessResult r = run_perfwatch({"check", "--format", "json", "--fail-on", "warning", path});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    for (const auto& f : nlohmann::json::parse(r.out).at("findings")) EXPECT_EQ(f.at("severity"), "info") << f.dump();
+    const auto doc = nlohmann::json::parse(r.out);
+    for (const auto& f : doc.at("findings")) EXPECT_EQ(f.at("severity"), "info") << f.dump();
 }
 
 }  // namespace perfwatch::test
