@@ -15,6 +15,7 @@
 
 #include "collectors/nsight_systems/nsys_common.hpp"
 #include "collectors/nsight_systems/nsys_unified_memory.hpp"
+#include "collectors/readers/idle_causes.hpp"
 #include "collectors/readers/sqlite_schema.hpp"
 #include "collectors/readers/sync_idle.hpp"
 #include "collectors/readers/timeline.hpp"
@@ -98,12 +99,13 @@ class LaunchMatcher {
 public:
     LaunchMatcher(SQLite::Database& db, bool enabled) {
         if (enabled)
-            m_runtime.emplace(db, "SELECT correlationId, start FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+            m_runtime.emplace(db, "SELECT correlationId, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME "
                                   "WHERE correlationId IS NOT NULL");
     }
 
-    std::optional<double> launch_start(long long correlation) {
-        if (auto start = m_waiting.take(correlation)) return start;
+    // The start and end of the runtime call with `correlation`.
+    std::optional<std::pair<double, double>> launch_call(long long correlation) {
+        if (auto call = m_waiting.take(correlation)) return call;
         // Read ahead until this call, or past it.
         while (m_runtime && m_last_read <= correlation) {
             if (!m_runtime->step()) {
@@ -111,10 +113,10 @@ public:
                 break;
             }
             const long long id = m_runtime->int64(0);
-            const double start = m_runtime->real(1);
+            const std::pair<double, double> call{m_runtime->real(1), m_runtime->real(2)};
             m_last_read = std::max(m_last_read, id);
-            if (id == correlation) return start;
-            m_waiting.put(id, start);
+            if (id == correlation) return call;
+            m_waiting.put(id, call);
         }
         return std::nullopt;
     }
@@ -122,8 +124,14 @@ public:
 private:
     std::optional<RawRows> m_runtime;
     long long m_last_read = std::numeric_limits<long long>::min();
-    WaitingMap<double> m_waiting;  // runtime call starts read ahead
+    WaitingMap<std::pair<double, double>> m_waiting;  // runtime calls read ahead
 };
+
+// Kernels, copies and sets kept for the idle causes; past this many, none are told.
+constexpr std::size_t k_max_idle_ops = 1 << 20;
+// A call's first execution of at least this long, ten times its later ones (or a lone call
+// before any GPU work), is one-time start-up: context creation, module loading, allocation.
+constexpr double k_startup_call_ns = 1'000'000;
 
 // The SM (GPC) clock while the GPU worked, from Nsight Systems' GPU metrics sampling
 // (--gpu-metrics-devices): the mean of the "GPC Clock Frequency" samples taken when "GR Active"
@@ -240,10 +248,18 @@ private:
         // One pass over the runtime calls gives both: the calls per name (count, total, shortest,
         // longest, for the API entities below) and the synchronizing calls.
         SyncIdle sync_idle;
+        // Kernels, copies and sets with the end of the call that issued each, for the idle causes.
+        std::vector<DeviceOp> device_ops;
+        bool ops_unkept = false;
+        auto keep_op = [&](const DeviceOp& op) {
+            if (device_ops.size() < k_max_idle_ops) device_ops.push_back(op);
+            else ops_unkept = true;
+        };
         struct ApiCalls {
             std::string raw;   // the name as the export has it
             std::string sync;  // api_name of a synchronizing call; empty for the others
             long long count = 0, total = 0, shortest = 0, longest = 0;
+            double first_start = 0, first_length = 0;  // the earliest call
         };
         constexpr std::size_t k_unnamed = static_cast<std::size_t>(-1);
         std::vector<ApiCalls> api;                          // names in the order first called
@@ -274,6 +290,10 @@ private:
                 a.shortest = a.count == 0 ? d : std::min(a.shortest, d);
                 a.longest = a.count == 0 ? d : std::max(a.longest, d);
                 a.total += d;
+                if (a.count == 0 || static_cast<double>(start) < a.first_start) {
+                    a.first_start = static_cast<double>(start);
+                    a.first_length = static_cast<double>(d);
+                }
                 ++a.count;
                 if (!a.sync.empty()) sync_idle.add_call(static_cast<double>(start), static_cast<double>(end), a.sync);
             }
@@ -289,7 +309,7 @@ private:
                                  ex.columns("CUPTI_ACTIVITY_KIND_RUNTIME").contains("correlationId");
             auto list = ex.select_list("CUPTI_ACTIVITY_KIND_KERNEL", {"start", "end", "deviceId", name_col},
                                        {"shortName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
-                                        "registersPerThread", "staticSharedMemory", "dynamicSharedMemory"});
+                                        "registersPerThread", "staticSharedMemory", "dynamicSharedMemory", "streamId"});
             if (!list) return std::unexpected(list.error());
             // Names are looked up once per kernel name, not joined to every row.
             SQLite::Statement name_of(ex.db(), "SELECT value FROM StringIds WHERE id = ?");
@@ -332,9 +352,13 @@ private:
                     x.dynamic_smem = st.real(13);
                     if (!st.null(4)) x.short_name = string_id(st.int64(4)).value_or("");
                 }
-                if (st.null(14)) continue;
-                if (const auto launched = launches.launch_start(st.int64(14))) {
-                    const double lat = start - *launched;
+                DeviceOp op{start, end, -std::numeric_limits<double>::infinity(), static_cast<std::uint32_t>(st.int64(2)),
+                            st.null(14) ? 0u : static_cast<std::uint32_t>(st.int64(14)), 0, false};
+                const auto launched = st.null(15) ? std::nullopt : launches.launch_call(st.int64(15));
+                if (launched) op.issued = launched->second;
+                keep_op(op);
+                if (launched) {
+                    const double lat = start - launched->first;
                     x.latency_count += 1;
                     x.latency_sum += lat;
                     x.latency_max = x.latency_count == 1 ? lat : std::max(x.latency_max, lat);
@@ -364,19 +388,33 @@ private:
             std::string direction, host_memory;
         };
         std::map<std::string, MemGroup> mem;
-        auto memory_event = [&](const std::string& name, const SQLite::Statement& st) {
-            timeline.add(TimelineEvent::Kind::memory, name, device_name(st.getColumn(2).getInt64()),
-                         st.getColumn(0).getDouble(), st.getColumn(1).getDouble());
-            sync_idle.add_busy(st.getColumn(0).getDouble(), st.getColumn(1).getDouble());
+        // A copy or set: columns 0-2 start, end, device; `stream` and `correlation` its columns.
+        auto memory_event = [&](const std::string& name, const SQLite::Statement& st, int stream, int correlation,
+                                LaunchMatcher& calls) {
+            const double start = st.getColumn(0).getDouble(), end = st.getColumn(1).getDouble();
+            timeline.add(TimelineEvent::Kind::memory, name, device_name(st.getColumn(2).getInt64()), start, end);
+            sync_idle.add_busy(start, end);
+            DeviceOp op{start, end, -std::numeric_limits<double>::infinity(),
+                        static_cast<std::uint32_t>(st.getColumn(2).getInt64()),
+                        st.getColumn(stream).isNull() ? 0u : static_cast<std::uint32_t>(st.getColumn(stream).getInt64()), 0,
+                        true};
+            if (!st.getColumn(correlation).isNull())
+                if (const auto call = calls.launch_call(st.getColumn(correlation).getInt64())) op.issued = call->second;
+            keep_op(op);
         };
+        const bool runtime_correlated = ex.has("CUPTI_ACTIVITY_KIND_RUNTIME") &&
+                                        ex.columns("CUPTI_ACTIVITY_KIND_RUNTIME").contains("correlationId");
         if (ex.has("CUPTI_ACTIVITY_KIND_MEMCPY")) {
             const auto cols = ex.columns("CUPTI_ACTIVITY_KIND_MEMCPY");
             const bool kinds = cols.contains("srcKind") && cols.contains("dstKind");
             auto list = ex.select_list("CUPTI_ACTIVITY_KIND_MEMCPY", {"start", "end", "deviceId"}, {"streamId"});
             auto sizes = ex.select_list("CUPTI_ACTIVITY_KIND_MEMCPY", {"bytes", "copyKind"});
             if (!list || !sizes) return std::unexpected(list ? sizes.error() : list.error());
-            SQLite::Statement st(ex.db(), fmt::format("SELECT {}, {}, {} FROM CUPTI_ACTIVITY_KIND_MEMCPY", *list, *sizes,
-                                                      kinds ? "srcKind, dstKind" : "NULL, NULL"));
+            const bool correlated = runtime_correlated && cols.contains("correlationId");
+            LaunchMatcher copy_calls(ex.db(), correlated);
+            SQLite::Statement st(ex.db(), fmt::format("SELECT {}, {}, {}, {} FROM CUPTI_ACTIVITY_KIND_MEMCPY", *list, *sizes,
+                                                      kinds ? "srcKind, dstKind" : "NULL, NULL",
+                                                      correlated ? "correlationId" : "NULL"));
             while (st.executeStep()) {
                 const long long copy_kind = st.getColumn(5).getInt64();
                 std::string host;
@@ -393,19 +431,21 @@ private:
                 g.bytes += st.getColumn(4).getDouble();
                 g.direction = std::string(copy_kind_name(copy_kind));
                 g.host_memory = host;
-                memory_event(name, st);
+                memory_event(name, st, 3, 8, copy_calls);
             }
         }
         if (ex.has("CUPTI_ACTIVITY_KIND_MEMSET")) {
-            auto list = ex.select_list("CUPTI_ACTIVITY_KIND_MEMSET", {"start", "end", "deviceId", "bytes"});
+            auto list = ex.select_list("CUPTI_ACTIVITY_KIND_MEMSET", {"start", "end", "deviceId", "bytes"},
+                                       {"streamId", "correlationId"});
             if (!list) return std::unexpected(list.error());
+            LaunchMatcher set_calls(ex.db(), runtime_correlated);
             SQLite::Statement st(ex.db(), fmt::format("SELECT {} FROM CUPTI_ACTIVITY_KIND_MEMSET", *list));
             while (st.executeStep()) {
                 MemGroup& g = mem["[CUDA memset]"];
                 g.count += 1;
                 g.bytes += st.getColumn(3).getDouble();
                 g.direction = "memset";
-                memory_event("[CUDA memset]", st);
+                memory_event("[CUDA memset]", st, 4, 5, set_calls);
             }
         }
 
@@ -551,6 +591,30 @@ private:
         if (latency_count > 0) {
             run.set(plain("launch_latency_mean", latency_sum / latency_count, "ns"));
             run.set(plain("launch_latency_max", latency_max, "ns"));
+        }
+        if (!device_ops.empty() && !ops_unkept) {
+            double first_op = device_ops.front().start;
+            for (const DeviceOp& op : device_ops) first_op = std::min(first_op, op.start);
+            std::vector<Span> startup;
+            const ApiCalls* longest = nullptr;
+            for (const ApiCalls& calls : api) {
+                if (calls.first_length < k_startup_call_ns) continue;
+                const double later = calls.count > 1 ? (static_cast<double>(calls.total) - calls.first_length) /
+                                                           static_cast<double>(calls.count - 1)
+                                                     : 0;
+                const bool once = calls.count > 1 ? calls.first_length >= 10 * later
+                                                  : calls.first_start + calls.first_length <= first_op;
+                if (!once) continue;
+                startup.push_back({calls.first_start, calls.first_start + calls.first_length});
+                // The start-up call to name: the longest one inside the GPU's timeline.
+                if (calls.first_start + calls.first_length > first_op && (longest == nullptr || calls.first_length > longest->first_length))
+                    longest = &calls;
+            }
+            const IdleCauses causes = idle_causes(device_ops, std::move(startup));
+            if (set_idle_cause_metrics(run, causes) && longest != nullptr) {
+                run.attributes["startup_call"] = api_name(longest->raw);
+                run.set(plain("startup_call_time", longest->first_length, "ns"));
+            }
         }
         if (um.any()) {
             run.set(plain("um_migrations", um.migrations, "count"));

@@ -711,24 +711,9 @@ private:
 
     void set_idle_causes(Entity& run, const DeviceOpFigures& f) {
         if (!f.causes) return;
-        const IdleCauses& c = *f.causes;
         const auto* longest = f.longest;
         // Causes are told only where most idle time ends at work with a known issuing call.
-        if (!(c.span > 0) || c.unmatched > c.idle / 2) return;
-        const auto pct = [&](double t) { return 100.0 * t / c.span; };
-        run.set(plain("idle_startup", c.startup, "ns"));
-        run.set(plain("idle_startup_pct", pct(c.startup), "percent"));
-        if (c.span > c.startup) run.set(plain("idle_steady_pct", 100.0 * (c.idle - c.startup) / (c.span - c.startup), "percent"));
-        run.set(plain("idle_launch_pct", pct(c.launch), "percent"));
-        run.set(plain("idle_host_gaps_pct", pct(c.host_gaps), "percent"));
-        run.set(plain("host_gaps", c.host_gap_count, "count"));
-        if (c.host_gap_count > 0) run.set(plain("host_gap_median", c.host_gap_median, "ns"));
-        run.set(plain("idle_dependency_pct", pct(c.dependency), "percent"));
-        if (c.issued_launches > 0) {
-            run.set(plain("launch_delay_median", c.delay_median, "ns"));
-            run.set(plain("launches_waited", c.waited, "count"));
-            run.set(plain("launches_queued", c.queued, "count"));
-        }
+        if (!set_idle_cause_metrics(run, *f.causes)) return;
         if (m_module_loading > 0) run.set(plain("module_loading_time", m_module_loading, "ns"));
         if (longest != nullptr) {
             run.attributes["startup_call"] = longest->first;

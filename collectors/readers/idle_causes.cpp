@@ -1,5 +1,7 @@
 #include "collectors/readers/idle_causes.hpp"
 
+#include "collectors/readers/timeline.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -143,6 +145,25 @@ std::vector<double> concurrent_time(std::vector<DeviceOp>& ops, std::size_t tags
         i = end_of_device;
     }
     return out;
+}
+
+bool set_idle_cause_metrics(Entity& run, const IdleCauses& c) {
+    if (!(c.span > 0) || c.unmatched > c.idle / 2) return false;
+    const auto pct = [&](double t) { return 100.0 * t / c.span; };
+    run.set(plain("idle_startup", c.startup, "ns"));
+    run.set(plain("idle_startup_pct", pct(c.startup), "percent"));
+    if (c.span > c.startup) run.set(plain("idle_steady_pct", 100.0 * (c.idle - c.startup) / (c.span - c.startup), "percent"));
+    run.set(plain("idle_launch_pct", pct(c.launch), "percent"));
+    run.set(plain("idle_host_gaps_pct", pct(c.host_gaps), "percent"));
+    run.set(plain("host_gaps", c.host_gap_count, "count"));
+    if (c.host_gap_count > 0) run.set(plain("host_gap_median", c.host_gap_median, "ns"));
+    run.set(plain("idle_dependency_pct", pct(c.dependency), "percent"));
+    if (c.issued_launches > 0) {
+        run.set(plain("launch_delay_median", c.delay_median, "ns"));
+        run.set(plain("launches_waited", c.waited, "count"));
+        run.set(plain("launches_queued", c.queued, "count"));
+    }
+    return true;
 }
 
 }  // namespace perfwatch

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectors/readers/span_set.hpp"
+#include "core/model.hpp"
 
 namespace perfwatch {
 
@@ -42,6 +43,12 @@ struct IdleCauses {
 
 // Reads `ops` (reordered in place); `startup` holds the one-time host intervals, in any order.
 IdleCauses idle_causes(std::vector<DeviceOp>& ops, std::vector<Span> startup);
+
+// Sets the run's idle-cause metrics (idle_startup, idle_startup_pct, idle_steady_pct,
+// idle_launch_pct, idle_host_gaps_pct, host_gaps, host_gap_median, idle_dependency_pct and the
+// launch delays) from `c`; false, setting nothing, where most idle time ends at work with no known
+// issuing call (causes are then not told).
+bool set_idle_cause_metrics(Entity& run, const IdleCauses& c);
 
 // Per tag (below `tags`), the time its kernels ran while another kernel ran on the same device:
 // work that shares the SMs by design (a communication kernel beside a GEMM on another stream).
