@@ -443,3 +443,75 @@ TEST(NsysSqlite, AnApiOnlyCaptureIsReadAsHostCallsWithANote) {
 }
 
 }  // namespace perfwatch::test
+
+namespace perfwatch::test {
+
+// Idle time split by the call that issued the work ending each gap, from a generated export: a
+// first cudaLaunchKernel of 15.9 ms (module loading) inside the GPU's timeline is start-up; three
+// 5 ms gaps whose launches the host made only during them are host gaps; the rest are launch gaps.
+// The expected figures are the gaps as written here.
+TEST(NsysSqlite, IdleCausesComeFromTheCallsThatIssuedTheWork) {
+    TempDir dir;
+    const std::string path = dir.file("causes.sqlite");
+    struct Row {
+        long long call_start, call_end, start, end;
+    };
+    std::vector<Row> rows;
+    rows.push_back({-200'000, -190'000, 0, 500'000});                 // an early kernel
+    rows.push_back({500'000, 16'400'000, 16'500'000, 17'500'000});    // the first call: 15.9 ms
+    long long t = 17'500'000;
+    for (int i = 0; i < 20; ++i) {  // back to back: each launched during the previous kernel
+        rows.push_back({t - 50'000, t - 45'000, t + 2'000, t + 102'000});
+        t += 102'000;
+    }
+    for (int i = 0; i < 3; ++i) {  // the host away 5 ms, then one launch
+        rows.push_back({t + 4'990'000, t + 4'995'000, t + 5'000'000, t + 5'400'000});
+        t += 5'400'000;
+    }
+    {
+        SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);" + std::string(k_kernel_table) +
+                "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, correlationId INTEGER, nameId INTEGER);"
+                "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'cuLaunchKernel'), (10, 'k(float*)');");
+        SQLite::Statement k(db, "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?, ?, 0, 7, ?, 10, 10, 64, 1, 1, 256, 1, 1, 32, 0, 0)");
+        SQLite::Statement r(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, ?, ?)");
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const auto corr = static_cast<int64_t>(100 + i);
+            r.bind(1, static_cast<int64_t>(rows[i].call_start));
+            r.bind(2, static_cast<int64_t>(rows[i].call_end));
+            r.bind(3, corr);
+            r.bind(4, i == 0 ? 2 : 1);
+            r.exec();
+            r.reset();
+            k.bind(1, static_cast<int64_t>(rows[i].start));
+            k.bind(2, static_cast<int64_t>(rows[i].end));
+            k.bind(3, corr);
+            k.exec();
+            k.reset();
+        }
+    }
+    const double span = static_cast<double>(rows.back().end - rows.front().start);
+    const double startup_gap = static_cast<double>(rows[1].start - rows[0].end);
+    double host_gaps = 0;
+    for (std::size_t i = rows.size() - 3; i < rows.size(); ++i) host_gaps += static_cast<double>(rows[i].start - rows[i - 1].end);
+    const RunBatch b = collect_ok(path);
+    const Entity& run = b.entities[0];
+    EXPECT_DOUBLE_EQ(run.value("idle_startup").value_or(-1), startup_gap);
+    EXPECT_DOUBLE_EQ(run.value("idle_startup_pct").value_or(-1), 100 * startup_gap / span);
+    EXPECT_DOUBLE_EQ(run.value("host_gaps").value_or(-1), 3);
+    EXPECT_DOUBLE_EQ(run.value("idle_host_gaps_pct").value_or(-1), 100 * host_gaps / span);
+    EXPECT_EQ(run.attributes.at("startup_call"), "cudaLaunchKernel");
+    EXPECT_DOUBLE_EQ(run.value("startup_call_time").value_or(-1), 15'900'000);
+    const ProcessResult r = run_perfwatch({"check", "--format", "json", path});
+    const auto doc = nlohmann::json::parse(r.out);
+    bool startup = false;
+    for (const auto& f : doc.at("findings"))
+        if (f.at("rule") == "timeline-startup-idle") {
+            startup = true;
+            const std::string message = f.at("message");
+            EXPECT_NE(message.find("the first call of cudaLaunchKernel took 15.9 ms"), std::string::npos) << message;
+        }
+    EXPECT_TRUE(startup) << r.out;
+}
+
+}  // namespace perfwatch::test
