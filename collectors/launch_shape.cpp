@@ -28,8 +28,7 @@ void add_launch_shape(RunBatch& batch) {
         if (!occupancy) continue;
         e.set(plain("occupancy_from_launch", occupancy->occupancy_pct, "percent"));
         e.set(plain("blocks_per_sm_from_launch", occupancy->blocks_per_sm, "count"));
-        if (!e.attributes.contains("occupancy_limiter"))
-            e.attributes["occupancy_limiter"] = std::string(to_string(occupancy->limit));
+        e.attributes["launch_limiter"] = std::string(to_string(occupancy->limit));
     }
 }
 

@@ -20,7 +20,7 @@ namespace {
 constexpr auto k_attributes = std::to_array<std::string_view>({
     "name", "kind", "occupancy_limiter", "grid", "block", "cc", "device", "stream", "context", "process", "time",
     "gpu", "direction", "host_memory", "synchronizing", "domain", "style", "kernel_type", "short_name",
-    "startup_call",
+    "startup_call", "launch_limiter", "op", "dtype", "bound",
 });
 
 int binary_precedence(const Token& t) {
