@@ -64,7 +64,7 @@ Result<HtmlReport> build_html_report(const Db& db, std::int64_t run_id) {
     if (!*loaded) return fail("", 0, fmt::format("no run {}", run_id));
     const StoredRun& run = **loaded;
     HtmlReport r;
-    r.run = RunRef{run.id, run.batch.source, run.batch.format, run.batch.labels, run.batch.notes, {}, {}};
+    r.run = RunRef{run.id, run.batch.source, run.batch.format, run.batch.labels, run.batch.notes, {}, {}, run_gpu_time(run.batch)};
     r.ingested_at = run.ingested_at;
     r.generated_at = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
                                  std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));

@@ -27,10 +27,49 @@ nlohmann::json optional_number(const std::optional<double>& v) {
     return *v;
 }
 
+const RunRef* run_of(const CheckReport& report, std::int64_t id) {
+    for (const RunRef& r : report.runs)
+        if (r.id == id) return &r;
+    return nullptr;
+}
+
+// The finding a check's headline names: the first at warning or above; nullptr when none is.
+const Finding* headline_finding(const CheckReport& report) {
+    for (const Finding& f : report.findings)
+        if (f.severity > Severity::info) return &f;
+    return nullptr;
+}
+
 }  // namespace
 
+std::optional<double> run_gpu_time(const RunBatch& batch) {
+    for (const Entity& e : batch.entities)
+        if (e.kind == EntityKind::run) return e.value("gpu_time");
+    return std::nullopt;
+}
+
+std::string check_headline(const CheckReport& report) {
+    const Finding* f = headline_finding(report);
+    if (f == nullptr)
+        return report.findings.empty() ? "headline: nothing to act on: no finding"
+                                       : "headline: nothing to act on: no warning above the impact floors";
+    const auto [kind, name] = shown_entity(to_string(f->entity_kind), f->entity_name, source_of(report, f->run_id));
+    std::string out = fmt::format("headline: {} ({} '{}')", f->title, kind, name);
+    const RunRef* run = run_of(report, f->run_id);
+    if (f->impact && run != nullptr && run->gpu_time && *run->gpu_time > 0)
+        out += fmt::format(": fixing it could save about {} of the run's {} of GPU time ({:.1f}%)",
+                           format_metric("duration", *f->impact / 100.0 * *run->gpu_time),
+                           format_metric("duration", *run->gpu_time), *f->impact);
+    else if (f->impact)
+        out += fmt::format(": fixing it could save about {:.1f}% of the run's GPU time", *f->impact);
+    else if (f->comparison)
+        out += fmt::format(": {} {:+.1f}% against its baseline", f->comparison->metric, f->comparison->change_pct);
+    if (report.runs.size() > 1) out += fmt::format(" [run {}]", f->run_id);
+    return out;
+}
+
 std::string format_check_text(const CheckReport& report) {
-    std::string out;
+    std::string out = check_headline(report) + "\n";
     for (const RunRef& r : report.runs) {
         out += fmt::format("run {}: {} ({})", r.id, r.source, r.format);
         if (!r.labels.empty()) out += fmt::format(" [{}]", labels_text(r.labels));
@@ -89,6 +128,7 @@ std::string format_check_json(const CheckReport& report) {
         if (const auto& c = f.comparison)
             doc["findings"].back()["comparison"] = comparison_json(*c);
     }
+    doc["headline"] = check_headline(report);
     doc["summary"] = {{"findings", report.findings.size()},
                       {"evaluated", report.evaluated},
                       {"not_applicable", report.not_applicable}};
@@ -124,6 +164,7 @@ std::string xml(std::string_view text) { return escape_for(Medium::xml, text); }
 std::string format_check_markdown(const CheckReport& report, std::size_t max_chars) {
     std::string head = fmt::format("### perfwatch: {} finding{} ({})\n\n", report.findings.size(),
                                    report.findings.size() == 1 ? "" : "s", severity_counts(report.findings));
+    head += fmt::format("**{}**\n\n", md(check_headline(report)));
     std::size_t shown_runs = 0;
     for (const RunRef& r : report.runs) {
         if (++shown_runs > 10) {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct RunRef {
     std::vector<std::string> notes;
     std::vector<std::string> baselines;    // how the run's baselines were chosen
     std::vector<std::string> regressions;  // regressions this run opened or resolved, as sentences
+    std::optional<double> gpu_time;        // the run's kernel time (ns), for a headline's saving in time
 };
 
 // One rule decided on one entity of a run: a JUnit test case.
@@ -38,7 +40,15 @@ struct CheckReport {
     std::vector<std::string> views;  // preformatted views printed after the runs (a job's ranks)
 };
 
-// Human-readable report: one block per finding, worst impact first.
+// The gpu_time of `batch`'s run entity; nullopt without one.
+std::optional<double> run_gpu_time(const RunBatch& batch);
+
+// The headline of a check: the first warning or error (findings come ranked by impact), its
+// entity and what fixing it could save, in time where the run's GPU time is known; "nothing to act
+// on" when there is none. One line, plain text (callers escape it for their medium).
+std::string check_headline(const CheckReport& report);
+
+// Human-readable report: the headline first, then one block per finding, worst impact first.
 std::string format_check_text(const CheckReport& report);
 
 // {"runs":[{"id","source","format","labels","notes","baselines","regressions"}],"findings":[{"rule","severity","run","entity":{"kind","name"},

@@ -60,7 +60,7 @@ Result<std::vector<IngestedRun>> ingest_one(Db& db, const std::string& file, con
 }
 
 RunRef run_ref(const StoredRun& run) {
-    return RunRef{run.id, run.batch.source, run.batch.format, run.batch.labels, run.batch.notes, {}, {}};
+    return RunRef{run.id, run.batch.source, run.batch.format, run.batch.labels, run.batch.notes, {}, {}, run_gpu_time(run.batch)};
 }
 
 bool parse_labels(const std::vector<std::string>& args, std::map<std::string, std::string>& out) {

@@ -109,7 +109,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     require_inert(perfwatch::email_html(g));
 
     perfwatch::CheckReport report;
-    report.runs.push_back({1, piece[3], "kineto", {{"project", piece[2]}}, {piece[1]}, {}, {}});
+    report.runs.push_back({1, piece[3], "kineto", {{"project", piece[2]}}, {piece[1]}, {}, {}, {}});
     perfwatch::Finding f;
     f.rule = "top-kernel";
     f.title = piece[1].substr(0, 40);

@@ -16,7 +16,7 @@ namespace perfwatch {
 // A run-level finding names its report, not the run entity ("run 'run'"), in every medium.
 TEST(Format, RunLevelFindingsNameTheirReport) {
     CheckReport report;
-    report.runs.push_back({4, "/ci/llm/main/abc/bert.json.gz", "kineto", {}, {}, {}, {}});
+    report.runs.push_back({4, "/ci/llm/main/abc/bert.json.gz", "kineto", {}, {}, {}, {}, {}});
     Finding f;
     f.rule = "gone-kernels";
     f.title = "Kernels gone since the baseline";
@@ -46,7 +46,7 @@ TEST(Format, RunLevelFindingsNameTheirReport) {
 
 TEST(Format, JsonHasTheDocumentedShape) {
     CheckReport report;
-    report.runs.push_back({3, "r.csv", "ncu-csv", {{"branch", "main"}}, {}, {}, {}});
+    report.runs.push_back({3, "r.csv", "ncu-csv", {{"branch", "main"}}, {}, {}, {}, {}});
     Finding f;
     f.rule = "ncu-tail-effect";
     f.severity = Severity::warning;
@@ -73,7 +73,7 @@ TEST(Format, JsonHasTheDocumentedShape) {
 
 TEST(Format, TextNamesRunsAndCountsFindings) {
     CheckReport report;
-    report.runs.push_back({1, "a.txt", "ncu-text", {}, {"no GPU data"}, {}, {}});
+    report.runs.push_back({1, "a.txt", "ncu-text", {}, {"no GPU data"}, {}, {}, {}});
     Finding f;
     f.rule = "r";
     f.title = "Title";
@@ -93,7 +93,7 @@ TEST(Format, TextNamesRunsAndCountsFindings) {
 TEST(Format, MarkdownOfFiveHundredFindingsStaysUnderTheLimitWorstFirst) {
     CheckReport report;
     report.runs.push_back({12, "builds/llm/main/abc/trace.json", "kineto", {{"branch", "main"}, {"commit", "abc"}}, {},
-                           {"last 10 comparable run(s) on main"}, {}});
+                           {"last 10 comparable run(s) on main"}, {}, {}});
     for (int i = 0; i < 500; ++i) {
         Finding f;
         f.rule = i % 10 == 0 ? "kernel-time-regression" : "low-occupancy";
@@ -133,7 +133,7 @@ TEST(Format, MarkdownOfFiveHundredFindingsStaysUnderTheLimitWorstFirst) {
 
 TEST(Format, JunitCasesFailOnlyAtOrAboveFailOn) {
     CheckReport report;
-    report.runs.push_back({1, "a&b.csv", "ncu-csv", {{"branch", "main"}}, {}, {}, {}});
+    report.runs.push_back({1, "a&b.csv", "ncu-csv", {{"branch", "main"}}, {}, {}, {}, {}});
     report.cases = {{1, "low-occupancy", EntityKind::kernel, "k<1>"}, {1, "tail-effect", EntityKind::kernel, "k<1>"},
                     {1, "low-occupancy", EntityKind::kernel, "other"}};
     Finding warn;
@@ -159,6 +159,43 @@ TEST(Format, JunitCasesFailOnlyAtOrAboveFailOn) {
     EXPECT_NE(x.find("<testcase name=\"kernel 'other'\" classname=\"perfwatch.low-occupancy\" time=\"0\"/>"),
               std::string::npos);
     EXPECT_NE(format_check_junit(report, Severity::error).find("failures=\"0\""), std::string::npos);
+}
+
+}  // namespace perfwatch
+
+namespace perfwatch {
+
+// The first line of a check names the first warning (ranked by impact, information skipped) and
+// what fixing it could save in time: its impact (percent of the run's GPU time) of that time.
+TEST(Format, TheFirstLineIsTheHeadlineWithItsSavingInTime) {
+    CheckReport report;
+    report.runs.push_back({7, "r.sqlite", "nsys-sqlite", {}, {}, {}, {}, 2.0e9});
+    Finding info;
+    info.rule = "hotspot-top-kernel";
+    info.title = "Top kernel by GPU time";
+    info.severity = Severity::info;
+    info.run_id = 7;
+    info.entity_name = "gemm";
+    Finding warn = info;
+    warn.rule = "launch-small-blocks";
+    warn.title = "Blocks too small to fill warps or the SM";
+    warn.severity = Severity::warning;
+    warn.entity_name = "fan2";
+    warn.impact = 25.0;
+    report.findings = {info, warn};
+    const std::string expected =
+        "headline: Blocks too small to fill warps or the SM (kernel 'fan2'): fixing it could save about 500 ms of "
+        "the run's 2.00 s of GPU time (25.0%)";
+    const std::string text = format_check_text(report);
+    EXPECT_EQ(text.substr(0, text.find('\n')), expected) << text;
+    EXPECT_EQ(nlohmann::json::parse(format_check_json(report)).at("headline"), expected);
+    const std::string md = format_check_markdown(report);
+    EXPECT_NE(md.find("**headline: Blocks too small to fill warps or the SM \\(kernel 'fan2'\\)"), std::string::npos) << md;
+
+    report.findings = {info};
+    EXPECT_TRUE(format_check_text(report).starts_with("headline: nothing to act on: no warning above the impact floors\n"));
+    report.findings.clear();
+    EXPECT_TRUE(format_check_text(report).starts_with("headline: nothing to act on: no finding\n"));
 }
 
 }  // namespace perfwatch
