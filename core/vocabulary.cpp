@@ -49,9 +49,9 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"flops", "flop", "op", "floating-point operations one call of the operator does (2 per multiply-add; PyTorch profiler shapes)"},
     {"op_bytes", "byte", "op", "bytes one call must move at least: its inputs read once and its output written once"},
     {"arithmetic_intensity", "flop/byte", "op", "flops over op_bytes: below the GPU's ridge point (peak FLOP/s over peak bandwidth) the operator is memory-bound"},
-    {"achieved_tflops", "tflop/s", "op", "the operator's FLOPs over the time of the kernels its calls launched"},
+    {"achieved_flops", "flop/s", "op", "the operator's FLOPs over the time of the kernels its calls launched (printed in TFLOP/s)"},
     {"achieved_bandwidth", "byte/s", "op", "op_bytes over the time of the kernels its calls launched"},
-    {"peak_tflops_pct", "percent", "op", "achieved_tflops as a share of the GPU's dense peak for the operator's dtype (core/gpu_arch.cpp)"},
+    {"peak_tflops_pct", "percent", "op", "achieved_flops as a share of the GPU's dense peak for the operator's dtype (core/gpu_arch.cpp)"},
     {"peak_bandwidth_pct", "percent", "op", "achieved_bandwidth as a share of the GPU's peak memory bandwidth"},
     {"um_migrations", "count", "run", "unified-memory migrations (Nsight Systems: memcpy rows of kind Unified HtoD, DtoH, DtoD)"},
     {"um_migration_time", "ns", "run", "time unified-memory migrations took"},
@@ -240,6 +240,7 @@ std::string format_metric(std::string_view metric, double value) {
     if (unit == "ns") return *format_in_unit(value, "time");
     if (unit == "byte") return *format_in_unit(value, "bytes");
     if (unit == "percent") return fmt::format("{:.1f}%", value);
+    if (unit == "flop/s") return fmt::format("{:.1f} TFLOP/s", value / 1e12);
     if (value == std::floor(value) && std::fabs(value) < 1e15) return fmt::format("{:.0f}", value);
     return fmt::format("{:.4g}", value);
 }

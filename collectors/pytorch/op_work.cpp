@@ -255,14 +255,14 @@ void OperatorWork::finish(RunBatch& batch, std::size_t run_index, const std::str
         e.set(plain("arithmetic_intensity", s.flops / s.bytes, "flop/byte"));
         if (timed_calls[i] > 0 && time[i] > 0) {
             e.set(plain("duration_total", time[i], "ns"));
-            const double tflops = s.flops * timed_calls[i] / time[i] / 1e3;  // flop/ns = GFLOP/s
+            const double flops_per_s = s.flops * timed_calls[i] / time[i] * 1e9;
             const double bandwidth = s.bytes * timed_calls[i] / time[i] * 1e9;
-            e.set(plain("achieved_tflops", tflops, "tflop/s"));
+            e.set(plain("achieved_flops", flops_per_s, "flop/s"));
             e.set(plain("achieved_bandwidth", bandwidth, "byte/s"));
             if (peaks) {
                 const double peak = peak_tflops(*peaks, s.dtype);
                 if (peak > 0) {
-                    e.set(plain("peak_tflops_pct", 100.0 * tflops / peak, "percent"));
+                    e.set(plain("peak_tflops_pct", 100.0 * flops_per_s / (peak * 1e12), "percent"));
                     const double ridge = peak * 1e12 / (peaks->memory_tbps * 1e12);
                     e.attributes["bound"] = s.flops / s.bytes >= ridge ? "compute" : "memory";
                 }

@@ -336,7 +336,8 @@ TEST(Vocabulary, NamesAreUniqueAndUnitsAreBaseUnits) {
     std::set<std::string_view> names;
     for (const MetricDef& d : metric_vocabulary()) {
         EXPECT_TRUE(names.insert(d.name).second) << d.name;
-        const std::set<std::string_view> units{"ns", "byte", "hz", "byte/s", "percent", "count", "byte/cycle"};
+        const std::set<std::string_view> units{"ns", "byte", "hz", "byte/s", "percent", "count", "byte/cycle",
+                                                  "flop", "flop/s", "flop/byte"};
         EXPECT_TRUE(units.contains(d.unit)) << d.name << " " << d.unit;
     }
 }

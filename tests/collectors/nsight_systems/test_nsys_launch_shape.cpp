@@ -192,7 +192,7 @@ TEST(NsysLaunchShape, APrefetchUndoneByTheHostIsTold) {
     ASSERT_FALSE(found.empty());
     EXPECT_EQ(found[0].at("rule"), "um-migrations-in-kernel");
     const std::string message = found[0].at("message");
-    EXPECT_NE(message.find("48 migrations went back to the host on CPU page faults"), std::string::npos) << message;
+    EXPECT_NE(message.find("48 migrations in the run went back to the host on CPU page faults"), std::string::npos) << message;
     EXPECT_NE(message.find("The prefetch was undone by host access"), std::string::npos) << message;
 }
 

@@ -52,7 +52,7 @@ void expect_ops_match(const std::string& path) {
         EXPECT_EQ(e.value("flops").value_or(-1), want.flops) << name;
         if (want.kernel_ns > 0) {
             EXPECT_NEAR(e.value("duration_total").value_or(-1), want.kernel_ns, 1e-6 * want.kernel_ns) << name;
-            EXPECT_NEAR(e.value("achieved_tflops").value_or(-1), want.tflops, 1e-6 * want.tflops) << name;
+            EXPECT_NEAR(e.value("achieved_flops").value_or(-1), want.tflops * 1e12, 1e-6 * want.tflops * 1e12) << name;
         }
     }
 }
@@ -115,7 +115,7 @@ TEST(OpWork, ConvolutionAttentionAndBatchedMatmulFromTheirShapes) {
     // Convolution: 56x56 output (3x3, stride 1, padding 1), 2 x N x K x P x Q x C x R x S.
     const double conv = 2.0 * 8 * 128 * 56 * 56 * 64 * 3 * 3;
     EXPECT_EQ(ops["aten::cudnn_convolution"]->value("flops"), conv);
-    EXPECT_NEAR(*ops["aten::cudnn_convolution"]->value("achieved_tflops"), conv / 400e-6 / 1e12, 1e-9);
+    EXPECT_NEAR(*ops["aten::cudnn_convolution"]->value("achieved_flops"), conv / 400e-6, 1e-9 * conv / 400e-6);
     EXPECT_NEAR(*ops["aten::cudnn_convolution"]->value("peak_tflops_pct"), 100 * conv / 400e-6 / 1e12 / 989.4, 1e-9);
     // Causal attention: (QK^T + PV) = 4 x B x H x S x S x D, halved.
     const double attention = 4.0 * 2 * 16 * 1024 * 1024 * 128 / 2;
@@ -142,13 +142,13 @@ TEST(OpWork, ConvolutionAttentionAndBatchedMatmulFromTheirShapes) {
     slower.replace(slower.find(k_bmm_kernel), k_bmm_kernel.size(), R"("ts": 3010, "dur": 100)");
     write_file(dir.file("slower.json"), slower);
     ASSERT_EQ(run_perfwatch({"ingest", "--db", db, dir.file("slower.json")}).exit_code, 0);
-    const ProcessResult h = run_perfwatch({"history", "--db", db, "--metric", "achieved_tflops", "--kind", "op",
+    const ProcessResult h = run_perfwatch({"history", "--db", db, "--metric", "achieved_flops", "--kind", "op",
                                            "--entity", ops["aten::bmm"]->name, "--format", "json"});
     ASSERT_EQ(h.exit_code, 0) << h.err;
     const auto points = nlohmann::json::parse(h.out).at("points");
     ASSERT_EQ(points.size(), 2u) << h.out;
-    EXPECT_NEAR(points[0].at("value").get<double>(), bmm / 50e-6 / 1e12, 1e-9);
-    EXPECT_NEAR(points[1].at("value").get<double>(), bmm / 100e-6 / 1e12, 1e-9);
+    EXPECT_NEAR(points[0].at("value").get<double>(), bmm / 50e-6, 1e-9 * bmm / 50e-6);
+    EXPECT_NEAR(points[1].at("value").get<double>(), bmm / 100e-6, 1e-9 * bmm / 100e-6);
 }
 
 }  // namespace perfwatch::test
