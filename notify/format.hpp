@@ -52,7 +52,7 @@ std::string check_headline(const CheckReport& report);
 std::string format_check_text(const CheckReport& report);
 
 // {"runs":[{"id","source","format","labels","notes","baselines","regressions"}],"findings":[{"rule","severity","run","entity":{"kind","name"},
-//   "message","metrics":{...},"estimated_speedup_pct"}], ...}
+//   "message","metrics":{...},"estimated_speedup_pct"}], "headline": "...", "summary": {...}}
 std::string format_check_json(const CheckReport& report);
 
 // GitHub-flavoured Markdown for a pull-request comment: a summary line, the runs, a table of
