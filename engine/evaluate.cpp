@@ -112,6 +112,38 @@ Finding summary_finding(const CompiledRule& rule, const StoredRun& run, std::vec
     return f;
 }
 
+// Makes a warning or error information, saying which floor it fell under.
+void demote(Finding& f, const char* why) {
+    if (f.severity == Severity::info) return;
+    f.severity = Severity::info;
+    f.labels["floor"] = why;
+}
+
+// Ranks `findings` and demotes those too small to act on: every one of a whole-program timeline
+// whose kernels, copies and sets (`work`, ns) add up to under k_min_work_ns (a PyTorch profiler
+// trace, which counts CPU operators, is a window the user chose around steady-state steps: its
+// size says nothing of whether the work matters); a kernel regression moving the run by under
+// k_min_regression_impact_pct; and, beside the headline (the first warning with an estimated
+// impact), one saving under k_secondary_impact_ratio of what the headline saves.
+void apply_floors(std::vector<Finding>& findings, const Entity* run_entity, double work) {
+    const bool too_small = run_entity != nullptr && run_entity->value("span") && !run_entity->value("cpu_ops") &&
+                           work < k_min_work_ns;
+    for (Finding& f : findings) {
+        if (too_small && !f.comparison) demote(f, "too little GPU work to act on");
+        if (f.comparison && f.entity_kind == EntityKind::kernel && f.impact && *f.impact < k_min_regression_impact_pct)
+            demote(f, "moves the run by under the regression impact floor");
+    }
+    rank_findings(findings);
+    const auto headline = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
+        return f.severity > Severity::info && f.impact && !f.comparison;
+    });
+    if (headline == findings.end()) return;
+    const double floor = *headline->impact * k_secondary_impact_ratio;
+    for (Finding& f : findings)
+        if (&f != &*headline && !f.comparison && f.impact && *f.impact < floor)
+            demote(f, "saves under a fifth of what the headline saves");
+}
+
 }  // namespace
 
 Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::vector<const RunHistory*>& histories,
@@ -243,39 +275,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
         if (!below.empty()) result.findings.push_back(summary_finding(rule, run, std::move(below)));
         below.clear();
     }
-    // A whole-program timeline whose kernels, copies and sets add up to under k_min_work_ns is too
-    // small to act on, whatever its shares say: what it found is information, not a warning. A
-    // PyTorch profiler trace (it counts CPU operators) is a window the user chose around
-    // steady-state steps: its size says nothing of whether the work matters.
-    if (run_entity != nullptr && run_entity->value("span") && !run_entity->value("cpu_ops") &&
-        gpu_time + memory_time < k_min_work_ns)
-        for (Finding& f : result.findings)
-            if (!f.comparison && f.severity > Severity::info) {
-                f.severity = Severity::info;
-                f.labels["floor"] = "too little GPU work to act on";
-            }
-    // A kernel's regression that moves the run by under k_min_regression_impact_pct (its share of
-    // GPU time x its slowdown) is information: a noisy one-launch kernel never pages anyone.
-    for (Finding& f : result.findings)
-        if (f.comparison && f.entity_kind == EntityKind::kernel && f.impact && *f.impact < k_min_regression_impact_pct &&
-            f.severity > Severity::info) {
-            f.severity = Severity::info;
-            f.labels["floor"] = "moves the run by under the regression impact floor";
-        }
-    rank_findings(result.findings);
-    // The headline is the first warning: a finding whose fix could save under
-    // k_secondary_impact_ratio of what the headline's saves is context for it, not a second warning.
-    const auto headline = std::find_if(result.findings.begin(), result.findings.end(), [](const Finding& f) {
-        return f.severity > Severity::info && f.impact && !f.comparison;
-    });
-    if (headline != result.findings.end()) {
-        const double floor = *headline->impact * k_secondary_impact_ratio;
-        for (Finding& f : result.findings)
-            if (&f != &*headline && !f.comparison && f.impact && *f.impact < floor && f.severity > Severity::info) {
-                f.severity = Severity::info;
-                f.labels["floor"] = "saves under a fifth of what the headline saves";
-            }
-    }
+    apply_floors(result.findings, run_entity, gpu_time + memory_time);
     return result;
 }
 

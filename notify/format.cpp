@@ -15,22 +15,22 @@ namespace perfwatch {
 
 namespace {
 
+// Run `id` among the report's runs; nullptr when it is not there.
+const RunRef* run_of(const CheckReport& report, std::int64_t id) {
+    for (const RunRef& r : report.runs)
+        if (r.id == id) return &r;
+    return nullptr;
+}
+
 // The report path of run `id` among the report's runs; empty when it is not there.
 std::string_view source_of(const CheckReport& report, std::int64_t id) {
-    for (const RunRef& r : report.runs)
-        if (r.id == id) return r.source;
-    return {};
+    const RunRef* r = run_of(report, id);
+    return r != nullptr ? std::string_view(r->source) : std::string_view();
 }
 
 nlohmann::json optional_number(const std::optional<double>& v) {
     if (!v) return nullptr;
     return *v;
-}
-
-const RunRef* run_of(const CheckReport& report, std::int64_t id) {
-    for (const RunRef& r : report.runs)
-        if (r.id == id) return &r;
-    return nullptr;
 }
 
 // The finding a check's headline names: the first at warning or above; nullptr when none is.

@@ -129,9 +129,6 @@ private:
 
 // Kernels, copies and sets kept for the idle causes; past this many, none are told.
 constexpr std::size_t k_max_idle_ops = 1 << 20;
-// A call's first execution of at least this long, ten times its later ones (or a lone call
-// before any GPU work), is one-time start-up: context creation, module loading, allocation.
-constexpr double k_startup_call_ns = 1'000'000;
 
 // The SM (GPC) clock while the GPU worked, from Nsight Systems' GPU metrics sampling
 // (--gpu-metrics-devices): the mean of the "GPC Clock Frequency" samples taken when "GR Active"
@@ -370,16 +367,6 @@ private:
         }
         std::unordered_map<std::string, const KernelExtra*> extra_of;
         for (const auto& [name_id, x] : extras) extra_of[x.name] = &x;
-        UnifiedMemory um;
-        if (kernel_rows > 0) {
-            const bool demangled = ex.columns("CUPTI_ACTIVITY_KIND_KERNEL").contains("demangledName");
-            auto read = read_unified_memory(ex.db(), ex.path(), demangled ? "demangledName" : "shortName");
-            if (!read) return std::unexpected(read.error());
-            um = std::move(*read);
-        }
-        std::unordered_map<std::string, KernelMigrations> migrations_of;
-        for (const auto& [name_id, k] : um.by_kernel)
-            if (auto x = extras.find(name_id); x != extras.end()) migrations_of[x->second.name] = k;
 
         // Memory copies and sets, per direction and host memory kind: the timeline counts and times
         // them; bytes and what the name stands for are kept here.
@@ -388,6 +375,7 @@ private:
             std::string direction, host_memory;
         };
         std::map<std::string, MemGroup> mem;
+        bool unified_copies = false;  // managed-memory migrations among the copies
         // A copy or set: columns 0-2 start, end, device; `stream` and `correlation` its columns.
         auto memory_event = [&](const std::string& name, const SQLite::Statement& st, int stream, int correlation,
                                 LaunchMatcher& calls) {
@@ -417,6 +405,7 @@ private:
                                                       correlated ? "correlationId" : "NULL"));
             while (st.executeStep()) {
                 const long long copy_kind = st.getColumn(5).getInt64();
+                unified_copies = unified_copies || is_unified_copy(copy_kind);
                 std::string host;
                 // The host side of a copy: the source for HtoD, the destination for DtoH.
                 if (!st.getColumn(6).isNull()) {
@@ -448,6 +437,18 @@ private:
                 memory_event("[CUDA memset]", st, 4, 5, set_calls);
             }
         }
+        // Migrations matched to the kernels they ran inside: a second, sorted pass, only where the
+        // copies held some.
+        UnifiedMemory um;
+        if (kernel_rows > 0 && unified_copies) {
+            const bool demangled = ex.columns("CUPTI_ACTIVITY_KIND_KERNEL").contains("demangledName");
+            auto read = read_unified_memory(ex.db(), ex.path(), demangled ? "demangledName" : "shortName");
+            if (!read) return std::unexpected(read.error());
+            um = std::move(*read);
+        }
+        std::unordered_map<std::string, KernelMigrations> migrations_of;
+        for (const auto& [name_id, k] : um.by_kernel)
+            if (auto x = extras.find(name_id); x != extras.end()) migrations_of[x->second.name] = k;
 
         if (kernel_rows == 0) {
             // What the capture holds instead: copies, host calls only (API-only), or nothing at all.

@@ -17,6 +17,8 @@ constexpr long long k_cause_user = 1, k_cause_fault = 2, k_cause_speculative = 3
 
 }  // namespace
 
+bool is_unified_copy(long long copy_kind) { return copy_kind >= k_uvm_htod && copy_kind <= k_uvm_dtod; }
+
 Result<UnifiedMemory> read_unified_memory(SQLite::Database& db, const std::string& path, const std::string& name_column) {
     UnifiedMemory um;
     const auto tables = sqlite_tables(db);

@@ -27,6 +27,9 @@ struct UnifiedMemory {
     bool any() const { return migrations > 0; }
 };
 
+// Whether CUDA_MEMCPY_KIND `copy_kind` is a unified-memory migration (Unified HtoD, DtoH, DtoD).
+bool is_unified_copy(long long copy_kind);
+
 // Reads the migrations and matches them to the kernels they overlapped: two passes in start
 // order (SQLite sorts), so memory does not grow with the number of rows. `name_column` is the
 // kernel table's name column ("demangledName" or "shortName").

@@ -76,9 +76,6 @@ static_assert(k_max_idle_kernels <= std::numeric_limits<std::int32_t>::max());
 // HTA's consecutive_kernel_delay: a gap below this between kernels of one stream is kernel wait.
 constexpr double k_kernel_wait_ns = 30;
 
-// A first call this long, ten times its later calls' mean, is one-time start-up work (lazy module
-// loading, library handles, autotuning); so is a launch, function or module call this long.
-constexpr double k_startup_call_ns = 1'000'000;
 // Most one-time intervals kept; later ones are not told apart from other host work.
 constexpr std::size_t k_max_startup_spans = 4096;
 

@@ -12,6 +12,10 @@ namespace perfwatch {
 // A gap of this length or more, ended by work the host issued during it, is the host away (a
 // burst boundary: host computation, sleeps, data loading) rather than launch overhead.
 inline constexpr double k_host_gap_ns = 1'000'000;
+// A first call this long, ten times its later calls' mean, is one-time start-up work (lazy module
+// loading, library handles, autotuning, context creation); so is, in Kineto, a launch, function
+// or module call this long, and in Nsight Systems a lone call this long before any GPU work.
+inline constexpr double k_startup_call_ns = 1'000'000;
 // A launch that starts more than this after its call returned waited (HTA's launch delay outlier).
 inline constexpr double k_waited_launch_ns = 100'000;
 
