@@ -446,6 +446,23 @@ private:
                                                                "smtps://",
                                                                r.name));
                     }
+                } else if (key == "token") {
+                    diag(kv.second.Mark(), fmt::format("receiver '{}': an API token is a secret: give it with "
+                                                       "token_file or token_env, not in the configuration",
+                                                       r.name));
+                } else if (key == "token_file" || key == "token_env") {
+                    if (auto v = secret(kv.second, key, r.name, r.token_source)) r.token = *v;
+                } else if (key == "repository") {
+                    if (auto v = scalar(kv.second, key)) r.repository = *v;
+                } else if (key == "api_url") {
+                    if (auto v = scalar(kv.second, key)) {
+                        r.api_url = *v;
+                        while (r.api_url.ends_with('/')) r.api_url.pop_back();
+                        if (!v->starts_with("http://") && !v->starts_with("https://"))
+                            diag(kv.second.Mark(), fmt::format("receiver '{}': api_url must start with http:// or "
+                                                               "https://; found '{}'",
+                                                               r.name, *v));
+                    }
                 } else if (key == "password") {
                     diag(kv.second.Mark(), fmt::format("receiver '{}': give the password with password_file or "
                                                        "password_env, not in the configuration",
@@ -483,8 +500,9 @@ private:
                 } else {
                     diag(kv.first.Mark(), fmt::format("unknown receiver setting '{}' (expected name, type, url_file, "
                                                       "url_env, smtp_url, from, to, username, password_file, "
-                                                      "password_env, starttls, allow_unauthenticated, path, ca_file, rate_limit, timeout or "
-                                                      "max_attempts)",
+                                                      "password_env, starttls, allow_unauthenticated, path, ca_file, "
+                                                      "repository, api_url, token_file, token_env, rate_limit, "
+                                                      "timeout or max_attempts)",
                                                       key));
                 }
             }

@@ -34,6 +34,12 @@ struct Receiver {
     // email with a username: a server that offers no AUTH gets nothing, unless this is set.
     bool allow_unauthenticated = false;
     std::string ca_file;   // extra CA bundle for HTTPS / SMTP TLS
+    // github / gitlab: the repository ("owner/name"; GitLab: the project's path or numeric id),
+    // the REST API's root (GitHub Enterprise, a self-managed GitLab) and the API token.
+    std::string repository;
+    std::string api_url;
+    std::string token;
+    std::string token_source;  // "file PATH" or "env NAME", for messages
     std::chrono::milliseconds rate_limit{0};  // at least this long between two messages
     std::chrono::milliseconds timeout{10000};
     int max_attempts = 12;  // then the message is failed and reported

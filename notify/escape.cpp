@@ -24,7 +24,9 @@ Rules rules_of(Medium m) {
         case Medium::markdown:
         case Medium::plain_line: return {true, false};
         case Medium::html:
-        case Medium::xml: return {false, true};
+        case Medium::xml:
+        case Medium::workflow_message:
+        case Medium::workflow_property: return {false, true};
     }
     return {true, false};
 }
@@ -86,6 +88,23 @@ std::string entities(std::string_view text, Medium m) {
     return out;
 }
 
+// The workflow-command encoding of GitHub's runner (toolkit's escapeData/escapeProperty).
+std::string percent_encoded(std::string_view text, bool property) {
+    std::string out;
+    out.reserve(text.size() + 16);
+    for (const char c : text) {
+        switch (c) {
+            case '%': out += "%25"; break;
+            case '\r': out += "%0D"; break;
+            case '\n': out += "%0A"; break;
+            case ':': out += property ? "%3A" : ":"; break;
+            case ',': out += property ? "%2C" : ","; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
 std::string backslashed(std::string_view text, std::string_view specials) {
     std::string out;
     out.reserve(text.size() + 16);
@@ -110,6 +129,8 @@ std::string escape_for(Medium medium, std::string_view text) {
         case Medium::mattermost:
         case Medium::discord:
         case Medium::markdown: return backslashed(out, "\\`*_{}[]()<>#|~!");
+        case Medium::workflow_message:
+        case Medium::workflow_property: return percent_encoded(out, medium == Medium::workflow_property);
         case Medium::teams:
         case Medium::email_text:
         case Medium::plain_line: return out;

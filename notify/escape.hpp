@@ -21,6 +21,10 @@ enum class Medium {
     plain_line,    // one line of plain text (an email Subject, a Slack header): no markup, no breaks
     html,          // the HTML report (a file: nothing to neutralise but markup)
     xml,           // JUnit XML: no control characters at all
+    // GitHub workflow commands (`::warning file=F,title=T::MESSAGE`): one line whatever the text;
+    // % CR LF percent-encoded in the message, and : , too in a property's value.
+    workflow_message,
+    workflow_property,
 };
 
 std::string escape_for(Medium medium, std::string_view text);

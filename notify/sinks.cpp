@@ -14,12 +14,15 @@ const Sink& webhook_sink();
 const Sink& email_sink();
 const Sink& jsonl_sink();
 const Sink& stdout_sink();
+const Sink& github_sink();
+const Sink& gitlab_sink();
 
 namespace {
 
 // The sink table: adding a receiver type is its file under notify/sinks/ and a row here.
-const std::array<const Sink*, 8> k_sinks{&slack_sink(),   &teams_sink(), &mattermost_sink(), &discord_sink(),
-                                         &webhook_sink(), &email_sink(), &jsonl_sink(),      &stdout_sink()};
+const std::array<const Sink*, 10> k_sinks{&slack_sink(),   &teams_sink(),  &mattermost_sink(), &discord_sink(),
+                                          &webhook_sink(), &email_sink(),  &jsonl_sink(),      &stdout_sink(),
+                                          &github_sink(),  &gitlab_sink()};
 
 }  // namespace
 

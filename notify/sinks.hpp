@@ -42,7 +42,7 @@ public:
 };
 
 // The sink table, one row per receiver type (slack, teams, mattermost, discord, webhook, email,
-// jsonl, stdout).
+// jsonl, stdout, github, gitlab).
 std::span<const Sink* const> sinks();
 // nullptr for an unknown type.
 const Sink* find_sink(std::string_view type);

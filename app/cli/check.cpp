@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "engine/evaluate.hpp"
 #include "engine/pipeline.hpp"
 #include "engine/rules.hpp"
+#include "notify/ci_formats.hpp"
 
 #include "app/cli/command.hpp"
 #include "app/cli/common.hpp"
@@ -32,6 +34,24 @@ struct CheckOptions {
     std::vector<Converter> converters = default_converters();
     ReaderOptions reader;
 };
+
+std::string env_or_empty(const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr ? std::string(value) : std::string();
+}
+
+// Appends `markdown` to the GitHub job summary file ($GITHUB_STEP_SUMMARY) when one is set;
+// false (said on stderr) when it cannot be written.
+bool append_step_summary(const std::string& markdown) {
+    const std::string path = env_or_empty("GITHUB_STEP_SUMMARY");
+    if (path.empty()) return true;
+    std::ofstream out(path, std::ios::app | std::ios::binary);
+    out << markdown << "\n";
+    out.flush();
+    if (out) return true;
+    print_error(Error{.file = path, .message = "cannot append the job summary ($GITHUB_STEP_SUMMARY)"});
+    return false;
+}
 
 std::string regression_sentence(const RegressionEvent& e) {
     const RegressionState& r = e.state;
@@ -162,6 +182,11 @@ int run_check(const CheckOptions& options) {
         fmt::print("{}", format_check_markdown(report));
     else if (options.format == "junit")
         fmt::print("{}", format_check_junit(report, fail_on));
+    else if (options.format == "github") {
+        fmt::print("{}", format_check_github(report, env_or_empty("GITHUB_WORKSPACE")));
+        if (!append_step_summary(format_check_markdown(report))) status = 2;
+    } else if (options.format == "gitlab")
+        fmt::print("{}", format_check_gitlab(report, env_or_empty("CI_PROJECT_DIR")));
     else
         fmt::print("{}", format_check_text(report));
     if (status != 0) return status;
@@ -181,9 +206,11 @@ public:
         cmd->add_option("--label", m_labels, "Label KEY=VALUE for the runs (repeatable)")->allow_extra_args(false);
         cmd->add_option("--baseline", m_options.baseline,
                         "Compare with this run id or report file instead of the history (same GPU model only)");
-        cmd->add_option("--format", m_options.format, "text, json, markdown (pull-request comment, < 65,000 characters) "
-                                                      "or junit (JUnit XML for Jenkins and GitLab)")
-            ->check(CLI::IsMember({"text", "json", "markdown", "junit"}));
+        cmd->add_option("--format", m_options.format, "text, json, markdown (pull-request comment, < 65,000 characters), "
+                                                      "junit (JUnit XML for Jenkins and GitLab), github (workflow "
+                                                      "annotations; the Markdown report appended to "
+                                                      "$GITHUB_STEP_SUMMARY) or gitlab (Code Quality report)")
+            ->check(CLI::IsMember({"text", "json", "markdown", "junit", "github", "gitlab"}));
         cmd->add_option("--fail-on", m_options.fail_on, "info, warning or error (default error)")
             ->check(CLI::IsMember({"info", "warning", "error"}));
         cmd->add_option("files", m_options.files, "Report files")->required();

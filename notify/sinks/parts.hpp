@@ -25,6 +25,30 @@ void curl_init_once();
 // POSTs `body` as JSON to the receiver's URL with the Idempotency-Key header, classifying the answer.
 Delivery http_post_json(const Receiver& receiver, const std::string& body, const std::string& key);
 
+// One call of a REST API.
+struct HttpCall {
+    std::string method = "GET";
+    std::string url;
+    std::vector<std::string> headers;  // "Name: value" (a token among them: never in an error)
+    std::string body;                  // sent as application/json when not empty
+};
+
+// What a call came to: its classification (as http_post_json's), the answer's body (at most
+// 8 MiB kept) and the URL of the next page when the answer is paged (a Link header's rel="next").
+struct HttpReply {
+    Delivery delivery;
+    std::string body;
+    std::string next_page;
+};
+
+// Makes `call` with the receiver's timeout and CA file, following no redirect. Besides 429 and
+// 5xx, a 403 that says it is a rate limit (Retry-After, or X-RateLimit-Remaining: 0 with
+// X-RateLimit-Reset) is retried, after the wait it names.
+HttpReply http_call(const Receiver& receiver, const HttpCall& call);
+
+// `text` percent-encoded for a URL's path segment or query value (RFC 3986 unreserved kept).
+std::string url_encoded(std::string_view text);
+
 // A sink that POSTs a JSON body to the receiver's webhook URL (the chat sinks and the webhook).
 class JsonPostSink final : public Sink {
 public:

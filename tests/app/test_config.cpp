@@ -260,6 +260,43 @@ route:
     ::unsetenv("PERFWATCH_TEST_DISCORD_URL");
 }
 
+// The code-host receivers need their repository and a token from a file or the environment;
+// a token written into the configuration is refused.
+TEST(Config, CodeHostReceiversNeedARepositoryAndATokenFromAFileOrTheEnvironment) {
+    ::setenv("PERFWATCH_TEST_GITHUB_TOKEN", "ghp_x", 1);
+    const ConfigLoad ok = parse_config_text("cfg.yaml", R"(receivers:
+  - name: pr
+    type: github
+    repository: octo-org/gpu-app
+    api_url: https://github.example/api/v3/
+    token_env: PERFWATCH_TEST_GITHUB_TOKEN
+route:
+  receiver: pr
+)");
+    EXPECT_TRUE(ok.diagnostics.empty()) << ::testing::PrintToString(first_lines(ok.diagnostics));
+    ASSERT_EQ(ok.config.receivers.size(), 1u);
+    EXPECT_EQ(ok.config.receivers[0].token, "ghp_x");
+    EXPECT_EQ(ok.config.receivers[0].api_url, "https://github.example/api/v3");
+    EXPECT_EQ(ok.config.receivers[0].repository, "octo-org/gpu-app");
+    ::unsetenv("PERFWATCH_TEST_GITHUB_TOKEN");
+    const ConfigLoad bad = parse_config_text("cfg.yaml", R"(receivers:
+  - name: mr
+    type: gitlab
+    token: glpat-inline
+    api_url: gitlab.example
+route:
+  receiver: mr
+)");
+    const std::vector<std::string> got = first_lines(bad.diagnostics);
+    const auto has = [&](const std::string& text) {
+        return std::any_of(got.begin(), got.end(), [&](const std::string& d) { return d.starts_with(text); });
+    };
+    EXPECT_TRUE(has("cfg.yaml:4:12: error: receiver 'mr': an API token is a secret")) << ::testing::PrintToString(got);
+    EXPECT_TRUE(has("cfg.yaml:5:14: error: receiver 'mr': api_url must start with http:// or https://"));
+    EXPECT_TRUE(has("cfg.yaml:2:5: error: receiver 'mr' needs repository (the project's path or id)"));
+    EXPECT_TRUE(has("cfg.yaml:2:5: error: receiver 'mr' needs token_file or token_env (the API token)"));
+}
+
 // The quoted configuration line under a diagnostic masks secret values too, in the CLI's output.
 TEST(Config, ConfigCheckQuotesLinesWithSecretsMasked) {
     test::TempDir dir;

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "tests/support.hpp"
 
@@ -51,6 +52,38 @@ TEST(ReportFormats, MarkdownOfACorpusReport) {
     EXPECT_TRUE(r.out.starts_with("### perfwatch: 1 finding (0 errors, 1 warning, 0 info)")) << r.out;
     EXPECT_NE(r.out.find("#### Findings, largest estimated impact first"), std::string::npos);
     EXPECT_NE(r.out.find("1. **[warning] "), std::string::npos);
+}
+
+// Inside a GitHub job: workflow commands on stdout, the Markdown report appended to the job
+// summary file; inside a GitLab job: a Code Quality report with one issue per finding.
+TEST(ReportFormats, GithubAndGitlabFormatsOfACorpusReport) {
+    PERFWATCH_CORPUS_FILE(csv, "ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log");
+    test::TempDir dir;
+    test::write_file(dir.path() / "summary.md", "# earlier step\n");
+    const std::string workspace = std::filesystem::path(csv).parent_path().parent_path().string();
+    const auto r = test::run_program({"env", "GITHUB_STEP_SUMMARY=" + dir.file("summary.md"), "GITHUB_WORKSPACE=" + workspace,
+                                      PERFWATCH_BINARY, "check", "--format", "github", "--fail-on", "warning", csv});
+    EXPECT_EQ(r.exit_code, 1) << r.err;  // the warning fails the gate
+    const auto markdown = test::run_perfwatch({"check", "--format", "markdown", csv});
+    const auto json = test::run_perfwatch({"check", "--format", "json", csv});
+    EXPECT_EQ(test::read_file(dir.file("summary.md")), "# earlier step\n" + markdown.out + "\n");
+    // The headline, then one annotation per finding, each naming the report relative to the workspace.
+    std::istringstream lines(r.out);
+    std::string line;
+    ASSERT_TRUE(std::getline(lines, line));
+    EXPECT_TRUE(line.starts_with("::notice title=perfwatch headline::headline: ")) << line;
+    long annotations = 0;
+    while (std::getline(lines, line)) {
+        EXPECT_TRUE(std::regex_match(line, std::regex("::(error|warning|notice) file=ncu/csv-details_B200-cc100_ncu2025_"
+                                                      "cublaslt_gemm_rules.log,title=perfwatch [a-z0-9-]+%3A [^:,]*::.+")))
+            << line;
+        ++annotations;
+    }
+    EXPECT_EQ(annotations, count_matches(json.out, "\"rule\": "));
+    const auto gitlab = test::run_program({"env", "CI_PROJECT_DIR=" + workspace, PERFWATCH_BINARY, "check", "--format", "gitlab", csv});
+    EXPECT_EQ(gitlab.exit_code, 0) << gitlab.err;
+    EXPECT_EQ(count_matches(gitlab.out, "\"check_name\": "), annotations);
+    EXPECT_EQ(count_matches(gitlab.out, "\"path\": \"ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log\""), annotations);
 }
 
 }  // namespace perfwatch
