@@ -8,6 +8,7 @@ PERFWATCH_PACKAGES=(
   libyaml-cpp-dev libsqlitecpp-dev libsqlite3-dev libfmt-dev libcli11-dev libssl-dev nlohmann-json3-dev libsimdjson-dev libutfcpp-dev
   libboost-dev libgtest-dev libgmock-dev libsystemd-dev prometheus-cpp-dev systemd libcurl4-openssl-dev
   libpq-dev libseccomp-dev python3-aiosmtpd openssl libxml2-utils chromium sqlite3 util-linux
+  dpkg-dev file man-db adduser
 )
 
 # Extra packages a script needs besides these (fuzzing, benchmarks) are passed as arguments.
