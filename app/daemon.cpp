@@ -34,6 +34,7 @@
 #include "app/daemon_metrics.hpp"
 #include "web/dashboard.hpp"
 #include "web/http_server.hpp"
+#include "web/page.hpp"
 #include "app/log.hpp"
 #include "app/quiet_queue.hpp"
 #include "app/report.hpp"
@@ -887,10 +888,11 @@ private:
         const std::string_view method = request.method;
         const std::string_view target = request.target;
         const std::string_view path = target.substr(0, target.find('?'));
+        if (auto refused = m_dashboard->refuse_host(request)) return std::move(*refused);
         if (path != "/healthz" && path != "/metrics") {
             // The dashboard reads on its own connection, on this thread.
             if (auto page = m_dashboard->handle(request)) return std::move(*page);
-            return {404, "text/plain; charset=utf-8", "not found\n", {}};
+            return web::error_response(404, "no such page");
         }
         if (method != "GET" && method != "HEAD") return {405, "text/plain; charset=utf-8", "only GET\n", {}};
         m_metrics.watched_directories(static_cast<double>(m_watcher.directories()));
@@ -993,6 +995,17 @@ private:
 
 Result<std::unique_ptr<web::Dashboard>> open_dashboard(const std::string& db_path, const Config& config) {
     web::DashboardOptions options;
+    // Host names the dashboard answers for besides addresses: where people reach it and this machine.
+    if (!config.dashboard_base_url.empty()) {
+        std::string_view host = config.dashboard_base_url;
+        host.remove_prefix(host.find("://") + 3);
+        host = host.substr(0, host.find_first_of("/?#"));
+        if (const std::size_t at = host.rfind('@'); at != std::string_view::npos) host.remove_prefix(at + 1);
+        if (!host.starts_with('[')) host = host.substr(0, host.find(':'));
+        if (!host.empty()) options.host_names.emplace_back(host);
+    }
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) == 0 && name[0] != '\0') options.host_names.emplace_back(name);
     if (!config.dashboard_token_file.empty()) {
         auto token = read_dashboard_token(config.dashboard_token_file);
         if (!token) return std::unexpected(token.error());

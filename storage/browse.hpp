@@ -52,6 +52,8 @@ public:
     // Findings per run by severity (info, warning, error), for each of `runs` that has any.
     Result<std::map<std::int64_t, std::array<std::int64_t, 3>>> finding_counts(const std::vector<std::int64_t>& runs) const;
     // The names of the `limit` kernels of `run` with the most GPU time (launches x mean duration).
+    // The report path of each of `runs` that exists.
+    Result<std::map<std::int64_t, std::string>> sources(const std::vector<std::int64_t>& runs) const;
     Result<std::vector<std::string>> top_kernels(std::int64_t run, std::size_t limit) const;
 
 private:

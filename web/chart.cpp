@@ -131,18 +131,22 @@ std::string series_chart(const ChartInput& in) {
     return svg + "</svg>\n";
 }
 
-std::string sparkline(const std::vector<double>& values) {
+std::string sparkline(const std::vector<double>& values, std::string_view metric) {
     if (values.size() < 2) return {};
     const double w = 120, hgt = 24;
     const auto [lo_it, hi_it] = std::minmax_element(values.begin(), values.end());
-    const double lo = *lo_it, hi = *hi_it > *lo_it ? *hi_it : *lo_it + 1;
+    // The vertical range spans at least 10% of the middle value: a 0.1% wobble stays flat.
+    const double mid = (*lo_it + *hi_it) / 2;
+    const double span = std::max({*hi_it - *lo_it, 0.1 * std::abs(mid), 1e-12});
+    const double lo = mid - span / 2, hi = mid + span / 2;
     std::string pts;
     for (std::size_t i = 0; i < values.size(); ++i)
         pts += fmt::format("{:.1f},{:.1f} ", w * static_cast<double>(i) / static_cast<double>(values.size() - 1),
                            2 + (hgt - 4) * (hi - values[i]) / (hi - lo));
     return fmt::format("<svg class=\"spark\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
-                       "xmlns=\"http://www.w3.org/2000/svg\"><polyline points=\"{}\"/></svg>",
-                       w, hgt, w, hgt, pts);
+                       "xmlns=\"http://www.w3.org/2000/svg\"><polyline points=\"{}\"/></svg> "
+                       "<span class=\"note spark-scale\">{} &ndash; {}</span>",
+                       w, hgt, w, hgt, pts, h(format_metric(metric, *lo_it)), h(format_metric(metric, *hi_it)));
 }
 
 }  // namespace perfwatch::web

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/stats.hpp"
@@ -51,7 +52,8 @@ constexpr std::size_t k_max_drawn_points = 1200;
 // attributes), spans and marks with their tooltips, and the value axis.
 std::string series_chart(const ChartInput& input);
 
-// A small line of `values` (no axes), for lists.
-std::string sparkline(const std::vector<double>& values);
+// A small line of `values` of `metric` (no axes), for lists, followed by its scale ("1.2 ms – 1.3
+// ms"); the vertical range spans at least 10% of the middle value, so noise stays flat.
+std::string sparkline(const std::vector<double>& values, std::string_view metric);
 
 }  // namespace perfwatch::web

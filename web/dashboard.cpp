@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <boost/asio/ip/address.hpp>
+#include <cctype>
 #include <charconv>
 
 #include "web/page.hpp"
@@ -33,6 +36,38 @@ bool same_secret(std::string_view a, std::string_view b) {
 std::string_view origin_host(std::string_view origin) {
     const auto at = origin.find("://");
     return at == std::string_view::npos ? origin : origin.substr(at + 3);
+}
+
+// True when `host` (a Host header: name or address, maybe a port) names this server: an IP
+// literal, localhost, or one of `names` (case-insensitive).
+bool host_allowed(std::string_view host, const std::vector<std::string>& names) {
+    std::string_view name = host;
+    if (name.starts_with('[')) {
+        const std::size_t close = name.find(']');
+        if (close == std::string_view::npos) return false;
+        boost::system::error_code ec;
+        boost::asio::ip::make_address_v6(std::string(name.substr(1, close - 1)), ec);
+        return !ec;
+    }
+    if (const std::size_t colon = name.rfind(':'); colon != std::string_view::npos) name = name.substr(0, colon);
+    if (name.empty()) return false;
+    std::string lower(name);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == "localhost") return true;
+    boost::system::error_code ec;
+    boost::asio::ip::make_address_v4(lower, ec);
+    if (!ec) return true;
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) {
+        std::string known = n;
+        for (char& c : known) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return known == lower;
+    });
+}
+
+// A path that only takes POST: an action.
+bool is_action(std::string_view path) {
+    return path == "/silences" || path == "/files/retry" || id_after(path, "/regression/", "/accept") ||
+           id_after(path, "/silence/", "/expire") || id_after(path, "/run/", "/pin") || id_after(path, "/run/", "/unpin");
 }
 
 }  // namespace
@@ -68,11 +103,21 @@ std::optional<HttpResponse> Dashboard::handle(const HttpRequest& request) {
                       path == "/alerts" || path == "/silences" || path.starts_with("/silence/") ||
                       path == "/files/retry";
     if (!ours) return std::nullopt;
+    if ((request.method == "GET" || request.method == "HEAD") && is_action(path)) {
+        HttpResponse r = error_response(405, "this is an action: it takes POST (a form on the dashboard's pages)");
+        r.headers.emplace_back("Allow", "POST");
+        return r;
+    }
     if (request.method == "GET" || request.method == "HEAD") return get(path, query);
     if (request.method == "POST") return post(request, path);
     HttpResponse r = error_response(405, "only GET and POST");
     r.headers.emplace_back("Allow", "GET, HEAD, POST");
     return r;
+}
+
+std::optional<HttpResponse> Dashboard::refuse_host(const HttpRequest& request) const {
+    if (host_allowed(request.host, m_options.host_names)) return std::nullopt;
+    return error_response(403, "this server does not answer for that Host (only its address, localhost or dashboard.base_url's host)");
 }
 
 HttpResponse Dashboard::get(std::string_view path, std::string_view query) {
@@ -114,6 +159,7 @@ HttpResponse Dashboard::post(const HttpRequest& request, std::string_view path) 
     if (auto id = id_after(path, "/silence/", "/expire")) return silence_expire_action(ctx, *id);
     if (path == "/files/retry") return file_retry_action(ctx, *form);
     if (auto id = id_after(path, "/run/", "/pin")) return pin_action(ctx, *id, *form);
+    if (auto id = id_after(path, "/run/", "/unpin")) return unpin_action(ctx, *id);
     return error_response(404, "no such action");
 }
 

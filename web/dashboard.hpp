@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/series_index.hpp"
 #include "storage/db.hpp"
@@ -14,6 +15,9 @@ struct DashboardOptions {
     // Accepting a regression, adding or expiring a silence and pinning a baseline need this token
     // (sent as the form's `token` field or `Authorization: Bearer`); empty: the dashboard is read-only.
     std::string token;
+    // Host names (besides IP literals and localhost) that requests may name in their Host header:
+    // the host of dashboard.base_url and this machine's name.
+    std::vector<std::string> host_names;
 };
 
 // The dashboard's pages over one database: overview, series, run, compare, regressions, alerts,
@@ -26,6 +30,10 @@ public:
 
     // The response to a dashboard request; nullopt when `request` is not for a dashboard path.
     std::optional<HttpResponse> handle(const HttpRequest& request);
+    // A 403 for a request whose Host is not this server's (a DNS-rebinding page reading the
+    // dashboard, /healthz or /metrics): an IP literal, localhost or one of the options' host
+    // names is; nullopt when the request may go on. Asked before any path is served.
+    std::optional<HttpResponse> refuse_host(const HttpRequest& request) const;
 
     const Db& db() const { return m_db; }
 

@@ -21,7 +21,7 @@ public:
     Session(tcp::socket socket, const HttpHandler& handler) : m_stream(std::move(socket)), m_handler(handler) {}
 
     void start() {
-        m_parser.header_limit(16 * 1024);
+        m_parser.header_limit(64 * 1024);
         m_parser.body_limit(16 * 1024);
         m_stream.expires_after(std::chrono::seconds(10));
         http::async_read(m_stream, m_buffer, m_parser,

@@ -36,7 +36,7 @@ struct HttpResponse {
 using HttpHandler = std::function<HttpResponse(const HttpRequest& request)>;
 
 // A small HTTP/1.1 server (Boost.Beast) for /healthz, /metrics and the dashboard: one request per
-// connection, headers or body over 16 KiB refused, a connection idle for 10 s closed.
+// connection, headers over 64 KiB (a 5 KB kernel name in a link) or a body over 16 KiB refused, a connection idle for 10 s closed.
 class HttpServer {
 public:
     HttpServer(boost::asio::io_context& io, HttpHandler handler);

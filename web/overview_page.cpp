@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "engine/series_index.hpp"
 #include "web/chart.hpp"
@@ -46,14 +47,16 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
     for (const SeriesEntry* s : index.series())
         if (passes(*s, filters, text)) shown.push_back(s);
 
-    const std::string sort = q.has("sort") ? q.get("sort") : "-latest";
+    // Default: series with open regressions first (most first), then the latest run first.
+    const std::string sort = q.has("sort") ? q.get("sort") : "-regressions";
     const bool desc = sort.starts_with('-');
     const std::string key = desc ? sort.substr(1) : sort;
     auto open_of = [&](const SeriesEntry* s) { auto it = open->find(s->key); return it == open->end() ? 0 : it->second; };
     std::stable_sort(shown.begin(), shown.end(), [&](const SeriesEntry* a, const SeriesEntry* b) {
         auto cmp = [&]() -> int {
             if (key == "runs") return a->runs.size() < b->runs.size() ? -1 : a->runs.size() > b->runs.size();
-            if (key == "regressions") return open_of(a) < open_of(b) ? -1 : open_of(a) > open_of(b);
+            if (key == "regressions" && open_of(a) != open_of(b)) return open_of(a) < open_of(b) ? -1 : 1;
+            if (key == "regressions") return a->runs.back().id < b->runs.back().id ? -1 : a->runs.back().id > b->runs.back().id;
             if (key == "latest") return a->runs.back().id < b->runs.back().id ? -1 : a->runs.back().id > b->runs.back().id;
             return a->key < b->key ? -1 : a->key > b->key;
         }();
@@ -64,18 +67,24 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
     const std::size_t page_no = page_of(q, pages);
     const std::size_t from = (page_no - 1) * k_page_size, to = std::min(shown.size(), from + k_page_size);
 
-    // Two reads for the whole page: the latest runs' findings, and GPU time over the recent runs.
-    std::vector<std::int64_t> latest, spark_runs;
+    // Three reads for the whole page: the latest runs' findings, and each series' chart metric
+    // (GPU time, a job's step time) over its recent runs.
+    std::vector<std::int64_t> latest;
+    std::map<std::string_view, std::vector<std::int64_t>> spark_runs;
     for (std::size_t i = from; i < to; ++i) {
         latest.push_back(shown[i]->runs.back().id);
         const auto& runs = shown[i]->runs;
         for (std::size_t r = runs.size() > k_spark_runs ? runs.size() - k_spark_runs : 0; r < runs.size(); ++r)
-            spark_runs.push_back(runs[r].id);
+            spark_runs[run_metric_of(*shown[i])].push_back(runs[r].id);
     }
     auto counts = ctx.db.browse().finding_counts(latest);
     if (!counts) return error_response(500, counts.error().to_string());
-    auto gpu = ctx.db.browse().metric_values(EntityKind::run, std::nullopt, "gpu_time", spark_runs);
-    if (!gpu) return error_response(500, gpu.error().to_string());
+    std::map<std::string_view, std::map<std::int64_t, RunValue>> spark_values;
+    for (const auto& [metric, ids] : spark_runs) {
+        auto values = ctx.db.browse().metric_values(EntityKind::run, std::nullopt, std::string(metric), ids);
+        if (!values) return error_response(500, values.error().to_string());
+        spark_values[metric] = std::move(*values);
+    }
 
     std::vector<std::pair<std::string, std::string>> params;
     for (const std::string& f : q.all("label")) params.emplace_back("label", f);
@@ -104,13 +113,16 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
         std::string findings = "none";
         if (auto it = counts->find(last.id); it != counts->end()) {
             const auto& c = it->second;
-            findings = fmt::format("<span class=\"sev-error\">{} error</span>, <span class=\"sev-warning\">{} warning</span>, "
-                                   "<span class=\"sev-info\">{} info</span>",
-                                   c[2], c[1], c[0]);
+            // A severity is coloured only when it has findings: "0 error" is not an alarm.
+            const auto count = [](auto n, std::string_view severity) {
+                return n == 0 ? fmt::format("0 {}", severity) : fmt::format("<span class=\"sev-{0}\">{1} {0}</span>", severity, n);
+            };
+            findings = fmt::format("{}, {}, {}", count(c[2], "error"), count(c[1], "warning"), count(c[0], "info"));
         }
         std::vector<double> spark;
+        const auto& values = spark_values[run_metric_of(s)];
         for (std::size_t r = s.runs.size() > k_spark_runs ? s.runs.size() - k_spark_runs : 0; r < s.runs.size(); ++r)
-            if (auto it = gpu->find(s.runs[r].id); it != gpu->end()) spark.push_back(it->second.value);
+            if (auto it = values.find(s.runs[r].id); it != values.end()) spark.push_back(it->second.value);
         const std::int64_t regressions = open_of(&s);
         body += fmt::format(
             "<tr data-series=\"{}\"><td><a href=\"{}\">{}</a></td><td>{}</td><td class=\"num\">{}</td>"
@@ -120,7 +132,7 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
             regressions == 0 ? "0"
                              : fmt::format("<a class=\"state-open\" href=\"{}\">{}</a>",
                                            h(make_url("/regressions", {{"series", s.key}})), regressions),
-            findings, sparkline(spark));
+            findings, sparkline(spark, run_metric_of(s)));
     }
     body += "</tbody></table>\n" + pager("/", params, page_no, pages);
     return html_response(page("Overview", "Overview", body));

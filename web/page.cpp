@@ -29,6 +29,7 @@ table{border-collapse:collapse;background:#fff;font-size:.88rem;width:100%}
 th,td{border-bottom:1px solid #e2e5ea;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#eef0f4;font-weight:600}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 a{color:#2456a6}code,.mono{font-family:ui-monospace,Menlo,monospace;font-size:.85em}
+td code,td.mono,li code,h2 code,p.mono{overflow-wrap:anywhere;word-break:break-word}
 .sev-error{color:#b3261e;font-weight:600}.sev-warning{color:#a35a00;font-weight:600}.sev-info{color:#4b5563}
 .state-open{color:#b3261e;font-weight:600}.state-resolved{color:#2f7d32}.state-accepted{color:#5b4b9a}
 .pager{margin:.6rem 0}.pager a,.pager span{margin-right:.8rem}

@@ -38,10 +38,15 @@ HttpResponse silence_expire_action(PageContext& ctx, std::int64_t id);
 // A quarantined (or failed) file, the form's `path`, read once more by the daemon.
 HttpResponse file_retry_action(PageContext& ctx, const Query& form);
 HttpResponse pin_action(PageContext& ctx, std::int64_t run_id, const Query& form);
+HttpResponse unpin_action(PageContext& ctx, std::int64_t run_id);
 
 // The chart of one series with what `q` chooses (metric, entity, kind, from..to), its zoom and pan
 // links and legend; `error` set when a parameter is wrong. Shared by the series and regression pages.
 std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Query& q, std::string& error);
+
+// The run metric a series is charted by when none is asked: a job's step time (jobs have no
+// single GPU time), else GPU time.
+std::string_view run_metric_of(const SeriesEntry& s);
 
 // Forms of the actions: hidden when the dashboard is read-only.
 std::string token_field();

@@ -17,7 +17,8 @@ namespace perfwatch::web {
 class Query {
 public:
     static constexpr std::size_t k_max_params = 64;
-    static constexpr std::size_t k_max_value = 2048;
+    // A kernel's history link carries its name: real PyTorch names reach 5 KB (15 KB encoded).
+    static constexpr std::size_t k_max_value = 16384;
 
     static Result<Query> parse(std::string_view text);
 

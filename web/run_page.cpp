@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "core/vocabulary.hpp"
@@ -18,6 +19,17 @@ constexpr std::size_t k_kernel_rows = 50;
 constexpr std::size_t k_diff_rows = 30;
 
 std::string time_text(double ns) { return format_metric("duration", ns); }
+
+// `text` as one word of a POSIX shell command line: single-quoted unless it is plainly safe.
+std::string shell_quoted(std::string_view text) {
+    const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("/._-+=:,@%").find(c) != std::string_view::npos;
+    });
+    if (plain) return std::string(text);
+    std::string out = "'";
+    for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
 
 double total_of(const Entity& e) {
     if (auto t = e.value("duration_total")) return *t;
@@ -175,17 +187,45 @@ HttpResponse run_page(PageContext& ctx, std::int64_t run_id) {
     body += "<h2>Reproduce</h2>\n<pre class=\"box mono\" id=\"commands\">";
     body += h(fmt::format("perfwatch show {} --db {}\n", run_id, ctx.db.name()));
     if (previous) body += h(fmt::format("perfwatch diff {} {} --db {}\n", *previous, run_id, ctx.db.name()));
-    body += h(fmt::format("perfwatch check {}\n", r.batch.source));
+    // A job is checked from its ranks' reports (check judges the ranks it is given as one job).
+    std::vector<std::string> reports{r.batch.source};
+    if (r.batch.format == "job") {
+        std::vector<std::int64_t> ranks;
+        if (auto job = ctx.db.jobs().get(run_id))
+            for (const JobRank& rank : job->ranks) ranks.push_back(rank.run_id);
+        auto sources = ctx.db.browse().sources(ranks);
+        if (!sources) return error_response(500, sources.error().to_string());
+        if (!sources->empty()) reports.clear();
+        for (const std::int64_t id : ranks)
+            if (auto it = sources->find(id); it != sources->end()) reports.push_back(it->second);
+    }
+    std::string check = "perfwatch check";
+    for (const std::string& report : reports) check += " " + shell_quoted(report);
+    body += h(check + "\n");
     body += "</pre>\n";
-    if (ctx.writable)
+    auto pins = ctx.db.pins().list();
+    if (!pins) return error_response(500, pins.error().to_string());
+    const auto pin = std::find_if(pins->begin(), pins->end(), [&](const BaselinePin& p) { return p.run_id == run_id; });
+    if (pin != pins->end()) {
+        body += fmt::format("<div class=\"box\" id=\"pinned\">Pinned as the baseline of its series since {}{}.", h(pin->pinned_at),
+                            pin->comment.empty() ? "" : ": " + h(pin->comment));
+        if (ctx.writable)
+            body += fmt::format(" <form class=\"inline\" method=\"post\" action=\"/run/{}/unpin\">{}<button type=\"submit\">"
+                                "Unpin</button></form>",
+                                run_id, token_field());
+        body += "</div>\n";
+    } else if (ctx.writable) {
         body += fmt::format("<form class=\"box\" method=\"post\" action=\"/run/{}/pin\">Pin as the baseline of its series: "
                             "<input name=\"comment\" placeholder=\"why\" size=\"30\">{}<button type=\"submit\">Pin</button></form>\n",
                             run_id, token_field());
+    }
     return html_response(page(fmt::format("Run {}", run_id), "", body));
 }
 
 HttpResponse compare_page(PageContext& ctx, const Query& q) {
     const auto a = q.id("a"), b = q.id("b");
+    if ((q.has("a") && !q.get("a").empty() && !a) || (q.has("b") && !q.get("b").empty() && !b))
+        return error_response(400, "a and b must be run ids (positive integers)");
     std::string body = "<h1>Compare two runs</h1>\n<form class=\"filters\" method=\"get\" action=\"/compare\">"
                        "before <input name=\"a\" size=\"8\" value=\"" + (a ? std::to_string(*a) : std::string()) +
                        "\"> after <input name=\"b\" size=\"8\" value=\"" + (b ? std::to_string(*b) : std::string()) +
@@ -204,6 +244,13 @@ HttpResponse compare_page(PageContext& ctx, const Query& q) {
     body += diff_table(diff_runs(std::move((*before)->batch), (*after)->batch), 200);
     body += fmt::format("<pre class=\"box mono\">{}</pre>\n", h(fmt::format("perfwatch diff {} {} --db {}", *a, *b, ctx.db.name())));
     return html_response(page("Compare", "Compare", body));
+}
+
+HttpResponse unpin_action(PageContext& ctx, std::int64_t run_id) {
+    auto unpinned = ctx.db.pins().unpin(run_id);
+    if (!unpinned) return error_response(500, unpinned.error().to_string());
+    if (!*unpinned) return error_response(404, fmt::format("run {} is not pinned", run_id));
+    return redirect(fmt::format("/run/{}", run_id));
 }
 
 HttpResponse pin_action(PageContext& ctx, std::int64_t run_id, const Query& form) {

@@ -43,6 +43,8 @@ std::vector<std::size_t> changes_of(const std::vector<double>& values) {
 
 }  // namespace
 
+std::string_view run_metric_of(const SeriesEntry& s) { return s.format == "job" ? "job_step_time" : "gpu_time"; }
+
 std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Query& q, std::string& error) {
     const std::string entity = q.get("entity");
     EntityKind kind = entity.empty() ? EntityKind::run : EntityKind::kernel;
@@ -54,7 +56,7 @@ std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Q
         }
         kind = *k;
     }
-    const std::string metric = q.has("metric") ? q.get("metric") : (kind == EntityKind::run ? "gpu_time" : "duration");
+    const std::string metric = q.has("metric") ? q.get("metric") : std::string(kind == EntityKind::run ? run_metric_of(s) : "duration");
 
     // The window: [from, to] run ids, default the whole series.
     std::size_t lo = 0, hi = s.runs.size();
@@ -196,7 +198,7 @@ HttpResponse series_page(PageContext& ctx, const Query& q) {
     auto top = ctx.db.browse().top_kernels(s->runs.back().id, k_top_kernels);
     if (!top) return error_response(500, top.error().to_string());
     const std::string entity = q.get("entity");
-    const std::string metric = q.has("metric") ? q.get("metric") : (entity.empty() ? "gpu_time" : "duration");
+    const std::string metric = q.has("metric") ? q.get("metric") : std::string(entity.empty() ? run_metric_of(*s) : "duration");
 
     std::string body = fmt::format("<h1>{}</h1>\n<p class=\"note mono\">series {}</p>\n", h(series_title(s->key)), h(s->key));
     body += fmt::format("<h2>{} of {}</h2>\n", h(metric), entity.empty() ? "the run" : "kernel <code>" + h(entity) + "</code>");

@@ -170,9 +170,10 @@ HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
             if (!error.empty()) body += "<p class=\"note\">" + h(error) + "</p>\n";
         }
     }
-    body += fmt::format("<pre class=\"box mono\">{}</pre>\n",
-                        h(fmt::format("perfwatch regressions show {0} --db {1}\nperfwatch regressions accept {0} --db {1} --comment '...'",
-                                      r.id, ctx.db.name())));
+    std::string commands = fmt::format("perfwatch regressions show {0} --db {1}", r.id, ctx.db.name());
+    if (r.status == RegressionStatus::open)
+        commands += fmt::format("\nperfwatch regressions accept {0} --db {1} --comment '...'", r.id, ctx.db.name());
+    body += fmt::format("<pre class=\"box mono\">{}</pre>\n", h(commands));
     return html_response(page(fmt::format("Regression #{}", r.id), "Regressions", body));
 }
 

@@ -10,6 +10,7 @@
 #include "app/cli/common.hpp"
 #include "app/daemon.hpp"
 #include "web/http_server.hpp"
+#include "web/page.hpp"
 
 namespace perfwatch::cli {
 
@@ -34,8 +35,9 @@ int run_serve(const std::string& db_path, const std::string& listen, const std::
     boost::asio::io_context io;
     auto& pages = **dashboard;
     HttpServer server(io, [&](const HttpRequest& request) {
+        if (auto refused = pages.refuse_host(request)) return std::move(*refused);
         if (auto page = pages.handle(request)) return std::move(*page);
-        return HttpResponse{404, "text/plain; charset=utf-8", "not found\n", {}};
+        return web::error_response(404, "no such page");
     });
     auto bound = server.listen(address->first, address->second);
     if (!bound) {

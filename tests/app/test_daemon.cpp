@@ -236,6 +236,9 @@ TEST(Daemon, IngestsHundredsOfReportsExactlyOnceAndStaysHealthy) {
     auto health = test::http_get(port, "/healthz");
     EXPECT_EQ(health.status, 200);
     EXPECT_EQ(nlohmann::json::parse(health.body)["status"], "ok");
+    // A page of another site whose name resolves here (DNS rebinding) reads nothing.
+    for (const std::string path : {"/healthz", "/metrics", "/"})
+        EXPECT_EQ(test::http_request(port, "GET", path, "", {{"Host", "rebind.evil.example"}}).status, 403) << path;
 
     // A broken configuration on SIGHUP: logged, the old one kept, still ingesting.
     write_file(cfg, config_text(reports, "workers: lots\nwatch_typo: 1\n"));

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -296,6 +298,28 @@ TEST(Jobs, EightRankFilesArrivingOverSecondsGiveOneJobAndOneMessage) {
     EXPECT_NE(row7.substr(0, row7.find("</tr>")).find(fmt::format("<td class=\"num\">{}.{}%</td>", tenths / 10, tenths % 10)),
               std::string::npos)
         << row7;
+
+    // Its Reproduce command checks the 8 rank files (not the directory), and it runs.
+    const std::string commands = page.body.substr(page.body.find("<pre class=\"box mono\" id=\"commands\">"));
+    const std::size_t check_at = commands.find("perfwatch check ");
+    ASSERT_NE(check_at, std::string::npos) << commands;
+    std::istringstream words(commands.substr(check_at, commands.find('\n', check_at) - check_at));
+    std::vector<std::string> argv{PERFWATCH_BINARY};
+    for (std::string w; words >> w;)
+        if (w != "perfwatch") argv.push_back(w);
+    ASSERT_EQ(argv.size(), 10u) << commands;
+    for (std::size_t i = 2; i < argv.size(); ++i) EXPECT_TRUE(fs::is_regular_file(argv[i])) << argv[i];
+    EXPECT_NE(test::run_program(argv).exit_code, 2);
+    // Its series opens on the job's step time, which jobs have, and the overview draws it.
+    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+    const std::size_t series_at = page.body.find("href=\"/series?key=");
+    ASSERT_NE(series_at, std::string::npos);
+    std::string series_link = page.body.substr(series_at + 6, page.body.find('"', series_at + 6) - series_at - 6);
+    for (std::size_t at = series_link.find("&amp;"); at != std::string::npos; at = series_link.find("&amp;")) series_link.replace(at, 5, "&");
+    const auto series = test::http_get(port, series_link);
+    ASSERT_EQ(series.status, 200);
+    EXPECT_NE(series.body.find("<h2>job_step_time of the run</h2>"), std::string::npos) << series.body.substr(0, 3000);
+    EXPECT_NE(series.body.find("data-run=\"9\""), std::string::npos) << "the job run is a point of its chart";
 }
 
 }  // namespace perfwatch

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "web/chart.hpp"
@@ -45,6 +47,29 @@ TEST(WebChart, ShortSeriesDrawEveryPointWithEscapedTooltips) {
     EXPECT_EQ(svg.find("<b>"), std::string::npos);
     EXPECT_NE(svg.find("commit &lt;b&gt;c&lt;/b&gt;"), std::string::npos);
     EXPECT_NE(svg.find("40 launches"), std::string::npos);
+}
+
+// A sparkline says its scale, and noise stays flat: a 0.1% wobble moves the line by a few
+// percent of its height, a 20% step across most of it.
+TEST(WebChart, SparklinesCarryTheirScaleAndKeepNoiseFlat) {
+    const auto y_range = [](const std::string& svg) {
+        std::smatch m;
+        EXPECT_TRUE(std::regex_search(svg, m, std::regex("points=\"([^\"]*)\""))) << svg;
+        std::istringstream pts(m[1].str());
+        double lo = 1e9, hi = -1e9;
+        for (std::string p; pts >> p;) {
+            const double y = std::stod(p.substr(p.find(',') + 1));
+            lo = std::min(lo, y);
+            hi = std::max(hi, y);
+        }
+        return hi - lo;
+    };
+    const std::string noise = sparkline({1'000'000, 1'001'000, 999'500, 1'000'500}, "gpu_time");
+    EXPECT_LT(y_range(noise), 0.05 * 24);
+    EXPECT_NE(noise.find("<span class=\"note spark-scale\">"), std::string::npos) << noise;
+    const std::string step = sparkline({1'000'000, 1'000'000, 1'200'000, 1'200'000}, "gpu_time");
+    EXPECT_GT(y_range(step), 0.75 * 20);
+    EXPECT_NE(step.find("1.00 ms &ndash; 1.20 ms"), std::string::npos) << step;
 }
 
 }  // namespace perfwatch::web

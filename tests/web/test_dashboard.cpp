@@ -51,6 +51,8 @@ std::vector<std::string> all_matches(const std::string& text, const std::string&
     return out;
 }
 
+std::int64_t query_pins(const std::string& db) { return test::query_int(db, "SELECT count(*) FROM baseline_pins"); }
+
 std::string unescape(std::string s) {
     for (const auto& [from, to] : {std::pair<std::string, std::string>{"&amp;", "&"}, {"&quot;", "\""}, {"&#39;", "'"}}) {
         for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
@@ -252,7 +254,7 @@ TEST(Dashboard, ChromiumDrivesEveryPageAndItShowsWhatTheDatabaseHolds) {
     const std::string accept = fmt::format("/regression/{}/accept", regression);
     const std::vector<std::pair<std::string, std::string>> form{{"Content-Type", "application/x-www-form-urlencoded"}};
     EXPECT_EQ(test::http_request(port, "POST", accept, "comment=intended", form).status, 403);
-    EXPECT_EQ(test::http_request(port, "GET", accept, "", {}).status, 404);  // no state change on GET
+    EXPECT_EQ(test::http_request(port, "GET", accept, "", {}).status, 405);  // no state change on GET: a POST path
     auto cross = form;
     cross.emplace_back("Origin", "http://evil.example");
     EXPECT_EQ(test::http_request(port, "POST", accept, fmt::format("comment=x&token={}", k_token), cross).status, 403);
@@ -288,11 +290,85 @@ TEST(Dashboard, ServeWithoutATokenIsReadOnly) {
     EXPECT_EQ(test::http_request(port, "POST", "/run/1/pin", fmt::format("token={}", k_token), form).status, 403);
     EXPECT_EQ(test::http_request(port, "POST", "/silences", "matchers=rule%3Dx&hours=1", form).status, 403);
     // Bounded parameters: an overlong value or too many parameters is a 400, not a query.
-    EXPECT_EQ(test::http_get(port, "/series?key=" + std::string(3000, 'a')).status, 400);
+    EXPECT_EQ(test::http_get(port, "/series?key=" + std::string(20000, 'a')).status, 400);
     std::string many = "/?";
     for (int i = 0; i < 80; ++i) many += fmt::format("label=a{}%3Db&", i);
     EXPECT_EQ(test::http_get(port, many).status, 400);
     EXPECT_EQ(test::http_get(port, "/run/999").status, 404);
+}
+
+// What each path takes and whom the server answers: a foreign Host (a DNS-rebinding page) is
+// refused on every path, an action answers GET with 405, an unknown page is a 404 with the
+// security headers, a malformed compare is a 400; a 5 KB kernel name's history page answers 200;
+// a pinned run says so and can be unpinned.
+TEST(Dashboard, HostsMethodsLongNamesAndPins) {
+    test::TempDir dir;
+    const std::string db = dir.file("h.db");
+    std::string long_name = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<";
+    while (long_name.size() < 5000) long_name += "at::native::BinaryFunctor<float, float, float, at::native::MulFunctor<float> >, ";
+    long_name += ">(at::TensorIteratorBase&)";
+    nlohmann::json events = nlohmann::json::array();
+    for (int i = 0; i < 20; ++i)
+        events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", long_name}, {"pid", 0}, {"tid", 7}, {"ts", 1000 + 60 * i},
+                          {"dur", 50}, {"args", {{"device", 0}, {"stream", 7}}}});
+    const nlohmann::json trace = {
+        {"schemaVersion", 1},
+        {"deviceProperties", {{{"id", 0}, {"name", "NVIDIA H100"}, {"computeMajor", 9}, {"computeMinor", 0}, {"numSms", 132}}}},
+        {"traceEvents", events}};
+    test::write_file(dir.path() / "t.json", trace.dump());
+    ASSERT_LE(run_perfwatch({"check", "--db", db, "--label", "benchmark=x", dir.file("t.json")}).exit_code, 1);
+    test::write_file(dir.path() / "token", std::string(k_token) + "\n");
+    fs::permissions(dir.path() / "token", fs::perms::owner_read | fs::perms::owner_write);
+    test::BackgroundProcess serve({"serve", "--db", db, "--listen", "127.0.0.1:0", "--token-file", dir.file("token")},
+                                  dir.file("serve.log"));
+    ASSERT_TRUE(serve.wait_for_log("actions need the token", 20)) << serve.log();
+    std::smatch m;
+    const std::string log = serve.log();
+    ASSERT_TRUE(std::regex_search(log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) << log;
+    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+
+    for (const std::string& host : std::vector<std::string>{"evil.example", fmt::format("evil.example:{}", port), "127.0.0.1.nip.io", ""})
+        EXPECT_EQ(test::http_request(port, "GET", "/run/1", "", {{"Host", host}}).status, 403) << host;
+    for (const std::string& host : std::vector<std::string>{fmt::format("localhost:{}", port), "LOCALHOST", fmt::format("[::1]:{}", port), "10.1.2.3"})
+        EXPECT_EQ(test::http_request(port, "GET", "/run/1", "", {{"Host", host}}).status, 200) << host;
+    const auto action = test::http_get(port, "/run/1/pin");
+    EXPECT_EQ(action.status, 405);
+    EXPECT_EQ(action.headers.at("allow"), "POST");
+    EXPECT_EQ(test::http_get(port, "/silences").status, 405);
+    const auto missing = test::http_get(port, "/no/such/page");
+    EXPECT_EQ(missing.status, 404);
+    EXPECT_TRUE(missing.headers.contains("content-security-policy"));
+    EXPECT_EQ(test::http_get(port, "/compare?a=abc&b=1").status, 400);
+    EXPECT_EQ(test::http_get(port, "/compare?a=1&b=1").status, 200);
+
+    // The long kernel's history link on its run page opens its chart.
+    const auto run = test::http_get(port, "/run/1");
+    ASSERT_EQ(run.status, 200);
+    // (std::regex recurses per character: a 15 KB link is found by hand.)
+    std::string link;
+    for (std::size_t at = run.body.find("href=\"/series?"); at != std::string::npos && link.empty();
+         at = run.body.find("href=\"/series?", at + 1)) {
+        const std::string href = run.body.substr(at + 6, run.body.find('"', at + 6) - at - 6);
+        if (href.find("entity=") != std::string::npos) link = href;
+    }
+    ASSERT_GT(link.size(), 5000u) << run.body.substr(0, 2000);
+    const auto history = test::http_get(port, unescape(link));
+    EXPECT_EQ(history.status, 200) << history.body.substr(0, 500);
+    EXPECT_NE(history.body.find("<svg"), std::string::npos);
+    EXPECT_NE(history.body.find("at::native::BinaryFunctor&lt;float"), std::string::npos);
+
+    // Pin, seen on the run page with an Unpin form; unpinned, gone.
+    const std::vector<std::pair<std::string, std::string>> form{{"Content-Type", "application/x-www-form-urlencoded"}};
+    EXPECT_EQ(test::http_request(port, "POST", "/run/1/pin", fmt::format("token={}&comment=known+good", k_token), form).status, 303);
+    const auto pinned = test::http_get(port, "/run/1");
+    EXPECT_NE(pinned.body.find("Pinned as the baseline of its series since"), std::string::npos);
+    EXPECT_NE(pinned.body.find("known good"), std::string::npos);
+    EXPECT_NE(pinned.body.find("action=\"/run/1/unpin\""), std::string::npos);
+    EXPECT_EQ(query_pins(db), 1);
+    EXPECT_EQ(test::http_request(port, "POST", "/run/1/unpin", fmt::format("token={}", k_token), form).status, 303);
+    EXPECT_EQ(query_pins(db), 0);
+    EXPECT_EQ(test::http_get(port, "/run/1").body.find("Pinned as the baseline"), std::string::npos);
+    EXPECT_EQ(test::http_request(port, "POST", "/run/1/unpin", fmt::format("token={}", k_token), form).status, 404);
 }
 
 }  // namespace perfwatch
