@@ -101,7 +101,7 @@ std::optional<HttpResponse> Dashboard::handle(const HttpRequest& request) {
     const bool ours = path == "/" || path == "/static/style.css" || path == "/series" || path.starts_with("/run/") ||
                       path == "/compare" || path == "/regressions" || path.starts_with("/regression/") ||
                       path == "/alerts" || path == "/silences" || path.starts_with("/silence/") ||
-                      path == "/files/retry";
+                      path == "/files/retry" || path.starts_with("/api/v1/");
     if (!ours) return std::nullopt;
     if ((request.method == "GET" || request.method == "HEAD") && is_action(path)) {
         HttpResponse r = error_response(405, "this is an action: it takes POST (a form on the dashboard's pages)");
@@ -131,7 +131,9 @@ HttpResponse Dashboard::get(std::string_view path, std::string_view query) {
     PageContext ctx{m_db, !m_options.token.empty(), m_index};
     if (path == "/") return overview_page(ctx, *q);
     if (path == "/series") return series_page(ctx, *q);
-    if (path == "/compare") return compare_page(ctx, *q);
+    if (path == "/compare") return q->has("a_series") || q->has("b_series") ? range_compare_page(ctx, *q) : compare_page(ctx, *q);
+    if (path == "/api/v1/compare") return range_compare_api(ctx, *q);
+    if (path.starts_with("/api/")) return json_error(404, "no such API path");
     if (path == "/regressions") return regressions_page(ctx, *q);
     if (path == "/alerts") return alerts_page(ctx, *q);
     if (auto id = id_after(path, "/run/")) return run_page(ctx, *id);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "notify/escape.hpp"
 #include "web/query.hpp"
 
@@ -83,6 +85,16 @@ HttpResponse html_response(std::string body, unsigned status) {
 HttpResponse error_response(unsigned status, std::string_view message) {
     HttpResponse r = html_response(page("Error", "", fmt::format("<h1>{}</h1><p>{}</p>\n", status, h(message))), status);
     return r;
+}
+
+HttpResponse json_response(std::string body, unsigned status) {
+    HttpResponse r = html_response(std::move(body), status);
+    r.content_type = "application/json";
+    return r;
+}
+
+HttpResponse json_error(unsigned status, std::string_view message) {
+    return json_response(nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), status);
 }
 
 HttpResponse redirect(std::string location) {

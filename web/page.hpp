@@ -19,6 +19,10 @@ std::string page(std::string_view title, std::string_view active, std::string_vi
 HttpResponse html_response(std::string body, unsigned status = 200);
 // A plain-text error page with those headers.
 HttpResponse error_response(unsigned status, std::string_view message);
+// A JSON document (the API) with the same security headers, never cached.
+HttpResponse json_response(std::string body, unsigned status = 200);
+// {"error": message} with `status`.
+HttpResponse json_error(unsigned status, std::string_view message);
 // 303 See Other to `location` (after a POST).
 HttpResponse redirect(std::string location);
 

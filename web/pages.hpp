@@ -27,6 +27,11 @@ HttpResponse overview_page(PageContext& ctx, const Query& q);
 HttpResponse series_page(PageContext& ctx, const Query& q);
 HttpResponse run_page(PageContext& ctx, std::int64_t run_id);
 HttpResponse compare_page(PageContext& ctx, const Query& q);
+// N runs of one series against M runs of another (or of the same: two commit ranges): the run
+// metric and the top kernels, each with the engine's rank test, its confidence, the noise and the
+// smallest change the runs could tell. The page, and the same as JSON at /api/v1/compare.
+HttpResponse range_compare_page(PageContext& ctx, const Query& q);
+HttpResponse range_compare_api(PageContext& ctx, const Query& q);
 HttpResponse regressions_page(PageContext& ctx, const Query& q);
 HttpResponse regression_page(PageContext& ctx, std::int64_t id);
 HttpResponse alerts_page(PageContext& ctx, const Query& q);

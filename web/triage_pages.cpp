@@ -163,6 +163,19 @@ HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
                                            {"metric", r.metric},
                                            {"from", std::to_string(s->runs[at > 30 ? at - 30 : 0].id)},
                                            {"to", std::to_string(s->runs[std::min(s->runs.size() - 1, last_at + 10)].id)}});
+        // The last good runs against the bad ones, with the engine's test.
+        if (at > 0) {
+            const bool kernel = r.entity_kind != EntityKind::run;
+            const std::string compare = make_url(
+                "/compare", {{"a_series", r.series},
+                             {"a_from", std::to_string(s->runs[at > 10 ? at - 10 : 0].id)},
+                             {"a_to", std::to_string(s->runs[at - 1].id)},
+                             {"b_series", r.series},
+                             {"b_from", std::to_string(s->runs[at].id)},
+                             {"b_to", std::to_string(s->runs[std::max(at, last_at)].id)},
+                             {kernel ? "kernel_metric" : "metric", r.metric}});
+            body += fmt::format("<p><a id=\"compare-range\" href=\"{}\">compare the last good runs with the bad ones</a></p>\n", h(compare));
+        }
         auto q = Query::parse(std::string_view(target).substr(1));
         if (q) {
             std::string error;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -48,6 +49,15 @@ std::vector<std::string> all_matches(const std::string& text, const std::string&
     const std::regex re(pattern);
     for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
         out.push_back((*it)[1]);
+    return out;
+}
+
+std::string url_encoded(const std::string& text) {
+    std::string out;
+    for (const char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        out += std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ? std::string(1, static_cast<char>(c)) : fmt::format("%{:02X}", c);
+    }
     return out;
 }
 
@@ -369,6 +379,96 @@ TEST(Dashboard, HostsMethodsLongNamesAndPins) {
     EXPECT_EQ(query_pins(db), 0);
     EXPECT_EQ(test::http_get(port, "/run/1").body.find("Pinned as the baseline"), std::string::npos);
     EXPECT_EQ(test::http_request(port, "POST", "/run/1/unpin", fmt::format("token={}", k_token), form).status, 404);
+}
+
+// Two branches of one benchmark, ten runs each: the branch made gemm 10% slower, and a noisy
+// kernel wobbles by up to 15% from run to run on both. The range comparison names gemm slower
+// with its confidence and the noisy kernel unchanged, on the page and in the JSON API, whose
+// medians are the medians of the values SQL reads for the same runs.
+TEST(Dashboard, ComparingTwoBranchesNamesTheChangeAndNotTheNoise) {
+    test::TempDir dir;
+    const std::string db = dir.file("h.db");
+    for (const auto& [branch, gemm_us] : {std::pair<std::string, double>{"main", 100}, {"feat", 110}})
+        for (int run = 0; run < 10; ++run) {
+            const double noisy_us = 30 * (1 + 0.15 * std::sin(run * 2.1 + (branch == "main" ? 0 : 1)));
+            nlohmann::json events = nlohmann::json::array();
+            double t = 1000;
+            for (int i = 0; i < 20; ++i)
+                for (const auto& [kernel, us] : {std::pair<std::string, double>{"gemm", gemm_us * (1 + 0.001 * ((run + i) % 3 - 1))},
+                                                 {"noisy", noisy_us}}) {
+                    events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", kernel}, {"pid", 0}, {"tid", 7}, {"ts", t},
+                                      {"dur", us}, {"args", {{"device", 0}, {"stream", 7}}}});
+                    t += us + 5;
+                }
+            const nlohmann::json trace = {
+                {"schemaVersion", 1},
+                {"deviceProperties", {{{"id", 0}, {"name", "NVIDIA H100"}, {"computeMajor", 9}, {"computeMinor", 0}, {"numSms", 132}}}},
+                {"traceEvents", events}};
+            const std::string path = dir.file(fmt::format("{}-{}.json", branch, run));
+            test::write_file(path, trace.dump());
+            ASSERT_LE(run_perfwatch({"check", "--db", db, "--label", "benchmark=train", "--label", "branch=" + branch, "--label",
+                                     fmt::format("commit={}{}", branch, run), path})
+                          .exit_code,
+                      1);
+        }
+    test::BackgroundProcess serve({"serve", "--db", db, "--listen", "127.0.0.1:0"}, dir.file("serve.log"));
+    ASSERT_TRUE(serve.wait_for_log("dashboard of", 20)) << serve.log();
+    std::smatch m;
+    const std::string log = serve.log();
+    ASSERT_TRUE(std::regex_search(log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) << log;
+    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+    const auto keys = all_matches(test::http_get(port, "/").body, "data-series=\"([^\"]*)\"");
+    ASSERT_EQ(keys.size(), 2u);
+    const std::string main_key = unescape(keys[0].find("branch=main") != std::string::npos ? keys[0] : keys[1]);
+    const std::string feat_key = unescape(keys[0].find("branch=main") != std::string::npos ? keys[1] : keys[0]);
+    ASSERT_NE(main_key, feat_key);
+    const std::string query = "a_series=" + url_encoded(main_key) + "&b_series=" + url_encoded(feat_key);
+
+    const auto page = test::http_get(port, "/compare?" + query);
+    ASSERT_EQ(page.status, 200) << page.body;
+    const auto row = [&](const std::string& entity) {
+        const std::size_t at = page.body.find("<tr data-entity=\"" + entity + "\">");
+        EXPECT_NE(at, std::string::npos) << entity;
+        return at == std::string::npos ? std::string() : page.body.substr(at, page.body.find("</tr>", at) - at);
+    };
+    EXPECT_NE(row("gemm").find("verdict-slower"), std::string::npos) << row("gemm");
+    EXPECT_NE(row("gemm").find("+10.0%"), std::string::npos) << row("gemm");
+    EXPECT_NE(row("noisy").find("verdict-unchanged"), std::string::npos) << row("noisy");
+
+    const auto api = test::http_get(port, "/api/v1/compare?" + query);
+    ASSERT_EQ(api.status, 200);
+    EXPECT_EQ(api.headers.at("content-type"), "application/json");
+    const auto doc = nlohmann::json::parse(api.body);
+    ASSERT_EQ(doc["a"]["runs"].size(), 10u);
+    ASSERT_EQ(doc["b"]["runs"].size(), 10u);
+    // The medians per side are what SQL reads for those runs.
+    SQLite::Database sql(db, SQLite::OPEN_READONLY);
+    const auto sql_median = [&](const nlohmann::json& runs, const std::string& kernel) {
+        std::vector<double> values;
+        for (const auto& id : runs) {
+            SQLite::Statement st(sql, "SELECT v.value FROM runs r JOIN entities e ON e.run_id = COALESCE(r.content_run, r.id) "
+                                      "JOIN metrics v ON v.entity_id = e.id AND v.name = 'duration' "
+                                      "WHERE r.id = ? AND e.kind = 'kernel' AND e.name = ?");
+            st.bind(1, id.get<std::int64_t>());
+            st.bind(2, kernel);
+            if (st.executeStep()) values.push_back(st.getColumn(0).getDouble());
+        }
+        std::sort(values.begin(), values.end());
+        return values.size() % 2 ? values[values.size() / 2] : (values[values.size() / 2 - 1] + values[values.size() / 2]) / 2;
+    };
+    std::map<std::string, nlohmann::json> kernels;
+    for (const auto& k : doc["kernels"]) kernels[k["name"]] = k;
+    ASSERT_TRUE(kernels.contains("gemm") && kernels.contains("noisy")) << api.body;
+    for (const std::string kernel : {"gemm", "noisy"}) {
+        EXPECT_NEAR(kernels[kernel]["median_a"].get<double>(), sql_median(doc["a"]["runs"], kernel), 1e-6) << kernel;
+        EXPECT_NEAR(kernels[kernel]["median_b"].get<double>(), sql_median(doc["b"]["runs"], kernel), 1e-6) << kernel;
+    }
+    EXPECT_EQ(kernels["gemm"]["verdict"], "slower");
+    EXPECT_GE(kernels["gemm"]["confidence"].get<double>(), 0.99);
+    EXPECT_EQ(kernels["noisy"]["verdict"], "unchanged");
+    EXPECT_GT(kernels["noisy"]["noise_pct"].get<double>(), kernels["gemm"]["noise_pct"].get<double>());
+    EXPECT_EQ(test::http_get(port, "/api/v1/compare?a_series=nope&b_series=x").status, 404);
+    EXPECT_EQ(test::http_get(port, "/api/v1/nothing").status, 404);
 }
 
 }  // namespace perfwatch
