@@ -391,6 +391,14 @@ private:
             const std::string key = kv.first.as<std::string>("");
             if (key == "base_url") {
                 if (auto v = base_url(kv.second)) m_out.config.dashboard_base_url = *v;
+            } else if (key == "commit_url") {
+                if (auto v = scalar(kv.second, key)) {
+                    m_out.config.dashboard_commit_url = *v;
+                    if ((!v->starts_with("http://") && !v->starts_with("https://")) || v->find("{commit}") == std::string::npos)
+                        diag(kv.second.Mark(), fmt::format("'commit_url' must be an http:// or https:// URL holding {{commit}}; "
+                                                           "found '{}'",
+                                                           *v));
+                }
             } else if (key == "token_file") {
                 if (auto v = scalar(kv.second, key)) {
                     m_out.config.dashboard_token_file = resolve(*v);
@@ -398,7 +406,7 @@ private:
                         diag(kv.second.Mark(), token.error().message);
                 }
             } else {
-                diag(kv.first.Mark(), fmt::format("unknown dashboard setting '{}' (expected base_url or token_file)", key));
+                diag(kv.first.Mark(), fmt::format("unknown dashboard setting '{}' (expected base_url, commit_url or token_file)", key));
             }
         }
     }

@@ -53,6 +53,9 @@ struct Config {
     // `dashboard_token_file` (none: read-only).
     std::string dashboard_base_url;
     std::string dashboard_token_file;
+    // A commit's page on the code host, `{commit}` standing for the commit label
+    // ("https://github.com/org/repo/commit/{commit}"); empty: commits are not linked.
+    std::string dashboard_commit_url;
 
     // Alerts: where they go, and the route tree choosing receivers (none: no alerts).
     std::vector<Receiver> receivers;

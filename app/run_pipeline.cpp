@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <set>
 
 #include "app/cli/common.hpp"
 #include "app/report.hpp"
 #include "engine/job.hpp"
 #include "notify/alerts.hpp"
+#include "notify/sinks.hpp"
 
 namespace perfwatch {
 
@@ -108,6 +110,10 @@ Result<std::size_t> RunPipeline::complete(const StoredRun& run, const RunOutcome
         findings.insert(findings.end(), also_alert.begin(), also_alert.end());
         auto groups = group_alerts(*config->route, run, findings, resolved, 50, *silences,
                                    &out.silenced, config->inhibit_rules, &out.inhibited);
+        std::set<std::string> every_run;
+        for (const Receiver& r : config->receivers)
+            if (const Sink* sink = find_sink(r.type); sink != nullptr && sink->every_run()) every_run.insert(r.name);
+        add_every_run_groups(*config->route, run, every_run, groups);
         for (AlertGroup& g : groups) {
             g.report_url = out.report_url;
             // A regression opened or resolved by this run links to its dashboard page.

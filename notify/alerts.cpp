@@ -264,6 +264,35 @@ std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, co
     return out;
 }
 
+void add_every_run_groups(const Route& root, const StoredRun& run, const std::set<std::string>& every_run,
+                          std::vector<AlertGroup>& groups) {
+    if (every_run.empty()) return;
+    std::set<std::string> told;
+    for (AlertGroup& g : groups)
+        if (every_run.contains(g.receiver) && g.status == "firing") {
+            g.every_run = true;
+            told.insert(g.receiver);
+        }
+    const Labels labels = alert_labels(run, {}, "", Severity::info);
+    std::vector<Delivery> deliveries;
+    route_alert(root, labels, Severity::info, Delivery{}, deliveries);
+    for (const Delivery& d : deliveries) {
+        if (!every_run.contains(d.receiver) || !told.insert(d.receiver).second) continue;
+        AlertGroup g;
+        g.receiver = d.receiver;
+        g.group_key = d.receiver;
+        for (const std::string& k : d.group_by) {
+            g.group_labels[k] = label_value(labels, k);
+            g.group_key += fmt::format("|{}={}", k, g.group_labels[k]);
+        }
+        g.run_id = run.id;
+        g.source = run.batch.source;
+        g.run_labels = run.batch.labels;
+        g.every_run = true;
+        groups.push_back(std::move(g));
+    }
+}
+
 std::string alert_fingerprint(const AlertGroup& group, const AlertItem& alert) {
     return fmt::format("{:016x}", fnv1a(group.group_key + "\n" + alert.rule + "\n" + alert.entity_kind + "\n" +
                                         alert.entity_name));
@@ -333,7 +362,7 @@ Result<std::vector<OutboxMessage>> outbox_messages(const Outbox& outbox, std::ve
     std::vector<OutboxMessage> out;
     for (AlertGroup& g : groups) {
         std::vector<std::string> fingerprints;
-        if (g.status == "firing") {
+        if (g.status == "firing" && !g.every_run) {
             std::vector<AlertItem> kept;
             for (AlertItem& a : g.alerts) {
                 const std::string fp = alert_fingerprint(g, a);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,6 +94,9 @@ struct AlertGroup {
     std::int64_t group_wait_ms = 0;       // likewise
     std::int64_t group_interval_ms = 0;
     std::vector<std::string> sources;     // every report of a message that carries several runs
+    // Told even with no alert left, every alert kept whatever its repeat_interval (a receiver
+    // whose sink wants every run; not serialized).
+    bool every_run = false;
 
     // "perfwatch: 3 findings (1 error) in llm/main @ abc123 on NVIDIA H100".
     std::string title() const;
@@ -141,6 +145,13 @@ std::vector<AlertGroup> group_alerts(const Route& root, const StoredRun& run, co
                                      const std::vector<ResolvedAlert>& resolved, std::size_t max_alerts = 50,
                                      const std::vector<Silence>& silences = {}, std::size_t* silenced = nullptr,
                                      const std::vector<InhibitRule>& inhibit = {}, std::size_t* inhibited = nullptr);
+
+// For the receivers named in `every_run` (their sinks want every run: a commit status per
+// commit): their groups in `groups` are marked every_run, and where the route tree gives one of
+// them the run (routed on the run's labels at severity info) but no group holds an alert for
+// it, an empty firing group is added, so a clean run is told too.
+void add_every_run_groups(const Route& root, const StoredRun& run, const std::set<std::string>& every_run,
+                          std::vector<AlertGroup>& groups);
 
 // Identifies the same alert across runs: rule, entity and group.
 std::string alert_fingerprint(const AlertGroup& group, const AlertItem& alert);

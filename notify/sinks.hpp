@@ -34,6 +34,9 @@ public:
     // webhook URL)"); empty when complete. `url_given`: url_file/url_env/smtp_url was set (its
     // value may have failed to read, which is diagnosed apart).
     virtual std::vector<std::string> missing(const Receiver& receiver, bool url_given) const = 0;
+    // True when every run routed to it is told, one without alerts too, and a repeat of an alert
+    // is no reason to leave it out (a commit status per commit, a comment edited in place).
+    virtual bool every_run() const { return false; }
     // The least time between two messages when the receiver sets no rate_limit.
     virtual std::chrono::milliseconds default_rate_limit() const { return std::chrono::milliseconds(0); }
     // The message as the receiver gets it (the HTTP body, the mail's text part, the appended line).

@@ -108,7 +108,7 @@ std::optional<HttpResponse> Dashboard::handle(const HttpRequest& request) {
         r.headers.emplace_back("Allow", "POST");
         return r;
     }
-    if (request.method == "GET" || request.method == "HEAD") return get(path, query);
+    if (request.method == "GET" || request.method == "HEAD") return get(path, query, request.authorization);
     if (request.method == "POST") return post(request, path);
     HttpResponse r = error_response(405, "only GET and POST");
     r.headers.emplace_back("Allow", "GET, HEAD, POST");
@@ -120,7 +120,7 @@ std::optional<HttpResponse> Dashboard::refuse_host(const HttpRequest& request) c
     return error_response(403, "this server does not answer for that Host (only its address, localhost or dashboard.base_url's host)");
 }
 
-HttpResponse Dashboard::get(std::string_view path, std::string_view query) {
+HttpResponse Dashboard::get(std::string_view path, std::string_view query, std::string_view authorization) {
     if (path == "/static/style.css") {
         HttpResponse r{200, "text/css; charset=utf-8", std::string(stylesheet()), {}};
         r.headers = {{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "max-age=3600"}};
@@ -128,11 +128,21 @@ HttpResponse Dashboard::get(std::string_view path, std::string_view query) {
     }
     auto q = Query::parse(query);
     if (!q) return error_response(400, q.error().message);
-    PageContext ctx{m_db, !m_options.token.empty(), m_index};
+    PageContext ctx{m_db, !m_options.token.empty(), m_options.commit_url, m_options.reports_base_url, m_index};
+    // The report file: open to all on a read-only dashboard, with the token (Authorization:
+    // Bearer, or the POST form) where one is configured.
+    if (auto id = id_after(path, "/run/", "/report")) {
+        if (!m_options.token.empty() && !(authorization.starts_with("Bearer ") && same_secret(authorization.substr(7), m_options.token)))
+            return error_response(403, "the report file needs the token (the run page's Download form, or Authorization: Bearer)");
+        return report_download(ctx, *id);
+    }
     if (path == "/") return overview_page(ctx, *q);
     if (path == "/series") return series_page(ctx, *q);
     if (path == "/compare") return q->has("a_series") || q->has("b_series") ? range_compare_page(ctx, *q) : compare_page(ctx, *q);
     if (path == "/api/v1/compare") return range_compare_api(ctx, *q);
+    if (path == "/api/v1/series") return q->has("key") ? api_series_values(ctx, *q) : api_series(ctx, *q);
+    if (path == "/api/v1/regressions") return api_regressions(ctx, *q);
+    if (auto id = id_after(path, "/api/v1/runs/")) return api_run(ctx, *id);
     if (path.starts_with("/api/")) return json_error(404, "no such API path");
     if (path == "/regressions") return regressions_page(ctx, *q);
     if (path == "/alerts") return alerts_page(ctx, *q);
@@ -155,7 +165,8 @@ HttpResponse Dashboard::post(const HttpRequest& request, std::string_view path) 
     std::string token = form->get("token");
     if (token.empty() && request.authorization.starts_with("Bearer ")) token = request.authorization.substr(7);
     if (!same_secret(token, m_options.token)) return error_response(403, "a valid token is needed to change state");
-    PageContext ctx{m_db, true, m_index};
+    PageContext ctx{m_db, true, m_options.commit_url, m_options.reports_base_url, m_index};
+    if (auto id = id_after(path, "/run/", "/report")) return report_download(ctx, *id);
     if (auto id = id_after(path, "/regression/", "/accept")) return accept_action(ctx, *id, *form);
     if (path == "/silences") return silence_add_action(ctx, *form);
     if (auto id = id_after(path, "/silence/", "/expire")) return silence_expire_action(ctx, *id);

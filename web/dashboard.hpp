@@ -18,6 +18,10 @@ struct DashboardOptions {
     // Host names (besides IP literals and localhost) that requests may name in their Host header:
     // the host of dashboard.base_url and this machine's name.
     std::vector<std::string> host_names;
+    // Evidence links: a commit's page (`{commit}` replaced) and the base URL of the daemon's HTML
+    // reports (run-ID.html); empty: not linked.
+    std::string commit_url;
+    std::string reports_base_url;
 };
 
 // The dashboard's pages over one database: overview, series, run, compare, regressions, alerts,
@@ -38,7 +42,7 @@ public:
     const Db& db() const { return m_db; }
 
 private:
-    HttpResponse get(std::string_view path, std::string_view query);
+    HttpResponse get(std::string_view path, std::string_view query, std::string_view authorization);
     HttpResponse post(const HttpRequest& request, std::string_view path);
 
     Db m_db;

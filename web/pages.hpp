@@ -14,6 +14,8 @@ namespace perfwatch::web {
 struct PageContext {
     Db& db;
     bool writable = false;  // a token is configured: the action forms are shown
+    std::string_view commit_url;        // DashboardOptions::commit_url
+    std::string_view reports_base_url;  // DashboardOptions::reports_base_url
     // The dashboard's series index, kept between requests.
     std::unique_ptr<SeriesIndex>& index;
 
@@ -21,6 +23,9 @@ struct PageContext {
     // statements); when runs went (retention), it is read again whole.
     Result<const SeriesIndex*> series_index();
 };
+
+// `commit` as HTML: a link to its page on the code host when a commit_url is configured.
+std::string commit_html(const PageContext& ctx, std::string_view commit);
 
 // The pages, one per file (web/*_page.cpp); each a bounded number of queries.
 HttpResponse overview_page(PageContext& ctx, const Query& q);
@@ -32,6 +37,14 @@ HttpResponse compare_page(PageContext& ctx, const Query& q);
 // smallest change the runs could tell. The page, and the same as JSON at /api/v1/compare.
 HttpResponse range_compare_page(PageContext& ctx, const Query& q);
 HttpResponse range_compare_api(PageContext& ctx, const Query& q);
+// The JSON API (web/api.cpp): every series with its labels, run count, latest run and open
+// regressions; one series' values of a metric (run, or kernel `entity`) per run; one run with
+// its labels, run metrics, kernels' metrics (at most 1,000) and findings; the regressions by
+// status (open by default; resolved, accepted, all) and series.
+HttpResponse api_series(PageContext& ctx, const Query& q);
+HttpResponse api_series_values(PageContext& ctx, const Query& q);
+HttpResponse api_run(PageContext& ctx, std::int64_t run_id);
+HttpResponse api_regressions(PageContext& ctx, const Query& q);
 HttpResponse regressions_page(PageContext& ctx, const Query& q);
 HttpResponse regression_page(PageContext& ctx, std::int64_t id);
 HttpResponse alerts_page(PageContext& ctx, const Query& q);
@@ -43,6 +56,8 @@ HttpResponse silence_expire_action(PageContext& ctx, std::int64_t id);
 // A quarantined (or failed) file, the form's `path`, read once more by the daemon.
 HttpResponse file_retry_action(PageContext& ctx, const Query& form);
 HttpResponse pin_action(PageContext& ctx, std::int64_t run_id, const Query& form);
+// The run's report file itself (read-only, as stored at its path), as a download.
+HttpResponse report_download(PageContext& ctx, std::int64_t run_id);
 HttpResponse unpin_action(PageContext& ctx, std::int64_t run_id);
 
 // The chart of one series with what `q` chooses (metric, entity, kind, from..to), its zoom and pan

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 
+#include "core/file.hpp"
 #include "core/vocabulary.hpp"
 #include "engine/diff.hpp"
 #include "engine/series_index.hpp"
@@ -17,6 +19,8 @@ namespace {
 
 constexpr std::size_t k_kernel_rows = 50;
 constexpr std::size_t k_diff_rows = 30;
+// Report files larger than this are not served (the page names their path instead).
+constexpr std::uintmax_t k_max_download = 512u << 20;
 
 std::string time_text(double ns) { return format_metric("duration", ns); }
 
@@ -60,6 +64,34 @@ std::string diff_table(const RunDiff& d, std::size_t limit) {
 
 }  // namespace
 
+std::string commit_html(const PageContext& ctx, std::string_view commit) {
+    if (ctx.commit_url.empty() || commit.empty()) return "<span class=\"mono\">" + h(commit) + "</span>";
+    std::string url(ctx.commit_url);
+    const std::size_t at = url.find("{commit}");
+    url.replace(at, 8, url_encode(commit));
+    return fmt::format("<a class=\"mono commit\" href=\"{}\">{}</a>", h(url), h(commit));
+}
+
+HttpResponse report_download(PageContext& ctx, std::int64_t run_id) {
+    auto sources = ctx.db.browse().sources({run_id});
+    if (!sources) return error_response(500, sources.error().to_string());
+    if (sources->empty()) return error_response(404, fmt::format("no run {}", run_id));
+    const std::string path = sources->begin()->second;
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) return error_response(404, fmt::format("run {}'s report is no longer at {}", run_id, path));
+    if (size > k_max_download) return error_response(413, fmt::format("run {}'s report is {} bytes; read it at {}", run_id, size, path));
+    auto text = read_whole_file(path);
+    if (!text) return error_response(404, fmt::format("run {}'s report cannot be read at {}", run_id, path));
+    std::string name = std::filesystem::path(path).filename().string();
+    for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+    HttpResponse r = html_response(std::move(*text));
+    r.content_type = "application/octet-stream";
+    r.headers.emplace_back("Content-Disposition", fmt::format("attachment; filename=\"{}\"", name));
+    return r;
+}
+
 std::string token_field() {
     return "<input type=\"password\" name=\"token\" placeholder=\"token\" autocomplete=\"off\" required>";
 }
@@ -90,6 +122,19 @@ HttpResponse run_page(PageContext& ctx, std::int64_t run_id) {
     for (const auto& [k, v] : r.batch.labels)
         labels += fmt::format("<a class=\"mono\" href=\"{}\">{}={}</a> ", h(make_url("/", {{"label", k + "=" + v}})), h(k), h(v));
     body += fmt::format("<tr><th>Labels</th><td id=\"run-labels\">{}</td></tr>\n", labels.empty() ? "none" : labels);
+    // The evidence: the commit on the code host, the daemon's HTML report, the report file itself.
+    std::string evidence;
+    if (const std::string commit = label_value(r.batch.labels, "commit"); !commit.empty() && !ctx.commit_url.empty())
+        evidence += "commit " + commit_html(ctx, commit) + " &middot; ";
+    if (!ctx.reports_base_url.empty())
+        evidence += fmt::format("<a href=\"{}\">HTML report</a> &middot; ", h(fmt::format("{}run-{}.html", ctx.reports_base_url, run_id)));
+    if (ctx.writable)
+        evidence += fmt::format("<form class=\"inline\" method=\"post\" action=\"/run/{}/report\">{}<button type=\"submit\">"
+                                "Download the report file</button></form>",
+                                run_id, token_field());
+    else
+        evidence += fmt::format("<a id=\"report-file\" href=\"/run/{}/report\">the report file</a>", run_id);
+    body += fmt::format("<tr><th>Evidence</th><td id=\"run-evidence\">{}</td></tr>\n", evidence);
     if (series != nullptr)
         body += fmt::format("<tr><th>Series</th><td><a href=\"{}\">{}</a> ({} runs)</td></tr>\n",
                             h(make_url("/series", {{"key", series->key}})), h(series_title(series->key)), series->runs.size());

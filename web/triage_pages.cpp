@@ -29,14 +29,16 @@ std::string ms_text(std::int64_t ms) {
 }
 
 // "commit abc, run 7 (1.2 ms)" linking to the run.
-std::string run_ref(std::int64_t run, const std::string& commit, const std::optional<double>& value, const std::string& metric) {
-    return fmt::format("<a href=\"/run/{0}\">{1}run {0}</a>{2}", run, commit.empty() ? "" : "commit " + h(commit) + ", ",
+std::string run_ref(const PageContext& ctx, std::int64_t run, const std::string& commit, const std::optional<double>& value,
+                    const std::string& metric) {
+    return fmt::format("{1}<a href=\"/run/{0}\">run {0}</a>{2}", run, commit.empty() ? "" : "commit " + commit_html(ctx, commit) + ", ",
                        value ? " (" + h(format_metric(metric, *value)) + ")" : "");
 }
 
-std::string bisect_text(const BisectEnds& e, const std::string& metric) {
-    return fmt::format("{} .. {}", e.last_good_run ? run_ref(*e.last_good_run, e.last_good_commit, e.last_good_value, metric) : "none before",
-                       run_ref(e.first_bad_run, e.first_bad_commit, e.first_bad_value, metric));
+std::string bisect_text(const PageContext& ctx, const BisectEnds& e, const std::string& metric) {
+    return fmt::format("{} .. {}",
+                       e.last_good_run ? run_ref(ctx, *e.last_good_run, e.last_good_commit, e.last_good_value, metric) : "none before",
+                       run_ref(ctx, e.first_bad_run, e.first_bad_commit, e.first_bad_value, metric));
 }
 
 std::string change_text(const RegressionState& r) {
@@ -117,7 +119,7 @@ HttpResponse regressions_page(PageContext& ctx, const Query& q) {
                             "<td>{7}</td><td>{8}</td><td>{9}</td><td>{10}</td></tr>\n",
                             r.id, to_string(r.status), h(make_url("/series", {{"key", r.series}})),
                             h(series_title(r.series)), entity_text(r), h(r.rule), h(r.metric),
-                            h(change_text(r)), bisect_text((*ends)[i], r.metric), h(r.since), action);
+                            h(change_text(r)), bisect_text(ctx, (*ends)[i], r.metric), h(r.since), action);
     }
     body += "</tbody></table>\n" + pager("/regressions", params, page_no, pages);
     return html_response(page("Regressions", "Regressions", body));
@@ -143,7 +145,7 @@ HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
                         h(series_title(r.series)));
     body += fmt::format("<tr><th>On</th><td>{}</td></tr>\n<tr><th>Rule</th><td>{} ({})</td></tr>\n", entity_text(r), h(r.rule), h(r.metric));
     body += fmt::format("<tr><th>Change</th><td>{}</td></tr>\n", h(change_text(r)));
-    body += fmt::format("<tr><th>Bisect</th><td>last good .. first bad: {}</td></tr>\n", bisect_text(ends->front(), r.metric));
+    body += fmt::format("<tr><th>Bisect</th><td>last good .. first bad: {}</td></tr>\n", bisect_text(ctx, ends->front(), r.metric));
     body += fmt::format("<tr><th>Opened</th><td>at <a href=\"/run/{0}\">run {0}</a> {1}; last bad run {2}</td></tr>\n", r.opened_run,
                         h(r.since), r.last_bad_run);
     if (r.status != RegressionStatus::open)

@@ -37,7 +37,9 @@ CommitStatus commit_status(const AlertGroup& g) {
     for (const AlertItem& a : g.alerts)
         if (a.severity == Severity::error && g.status == "firing") s.failing = true;
     std::string text;
-    if (g.alerts.empty()) {
+    if (g.alerts.empty() && g.omitted == 0) {
+        text = "nothing to act on: no finding";
+    } else if (g.alerts.empty()) {
         text = g.title();
     } else {
         const AlertItem& first = g.alerts.front();
@@ -74,6 +76,7 @@ std::string code_host_comment(const AlertGroup& g) {
         out += item;
         ++shown;
     }
+    if (g.alerts.empty() && g.omitted == 0) out += "Nothing to act on: this run has no finding.\n";
     if (shown < g.alerts.size() || g.omitted > 0)
         out += fmt::format("\n_{} more not shown._\n", g.alerts.size() - shown + g.omitted);
     return out + tail;

@@ -47,6 +47,7 @@ public:
     explicit CodeHostSink(const CodeHostApi& api) : m_api(api) {}
     std::string_view type() const override { return m_api.type; }
     std::vector<std::string> missing(const Receiver& receiver, bool url_given) const override;
+    bool every_run() const override { return true; }
     std::chrono::milliseconds default_rate_limit() const override { return std::chrono::seconds(1); }
     std::string body(const AlertGroup& g, const std::string&) const override { return code_host_comment(g); }
     Delivery deliver(const Receiver& r, const AlertGroup& g, const std::string& key) const override;

@@ -29,6 +29,7 @@ namespace {
 const std::string k_token = "ghp_T0KEN-never-logged-93ab";
 const std::string k_sha1 = "1111111111111111111111111111111111111111";
 const std::string k_sha2 = "2222222222222222222222222222222222222222";
+const std::string k_sha3 = "3333333333333333333333333333333333333333";
 // A kernel name that would mention a team, link away, fake the marker and break a table if it
 // reached the comment unescaped.
 const std::string k_hostile = "evil`@team <!-- perfwatch:x --> [x](https://evil.example)|";
@@ -47,6 +48,21 @@ void write_serial_trace(const fs::path& path, const std::string& kernel) {
                         {"traceEvents", events}};
     test::write_file(path.parent_path() / ("." + path.filename().string() + ".part"), trace.dump());
     fs::rename(path.parent_path() / ("." + path.filename().string() + ".part"), path);
+}
+
+// A trace of one well-launched tensor-core GEMM: no finding at all.
+void write_clean_trace(const fs::path& path) {
+    json events = json::array();
+    for (int i = 0; i < 20; ++i)
+        events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn"},
+                          {"pid", 0}, {"tid", 7}, {"ts", 1000 + 502 * i}, {"dur", 500},
+                          {"args", {{"device", 0}, {"stream", 7}, {"grid", {1024, 1, 1}}, {"block", {256, 1, 1}},
+                                    {"registers per thread", 64}, {"shared memory", 32768}}}});
+    const json trace = {{"schemaVersion", 1},
+                        {"deviceProperties", {{{"id", 0}, {"name", "NVIDIA H100"}, {"computeMajor", 9}, {"computeMinor", 0}, {"numSms", 132}}}},
+                        {"traceEvents", events}};
+    test::write_file(path.parent_path() / ".clean.part", trace.dump());
+    fs::rename(path.parent_path() / ".clean.part", path);
 }
 
 std::string config(const fs::path& dir, const std::string& type, unsigned short port, const std::string& api_path,
@@ -158,6 +174,17 @@ TEST(CodeHost, GithubStatusAndOneCommentEditedInPlace) {
         std::lock_guard lock(thread.mutex);
         return thread.comments.back().second.find(k_sha2) != std::string::npos;
     }, 30s)) << daemon.log();
+    std::string second_comment;
+    {
+        std::lock_guard lock(thread.mutex);
+        second_comment = thread.comments.back().second;
+    }
+    // A third commit whose run finds nothing still gets its status and the comment says so.
+    write_clean_trace(dir.path() / "reports/app/feat-x" / k_sha3 / "train.json");
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard lock(thread.mutex);
+        return thread.comments.back().second.find(k_sha3) != std::string::npos;
+    }, 30s)) << daemon.log();
     std::this_thread::sleep_for(1500ms);  // nothing more may come
 
     const auto requests = peer.requests();
@@ -176,8 +203,16 @@ TEST(CodeHost, GithubStatusAndOneCommentEditedInPlace) {
         "GET " + base + "/issues/7/comments?per_page=100 200",
         "GET " + base + "/issues/7/comments?per_page=100&page=2 200",
         "PATCH " + base + "/issues/comments/1000 200",
+        "POST " + base + "/statuses/" + k_sha3 + " 201",
+        "GET " + base + "/pulls?state=open&head=octo-org%3Afeat-x 200",
+        "GET " + base + "/issues/7/comments?per_page=100 200",
+        "GET " + base + "/issues/7/comments?per_page=100&page=2 200",
+        "PATCH " + base + "/issues/comments/1000 200",
     };
     EXPECT_EQ(calls, expected) << daemon.log();
+    const json clean = body_of(requests[11].first);
+    EXPECT_EQ(clean.at("state"), "success");
+    EXPECT_EQ(clean.at("description"), "nothing to act on: no finding");
     // Retry-After was honoured: the retry came a second after the 403, and the log says why.
     ASSERT_EQ(requests.size(), expected.size());
     EXPECT_GE(requests[6].first.at - requests[5].first.at, 950ms);
@@ -199,15 +234,16 @@ TEST(CodeHost, GithubStatusAndOneCommentEditedInPlace) {
     ASSERT_EQ(thread.comments.size(), 3u);
     const std::string& comment = thread.comments.back().second;
     EXPECT_TRUE(comment.starts_with("<!-- perfwatch:code-host:train -->\n")) << comment;
-    EXPECT_NE(comment.find("run 2 from"), std::string::npos) << comment;
-    EXPECT_NE(comment.find("[Run page](https://perfwatch.example/run/2)"), std::string::npos) << comment;
-    EXPECT_EQ(comment.find("<!-- perfwatch:code-host", 1), std::string::npos) << "one marker, first: " << comment;
-    EXPECT_EQ(comment.find("@team"), std::string::npos) << comment;
-    EXPECT_EQ(comment.find("](https://evil"), std::string::npos) << comment;
+    EXPECT_NE(comment.find("run 3 from"), std::string::npos) << comment;
+    EXPECT_NE(comment.find("Nothing to act on: this run has no finding."), std::string::npos) << comment;
+    EXPECT_NE(comment.find("[Run page](https://perfwatch.example/run/3)"), std::string::npos) << comment;
+    EXPECT_EQ(second_comment.find("<!-- perfwatch:code-host", 1), std::string::npos) << "one marker, first: " << second_comment;
+    EXPECT_EQ(second_comment.find("@team"), std::string::npos) << second_comment;
+    EXPECT_EQ(second_comment.find("](https://evil"), std::string::npos) << second_comment;
     // In the code span: the backtick cannot end it, '|' cannot split a table, mention and link inert.
-    EXPECT_NE(comment.find("`evil'@\xE2\x81\xA0team <\xE2\x81\xA0!-- perfwatch:x --> [x]\xE2\x81\xA0(https:\xE2\x81\xA0//evil.example)\\|2`"),
+    EXPECT_NE(second_comment.find("`evil'@\xE2\x81\xA0team <\xE2\x81\xA0!-- perfwatch:x --> [x]\xE2\x81\xA0(https:\xE2\x81\xA0//evil.example)\\|2`"),
               std::string::npos)
-        << comment;
+        << second_comment;
     // The token: in no log line.
     EXPECT_EQ(daemon.log().find(k_token), std::string::npos);
 }

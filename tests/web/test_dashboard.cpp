@@ -305,6 +305,11 @@ TEST(Dashboard, ServeWithoutATokenIsReadOnly) {
     for (int i = 0; i < 80; ++i) many += fmt::format("label=a{}%3Db&", i);
     EXPECT_EQ(test::http_get(port, many).status, 400);
     EXPECT_EQ(test::http_get(port, "/run/999").status, 404);
+    // A read-only dashboard serves the report file to whoever may read its pages.
+    const auto file = test::http_get(port, "/run/1/report");
+    EXPECT_EQ(file.status, 200);
+    EXPECT_EQ(file.body, test::read_file(trace));
+    EXPECT_NE(run.body.find("href=\"/run/1/report\""), std::string::npos);
 }
 
 // What each path takes and whom the server answers: a foreign Host (a DNS-rebinding page) is
@@ -326,10 +331,12 @@ TEST(Dashboard, HostsMethodsLongNamesAndPins) {
         {"deviceProperties", {{{"id", 0}, {"name", "NVIDIA H100"}, {"computeMajor", 9}, {"computeMinor", 0}, {"numSms", 132}}}},
         {"traceEvents", events}};
     test::write_file(dir.path() / "t.json", trace.dump());
-    ASSERT_LE(run_perfwatch({"check", "--db", db, "--label", "benchmark=x", dir.file("t.json")}).exit_code, 1);
+    ASSERT_LE(run_perfwatch({"check", "--db", db, "--label", "benchmark=x", "--label", "commit=c/1", dir.file("t.json")}).exit_code, 1);
     test::write_file(dir.path() / "token", std::string(k_token) + "\n");
     fs::permissions(dir.path() / "token", fs::perms::owner_read | fs::perms::owner_write);
-    test::BackgroundProcess serve({"serve", "--db", db, "--listen", "127.0.0.1:0", "--token-file", dir.file("token")},
+    test::write_file(dir.path() / "perfwatch.yaml", "dashboard:\n  commit_url: https://git.example/org/app/commit/{commit}\n");
+    test::BackgroundProcess serve({"--config", dir.file("perfwatch.yaml"), "serve", "--db", db, "--listen", "127.0.0.1:0",
+                                   "--token-file", dir.file("token")},
                                   dir.file("serve.log"));
     ASSERT_TRUE(serve.wait_for_log("actions need the token", 20)) << serve.log();
     std::smatch m;
@@ -366,6 +373,15 @@ TEST(Dashboard, HostsMethodsLongNamesAndPins) {
     EXPECT_EQ(history.status, 200) << history.body.substr(0, 500);
     EXPECT_NE(history.body.find("<svg"), std::string::npos);
     EXPECT_NE(history.body.find("at::native::BinaryFunctor&lt;float"), std::string::npos);
+
+    // The evidence: the commit on the code host; the report file, with the token only.
+    EXPECT_NE(run.body.find("<a class=\"mono commit\" href=\"https://git.example/org/app/commit/c%2F1\">c/1</a>"), std::string::npos)
+        << run.body.substr(0, 3000);
+    EXPECT_EQ(test::http_get(port, "/run/1/report").status, 403);
+    const auto file = test::http_request(port, "GET", "/run/1/report", "", {{"Authorization", std::string("Bearer ") + k_token}});
+    EXPECT_EQ(file.status, 200);
+    EXPECT_EQ(file.body, test::read_file(dir.file("t.json")));
+    EXPECT_EQ(file.headers.at("content-disposition"), "attachment; filename=\"t.json\"");
 
     // Pin, seen on the run page with an Unpin form; unpinned, gone.
     const std::vector<std::pair<std::string, std::string>> form{{"Content-Type", "application/x-www-form-urlencoded"}};
@@ -468,6 +484,37 @@ TEST(Dashboard, ComparingTwoBranchesNamesTheChangeAndNotTheNoise) {
     EXPECT_EQ(kernels["noisy"]["verdict"], "unchanged");
     EXPECT_GT(kernels["noisy"]["noise_pct"].get<double>(), kernels["gemm"]["noise_pct"].get<double>());
     EXPECT_EQ(test::http_get(port, "/api/v1/compare?a_series=nope&b_series=x").status, 404);
+
+    // The rest of the API against SQL over the same database.
+    const auto series = nlohmann::json::parse(test::http_get(port, "/api/v1/series").body);
+    ASSERT_EQ(series["series"].size(), 2u);
+    for (const auto& one : series["series"])
+        EXPECT_EQ(one["runs"].get<std::int64_t>(),
+                  test::query_int(db, fmt::format("SELECT count(*) FROM run_labels WHERE key = 'branch' AND value = '{}'",
+                                                  one["labels"]["branch"].get<std::string>())));
+    const auto values = nlohmann::json::parse(test::http_get(port, "/api/v1/series?key=" + url_encoded(main_key) + "&entity=gemm").body);
+    ASSERT_EQ(values["points"].size(), 10u);
+    EXPECT_EQ(values["metric"], "duration");
+    for (const auto& point : values["points"]) {
+        SQLite::Statement st(sql, "SELECT v.value FROM runs r JOIN entities e ON e.run_id = COALESCE(r.content_run, r.id) "
+                                  "JOIN metrics v ON v.entity_id = e.id AND v.name = 'duration' "
+                                  "WHERE r.id = ? AND e.kind = 'kernel' AND e.name = 'gemm'");
+        st.bind(1, point["run"].get<std::int64_t>());
+        ASSERT_TRUE(st.executeStep());
+        EXPECT_DOUBLE_EQ(point["value"].get<double>(), st.getColumn(0).getDouble());
+    }
+    const auto run = nlohmann::json::parse(test::http_get(port, "/api/v1/runs/3").body);
+    EXPECT_EQ(run["id"], 3);
+    EXPECT_EQ(run["labels"]["commit"], "main2");
+    EXPECT_EQ(static_cast<std::int64_t>(run["labels"].size()), test::query_int(db, "SELECT count(*) FROM run_labels WHERE run_id = 3"));
+    EXPECT_EQ(static_cast<std::int64_t>(run["findings"].size()), test::query_int(db, "SELECT count(*) FROM findings WHERE run_id = 3"));
+    EXPECT_EQ(static_cast<std::int64_t>(run["kernels"].size()),
+              test::query_int(db, "SELECT count(*) FROM entities WHERE kind = 'kernel' AND run_id = "
+                                  "(SELECT COALESCE(content_run, id) FROM runs WHERE id = 3)"));
+    EXPECT_EQ(test::http_get(port, "/api/v1/runs/999").status, 404);
+    const auto regressions = nlohmann::json::parse(test::http_get(port, "/api/v1/regressions?status=all").body);
+    EXPECT_EQ(static_cast<std::int64_t>(regressions["regressions"].size()), test::query_int(db, "SELECT count(*) FROM regressions"));
+    EXPECT_EQ(test::http_get(port, "/api/v1/regressions?status=maybe").status, 400);
     EXPECT_EQ(test::http_get(port, "/api/v1/nothing").status, 404);
 }
 

@@ -1,0 +1,137 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/series_index.hpp"
+#include "web/page.hpp"
+#include "web/pages.hpp"
+
+// The JSON API (/api/v1/...): what the pages show, as documents for programs.
+namespace perfwatch::web {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::size_t k_max_listed = 1000;
+
+json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(); }
+json optional_id(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(); }
+
+HttpResponse document(const json& doc) { return json_response(doc.dump(-1, ' ', false, json::error_handler_t::replace)); }
+
+json regression_json(const RegressionState& r) {
+    return {{"id", r.id},
+            {"status", std::string(to_string(r.status))},
+            {"rule", r.rule},
+            {"series", r.series},
+            {"entity", {{"kind", std::string(to_string(r.entity_kind))}, {"name", r.entity_name}}},
+            {"metric", r.metric},
+            {"baseline", r.baseline},
+            {"current", optional_number(r.current)},
+            {"change_pct", optional_number(r.change_pct)},
+            {"opened_run", r.opened_run},
+            {"first_bad_run", optional_id(r.first_bad_run)},
+            {"last_bad_run", r.last_bad_run},
+            {"resolved_run", optional_id(r.resolved_run)},
+            {"resolution", r.resolution},
+            {"comment", r.comment},
+            {"since", r.since}};
+}
+
+}  // namespace
+
+HttpResponse api_series(PageContext& ctx, const Query&) {
+    auto indexed = ctx.series_index();
+    if (!indexed) return json_error(500, indexed.error().to_string());
+    auto open = ctx.db.browse().open_regressions_by_series();
+    if (!open) return json_error(500, open.error().to_string());
+    json list = json::array();
+    for (const SeriesEntry* s : (*indexed)->series()) {
+        const auto regressions = open->find(s->key);
+        list.push_back({{"key", s->key},
+                        {"title", series_title(s->key)},
+                        {"format", s->format},
+                        {"labels", s->labels},
+                        {"runs", s->runs.size()},
+                        {"latest_run", s->runs.back().id},
+                        {"metric", std::string(run_metric_of(*s))},
+                        {"open_regressions", regressions == open->end() ? 0 : regressions->second}});
+    }
+    return document({{"series", list}});
+}
+
+HttpResponse api_series_values(PageContext& ctx, const Query& q) {
+    auto indexed = ctx.series_index();
+    if (!indexed) return json_error(500, indexed.error().to_string());
+    const SeriesEntry* s = (*indexed)->find(q.get("key"));
+    if (s == nullptr) return json_error(404, "no series '" + q.get("key") + "'");
+    const std::string entity = q.get("entity");
+    const std::string metric = q.has("metric") ? q.get("metric") : std::string(entity.empty() ? run_metric_of(*s) : "duration");
+    std::vector<std::int64_t> ids;
+    for (const SeriesRun& r : s->runs) ids.push_back(r.id);
+    auto values = ctx.db.browse().metric_values(entity.empty() ? EntityKind::run : EntityKind::kernel,
+                                                entity.empty() ? std::nullopt : std::optional(entity), metric, ids);
+    if (!values) return json_error(500, values.error().to_string());
+    json points = json::array();
+    for (const SeriesRun& r : s->runs) {
+        const auto it = values->find(r.id);
+        if (it == values->end()) continue;
+        points.push_back({{"run", r.id}, {"commit", r.commit}, {"ingested_at", r.ingested_at}, {"value", it->second.value},
+                          {"launches", optional_number(it->second.launches)}});
+    }
+    return document({{"key", s->key}, {"entity", entity}, {"metric", metric}, {"points", points}});
+}
+
+HttpResponse api_run(PageContext& ctx, std::int64_t run_id) {
+    auto run = ctx.db.load(run_id);
+    if (!run) return json_error(500, run.error().to_string());
+    if (!*run) return json_error(404, fmt::format("no run {}", run_id));
+    auto findings = ctx.db.load_findings(run_id);
+    if (!findings) return json_error(500, findings.error().to_string());
+    const StoredRun& r = **run;
+    json kernels = json::array(), run_metrics = json::object();
+    for (const Entity& e : r.batch.entities) {
+        json metrics = json::object();
+        for (const Metric& m : e.metrics) metrics[m.name().str()] = m.value;
+        if (e.kind == EntityKind::run)
+            run_metrics = std::move(metrics);
+        else if (e.kind == EntityKind::kernel && kernels.size() < k_max_listed)
+            kernels.push_back({{"name", e.name}, {"metrics", std::move(metrics)}});
+    }
+    json list = json::array();
+    for (const Finding& f : *findings)
+        list.push_back({{"rule", f.rule},
+                        {"title", f.title},
+                        {"severity", std::string(to_string(f.severity))},
+                        {"entity", {{"kind", std::string(to_string(f.entity_kind))}, {"name", f.entity_name}}},
+                        {"message", f.message},
+                        {"impact", optional_number(f.impact)},
+                        {"share_pct", optional_number(f.share_pct)}});
+    return document({{"id", r.id},
+                     {"source", r.batch.source},
+                     {"format", r.batch.format},
+                     {"labels", r.batch.labels},
+                     {"ingested_at", r.ingested_at},
+                     {"metrics", run_metrics},
+                     {"kernels", kernels},
+                     {"findings", list}});
+}
+
+HttpResponse api_regressions(PageContext& ctx, const Query& q) {
+    const std::string status = q.has("status") ? q.get("status") : "open";
+    if (status != "open" && status != "resolved" && status != "accepted" && status != "all")
+        return json_error(400, fmt::format("status '{}' is not open, resolved, accepted or all", status));
+    auto all = ctx.db.regressions().list(status == "open");
+    if (!all) return json_error(500, all.error().to_string());
+    json list = json::array();
+    for (const RegressionState& r : *all) {
+        if (status != "all" && to_string(r.status) != status) continue;
+        if (q.has("series") && r.series != q.get("series")) continue;
+        if (list.size() == k_max_listed) break;
+        list.push_back(regression_json(r));
+    }
+    return document({{"regressions", list}});
+}
+
+}  // namespace perfwatch::web
