@@ -391,6 +391,8 @@ private:
             const std::string key = kv.first.as<std::string>("");
             if (key == "base_url") {
                 if (auto v = base_url(kv.second)) m_out.config.dashboard_base_url = *v;
+            } else if (key == "token_name") {
+                if (auto v = scalar(kv.second, key)) m_out.config.dashboard_token_name = *v;
             } else if (key == "commit_url") {
                 if (auto v = scalar(kv.second, key)) {
                     m_out.config.dashboard_commit_url = *v;
@@ -406,7 +408,7 @@ private:
                         diag(kv.second.Mark(), token.error().message);
                 }
             } else {
-                diag(kv.first.Mark(), fmt::format("unknown dashboard setting '{}' (expected base_url, commit_url or token_file)", key));
+                diag(kv.first.Mark(), fmt::format("unknown dashboard setting '{}' (expected base_url, commit_url, token_file or token_name)", key));
             }
         }
     }

@@ -56,6 +56,8 @@ struct Config {
     // A commit's page on the code host, `{commit}` standing for the commit label
     // ("https://github.com/org/repo/commit/{commit}"); empty: commits are not linked.
     std::string dashboard_commit_url;
+    // Who changes made with the dashboard's token are recorded as (triage history).
+    std::string dashboard_token_name = "dashboard token";
 
     // Alerts: where they go, and the route tree choosing receivers (none: no alerts).
     std::vector<Receiver> receivers;

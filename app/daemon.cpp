@@ -1005,6 +1005,7 @@ Result<std::unique_ptr<web::Dashboard>> open_dashboard(const std::string& db_pat
         if (!host.empty()) options.host_names.emplace_back(host);
     }
     options.commit_url = config.dashboard_commit_url;
+    options.token_name = config.dashboard_token_name;
     options.reports_base_url = config.reports_base_url;
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) == 0 && name[0] != '\0') options.host_names.emplace_back(name);

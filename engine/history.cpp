@@ -82,6 +82,8 @@ Result<BaselineWindow> baseline_window(const Db& db, const std::string& series, 
     if (!regressions) return std::unexpected(regressions.error());
     for (const RegressionState& r : *regressions) {
         if (r.opened_run >= current) continue;  // opened by this run or a later one
+        // A false alarm: its runs are baseline runs again.
+        if (r.status == RegressionStatus::invalid) continue;
         const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
         const bool closed_before = r.resolved_run && *r.resolved_run < current;
         if (r.status == RegressionStatus::accepted && closed_before)

@@ -18,14 +18,35 @@ std::string_view to_string(RegressionStatus s) {
         case RegressionStatus::open: return "open";
         case RegressionStatus::resolved: return "resolved";
         case RegressionStatus::accepted: return "accepted";
+        case RegressionStatus::invalid: return "invalid";
     }
     return "open";
+}
+
+std::string_view to_string(TriageState s) {
+    switch (s) {
+        case TriageState::untriaged: return "untriaged";
+        case TriageState::investigating: return "investigating";
+        case TriageState::accepted: return "accepted";
+        case TriageState::invalid: return "invalid";
+        case TriageState::wont_fix: return "wont_fix";
+        case TriageState::fixed: return "fixed";
+        case TriageState::backed_out: return "backed_out";
+    }
+    return "untriaged";
+}
+
+std::optional<TriageState> triage_state_from_string(std::string_view s) {
+    for (const TriageState t : k_triage_states)
+        if (to_string(t) == s) return t;
+    return std::nullopt;
 }
 
 std::optional<RegressionStatus> regression_status_from_string(std::string_view s) {
     if (s == "open") return RegressionStatus::open;
     if (s == "resolved") return RegressionStatus::resolved;
     if (s == "accepted") return RegressionStatus::accepted;
+    if (s == "invalid") return RegressionStatus::invalid;
     return std::nullopt;
 }
 
@@ -34,7 +55,7 @@ namespace {
 constexpr const char* k_regression_columns =
     "id, rule, entity_kind, entity_name, series, metric, higher_is_worse, baseline, band_limit, opened_run, "
     "first_bad_run, last_run, inside_runs, resolved_run, resolution, status, last_bad_run, current, change_pct, "
-    "comment, (SELECT ingested_at FROM runs WHERE runs.id = opened_run)";
+    "comment, (SELECT ingested_at FROM runs WHERE runs.id = opened_run), triage, assignee, bug_url";
 
 RegressionState regression_from(Statement& st) {
     RegressionState r;
@@ -58,6 +79,9 @@ RegressionState regression_from(Statement& st) {
     r.current = st.column(17).as_optional_double();
     r.change_pct = st.column(18).as_optional_double();
     r.comment = st.column(19).as_string();
+    r.triage = triage_state_from_string(st.column(21).as_string()).value_or(TriageState::untriaged);
+    r.assignee = st.column(22).as_string();
+    r.bug_url = st.column(23).as_string();
     if (!st.column(20).is_null()) r.since = st.column(20).as_string();
     return r;
 }
@@ -101,7 +125,7 @@ Result<std::optional<RegressionState>> RegressionStore::accept(std::int64_t id, 
     return guarded(m_name, [&]() -> Result<std::optional<RegressionState>> {
         Transaction tx(*m_db);
         Statement upd(*m_db,
-                              "UPDATE regressions SET status = 'accepted', resolved_run = last_run, "
+                              "UPDATE regressions SET status = 'accepted', triage = 'accepted', resolved_run = last_run, "
                               "resolution = 'accepted', comment = ? WHERE id = ? AND status = 'open'");
         upd.bind(1, comment);
         upd.bind(2, id);
@@ -111,6 +135,77 @@ Result<std::optional<RegressionState>> RegressionStore::accept(std::int64_t id, 
         std::optional<RegressionState> out;
         if (st.step()) out = regression_from(st);
         tx.commit();
+        return out;
+    });
+}
+
+Result<std::optional<RegressionState>> RegressionStore::triage(std::int64_t id, const TriageChange& change) {
+    return guarded(m_name, [&]() -> Result<std::optional<RegressionState>> {
+        Transaction tx(*m_db);
+        Statement exists(*m_db, "SELECT status FROM regressions WHERE id = ?");
+        exists.bind(1, id);
+        if (!exists.step()) return std::optional<RegressionState>{};
+        const bool open = exists.column(0).as_string() == "open";
+        exists.reset();
+        Statement event(*m_db, "INSERT INTO regression_events(regression_id, at, author, field, value) VALUES(?,?,?,?,?)");
+        const auto keep = [&](const std::string& field, const std::string& value) {
+            event.bind(1, id);
+            event.bind(2, change.at);
+            event.bind(3, change.author);
+            event.bind(4, field);
+            event.bind(5, value);
+            event.exec();
+            event.reset();
+        };
+        if (change.state) {
+            const std::string state(to_string(*change.state));
+            Statement set(*m_db, "UPDATE regressions SET triage = ? WHERE id = ?");
+            set.bind(1, state);
+            set.bind(2, id);
+            set.exec();
+            // Accepted and invalid end an open regression: the baseline moves to its level, or
+            // takes its runs back.
+            if (open && (*change.state == TriageState::accepted || *change.state == TriageState::invalid)) {
+                Statement close(*m_db, "UPDATE regressions SET status = ?, resolved_run = last_run, resolution = ?, "
+                                       "comment = ? WHERE id = ? AND status = 'open'");
+                close.bind(1, state);
+                close.bind(2, state);
+                close.bind(3, change.note);
+                close.bind(4, id);
+                close.exec();
+            }
+            keep("state", state);
+        }
+        if (change.assignee) {
+            Statement set(*m_db, "UPDATE regressions SET assignee = ? WHERE id = ?");
+            set.bind(1, *change.assignee);
+            set.bind(2, id);
+            set.exec();
+            keep("assignee", *change.assignee);
+        }
+        if (change.bug_url) {
+            Statement set(*m_db, "UPDATE regressions SET bug_url = ? WHERE id = ?");
+            set.bind(1, *change.bug_url);
+            set.bind(2, id);
+            set.exec();
+            keep("bug_url", *change.bug_url);
+        }
+        if (!change.note.empty()) keep("note", change.note);
+        Statement st(*m_db, fmt::format("SELECT {} FROM regressions WHERE id = ?", k_regression_columns));
+        st.bind(1, id);
+        std::optional<RegressionState> out;
+        if (st.step()) out = regression_from(st);
+        tx.commit();
+        return out;
+    });
+}
+
+Result<std::vector<TriageEvent>> RegressionStore::events(std::int64_t id) const {
+    return guarded(m_name, [&]() -> Result<std::vector<TriageEvent>> {
+        Statement st(*m_db, "SELECT at, author, field, value FROM regression_events WHERE regression_id = ? ORDER BY id");
+        st.bind(1, id);
+        std::vector<TriageEvent> out;
+        while (st.step()) out.push_back({st.column(0).as_string(), st.column(1).as_string(), st.column(2).as_string(), st.column(3).as_string()});
         return out;
     });
 }

@@ -17,10 +17,38 @@ class Connection;
 }
 
 // Open: the rule fired and the series has not come back. Resolved: back inside the band for
-// the rule's resolve_after runs. Accepted: a user took the new level as the baseline.
-enum class RegressionStatus { open, resolved, accepted };
+// the rule's resolve_after runs. Accepted: a user took the new level as the baseline. Invalid: a
+// user found it a false alarm; its runs are baseline runs again.
+enum class RegressionStatus { open, resolved, accepted, invalid };
 std::string_view to_string(RegressionStatus s);
 std::optional<RegressionStatus> regression_status_from_string(std::string_view s);
+
+// What the team says of a regression (the dashboard's triage), beside its status.
+enum class TriageState { untriaged, investigating, accepted, invalid, wont_fix, fixed, backed_out };
+std::string_view to_string(TriageState s);
+std::optional<TriageState> triage_state_from_string(std::string_view s);
+// Every triage state, in the order forms offer them.
+inline constexpr TriageState k_triage_states[] = {TriageState::untriaged, TriageState::investigating, TriageState::accepted,
+                                                  TriageState::invalid,   TriageState::wont_fix,      TriageState::fixed,
+                                                  TriageState::backed_out};
+
+// A triage change: the fields given are set (each kept as an event), by `author` at `at` (UTC).
+struct TriageChange {
+    std::optional<TriageState> state;
+    std::optional<std::string> assignee;
+    std::optional<std::string> bug_url;
+    std::string note;  // empty: none
+    std::string author;
+    std::string at;
+};
+
+// One kept triage change: `field` (state, assignee, bug_url, note) set to `value`.
+struct TriageEvent {
+    std::string at;
+    std::string author;
+    std::string field;
+    std::string value;
+};
 
 // One regression followed over history (hysteresis): opened when its rule fires, resolved only
 // after `resolve_after` comparable runs back inside the band, or accepted.
@@ -46,6 +74,9 @@ struct RegressionState {
     std::optional<double> change_pct;    // its change against `baseline` when it opened
     std::string comment;                 // given when accepted
     std::string since;                   // when the opening run was ingested (read only)
+    TriageState triage = TriageState::untriaged;
+    std::string assignee;
+    std::string bug_url;
 };
 
 // The regressions followed over history: a part of the database (Db::regressions()).
@@ -63,6 +94,13 @@ public:
     // Accepts an open regression: its new level becomes the baseline. nullopt when there is no
     // open regression `id`.
     Result<std::optional<RegressionState>> accept(std::int64_t id, const std::string& comment);
+    // Applies `change` to regression `id` in one transaction, keeping each changed field as an
+    // event. State accepted accepts an open regression (its new level becomes the baseline);
+    // invalid closes it as a false alarm (resolution "invalid": its runs are baseline runs again).
+    // nullopt when there is no regression `id`.
+    Result<std::optional<RegressionState>> triage(std::int64_t id, const TriageChange& change);
+    // The triage changes of regression `id`, oldest first.
+    Result<std::vector<TriageEvent>> events(std::int64_t id) const;
     // Inserts (id 0, then set) or updates open regression states, in one transaction.
     Result<void> save(std::vector<RegressionState>& states);
 

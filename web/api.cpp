@@ -36,6 +36,9 @@ json regression_json(const RegressionState& r) {
             {"resolved_run", optional_id(r.resolved_run)},
             {"resolution", r.resolution},
             {"comment", r.comment},
+            {"triage", std::string(to_string(r.triage))},
+            {"assignee", r.assignee},
+            {"bug_url", r.bug_url},
             {"since", r.since}};
 }
 
@@ -120,8 +123,8 @@ HttpResponse api_run(PageContext& ctx, std::int64_t run_id) {
 
 HttpResponse api_regressions(PageContext& ctx, const Query& q) {
     const std::string status = q.has("status") ? q.get("status") : "open";
-    if (status != "open" && status != "resolved" && status != "accepted" && status != "all")
-        return json_error(400, fmt::format("status '{}' is not open, resolved, accepted or all", status));
+    if (status != "all" && !regression_status_from_string(status))
+        return json_error(400, fmt::format("status '{}' is not open, resolved, accepted, invalid or all", status));
     auto all = ctx.db.regressions().list(status == "open");
     if (!all) return json_error(500, all.error().to_string());
     json list = json::array();

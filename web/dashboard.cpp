@@ -67,6 +67,7 @@ bool host_allowed(std::string_view host, const std::vector<std::string>& names) 
 // A path that only takes POST: an action.
 bool is_action(std::string_view path) {
     return path == "/silences" || path == "/files/retry" || id_after(path, "/regression/", "/accept") ||
+           id_after(path, "/regression/", "/triage") ||
            id_after(path, "/silence/", "/expire") || id_after(path, "/run/", "/pin") || id_after(path, "/run/", "/unpin");
 }
 
@@ -128,7 +129,7 @@ HttpResponse Dashboard::get(std::string_view path, std::string_view query, std::
     }
     auto q = Query::parse(query);
     if (!q) return error_response(400, q.error().message);
-    PageContext ctx{m_db, !m_options.token.empty(), m_options.commit_url, m_options.reports_base_url, m_index};
+    PageContext ctx{m_db, !m_options.token.empty(), m_options.commit_url, m_options.reports_base_url, m_options.token_name, m_index};
     // The report file: open to all on a read-only dashboard, with the token (Authorization:
     // Bearer, or the POST form) where one is configured.
     if (auto id = id_after(path, "/run/", "/report")) {
@@ -165,9 +166,10 @@ HttpResponse Dashboard::post(const HttpRequest& request, std::string_view path) 
     std::string token = form->get("token");
     if (token.empty() && request.authorization.starts_with("Bearer ")) token = request.authorization.substr(7);
     if (!same_secret(token, m_options.token)) return error_response(403, "a valid token is needed to change state");
-    PageContext ctx{m_db, true, m_options.commit_url, m_options.reports_base_url, m_index};
+    PageContext ctx{m_db, true, m_options.commit_url, m_options.reports_base_url, m_options.token_name, m_index};
     if (auto id = id_after(path, "/run/", "/report")) return report_download(ctx, *id);
     if (auto id = id_after(path, "/regression/", "/accept")) return accept_action(ctx, *id, *form);
+    if (auto id = id_after(path, "/regression/", "/triage")) return triage_action(ctx, *id, *form);
     if (path == "/silences") return silence_add_action(ctx, *form);
     if (auto id = id_after(path, "/silence/", "/expire")) return silence_expire_action(ctx, *id);
     if (path == "/files/retry") return file_retry_action(ctx, *form);

@@ -22,6 +22,8 @@ struct DashboardOptions {
     // reports (run-ID.html); empty: not linked.
     std::string commit_url;
     std::string reports_base_url;
+    // Who changes made with the token are recorded as (triage history).
+    std::string token_name = "dashboard token";
 };
 
 // The dashboard's pages over one database: overview, series, run, compare, regressions, alerts,

@@ -16,6 +16,7 @@ struct PageContext {
     bool writable = false;  // a token is configured: the action forms are shown
     std::string_view commit_url;        // DashboardOptions::commit_url
     std::string_view reports_base_url;  // DashboardOptions::reports_base_url
+    std::string_view token_name;        // who a change made with the token is recorded as
     // The dashboard's series index, kept between requests.
     std::unique_ptr<SeriesIndex>& index;
 
@@ -51,6 +52,9 @@ HttpResponse alerts_page(PageContext& ctx, const Query& q);
 
 // The state-changing actions (POST, token checked by the caller); each answers with a redirect.
 HttpResponse accept_action(PageContext& ctx, std::int64_t id, const Query& form);
+// Sets a regression's triage state, assignee, bug URL and note (each change kept, by the
+// token's name); accepted and invalid end an open regression (storage's RegressionStore::triage).
+HttpResponse triage_action(PageContext& ctx, std::int64_t id, const Query& form);
 HttpResponse silence_add_action(PageContext& ctx, const Query& form);
 HttpResponse silence_expire_action(PageContext& ctx, std::int64_t id);
 // A quarantined (or failed) file, the form's `path`, read once more by the daemon.

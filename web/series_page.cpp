@@ -127,7 +127,9 @@ std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Q
         const auto a = point_of(first), b = point_of(last);
         if (!a || !b) continue;
         const std::size_t to = chart.points[*b].run > last && *b > 0 ? *b - 1 : *b;
-        for (std::size_t i = *a; i <= to && i < chart.points.size(); ++i) chart.points[i].bad = true;
+        // Accepted (the new level) and invalid (a false alarm) runs are not bad runs.
+        const bool bad = r.status == RegressionStatus::open || r.status == RegressionStatus::resolved;
+        for (std::size_t i = *a; i <= to && i < chart.points.size(); ++i) chart.points[i].bad = chart.points[i].bad || bad;
         chart.spans.push_back({*a, std::max(*a, to), first, last, "reg-" + std::string(to_string(r.status)),
                                fmt::format("regression #{} ({}): {} {}{}", r.id, to_string(r.status), r.rule, metric,
                                            r.change_pct ? fmt::format(" {:+.1f}%", *r.change_pct) : ""),

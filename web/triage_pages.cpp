@@ -59,12 +59,32 @@ std::string accept_form(const RegressionState& r) {
                        r.id, token_field());
 }
 
+// The triage form of a regression: state, assignee, bug URL and a note.
+std::string triage_form(const RegressionState& r) {
+    std::string states;
+    for (const TriageState t : k_triage_states)
+        states += fmt::format("<option value=\"{0}\"{1}>{0}</option>", to_string(t), t == r.triage ? " selected" : "");
+    return fmt::format("<form class=\"box filters\" id=\"triage-form\" method=\"post\" action=\"/regression/{}/triage\">"
+                       "<select name=\"state\">{}</select><input name=\"assignee\" placeholder=\"assignee\" size=\"14\" value=\"{}\">"
+                       "<input name=\"bug_url\" placeholder=\"https://bugs/123\" size=\"28\" value=\"{}\">"
+                       "<input name=\"note\" placeholder=\"note\" size=\"30\">{}<button type=\"submit\">Save</button></form>\n",
+                       r.id, states, h(r.assignee), h(r.bug_url), token_field());
+}
+
+// "investigating, alice, bug" for lists.
+std::string triage_text(const RegressionState& r) {
+    std::string out = fmt::format("<span class=\"triage-{0}\">{0}</span>", to_string(r.triage));
+    if (!r.assignee.empty()) out += ", " + h(r.assignee);
+    if (!r.bug_url.empty()) out += fmt::format(", <a href=\"{}\">bug</a>", h(r.bug_url));
+    return out;
+}
+
 }  // namespace
 
 HttpResponse regressions_page(PageContext& ctx, const Query& q) {
     const std::string status = q.has("status") ? q.get("status") : "open";
     if (status != "all" && !regression_status_from_string(status))
-        return error_response(400, fmt::format("status '{}' is not open, resolved, accepted or all", status));
+        return error_response(400, fmt::format("status '{}' is not open, resolved, accepted, invalid or all", status));
     auto all = ctx.db.regressions().list(status == "open");
     if (!all) return error_response(500, all.error().to_string());
     auto indexed = ctx.series_index();
@@ -89,7 +109,7 @@ HttpResponse regressions_page(PageContext& ctx, const Query& q) {
 
     std::vector<std::pair<std::string, std::string>> params{{"status", status}, {"series", series}, {"rule", rule}};
     std::string body = "<h1>Regressions</h1>\n<div class=\"filters\">";
-    for (const char* s : {"open", "resolved", "accepted", "all"}) {
+    for (const char* s : {"open", "resolved", "accepted", "invalid", "all"}) {
         auto with_status = params;
         with_status[0].second = s;
         body += fmt::format("<a href=\"{}\"{}>{}</a>", h(make_url("/regressions", with_status)),
@@ -102,7 +122,7 @@ HttpResponse regressions_page(PageContext& ctx, const Query& q) {
         body += fmt::format("<p class=\"note\">No {} regressions.</p>\n", status == "all" ? "" : status);
         return html_response(page("Regressions", "Regressions", body));
     }
-    body += "<table id=\"regressions\"><thead><tr><th>#</th><th>State</th><th>Series</th><th>On</th><th>Rule, metric</th>"
+    body += "<table id=\"regressions\"><thead><tr><th>#</th><th>State</th><th>Triage</th><th>Series</th><th>On</th><th>Rule, metric</th>"
             "<th>Change</th><th>Last good .. first bad</th><th>Since</th><th></th></tr></thead><tbody>\n";
     std::vector<const RegressionState*> on_page(shown.begin() + static_cast<std::ptrdiff_t>((page_no - 1) * k_page_size),
                                                 shown.begin() + static_cast<std::ptrdiff_t>(std::min(shown.size(), page_no * k_page_size)));
@@ -115,11 +135,11 @@ HttpResponse regressions_page(PageContext& ctx, const Query& q) {
             action = h(r.resolution) + (r.resolved_run ? fmt::format(" at <a href=\"/run/{0}\">run {0}</a>", *r.resolved_run) : "") +
                      (r.comment.empty() ? "" : ": " + h(r.comment));
         body += fmt::format("<tr data-regression=\"{0}\"><td><a href=\"/regression/{0}\">#{0}</a></td><td class=\"state-{1}\">{1}</td>"
-                            "<td><a href=\"{2}\">{3}</a></td><td>{4}</td><td>{5}<br><span class=\"note\">{6}</span></td>"
+                            "<td>{11}</td><td><a href=\"{2}\">{3}</a></td><td>{4}</td><td>{5}<br><span class=\"note\">{6}</span></td>"
                             "<td>{7}</td><td>{8}</td><td>{9}</td><td>{10}</td></tr>\n",
                             r.id, to_string(r.status), h(make_url("/series", {{"key", r.series}})),
                             h(series_title(r.series)), entity_text(r), h(r.rule), h(r.metric),
-                            h(change_text(r)), bisect_text(ctx, (*ends)[i], r.metric), h(r.since), action);
+                            h(change_text(r)), bisect_text(ctx, (*ends)[i], r.metric), h(r.since), action, triage_text(r));
     }
     body += "</tbody></table>\n" + pager("/regressions", params, page_no, pages);
     return html_response(page("Regressions", "Regressions", body));
@@ -151,8 +171,18 @@ HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
     if (r.status != RegressionStatus::open)
         body += fmt::format("<tr><th>Ended</th><td>{}{}{}</td></tr>\n", h(r.resolution),
                             r.resolved_run ? fmt::format(" at run {}", *r.resolved_run) : "", r.comment.empty() ? "" : ": " + h(r.comment));
+    body += fmt::format("<tr><th>Triage</th><td id=\"triage\">{}</td></tr>\n", triage_text(r));
     body += "</tbody></table>\n";
     if (r.status == RegressionStatus::open && ctx.writable) body += "<div class=\"box\">" + accept_form(r) + "</div>\n";
+    if (ctx.writable) body += triage_form(r);
+    auto events = ctx.db.regressions().events(r.id);
+    if (!events) return error_response(500, events.error().to_string());
+    if (!events->empty()) {
+        body += "<h2>Triage history</h2>\n<table id=\"triage-history\"><thead><tr><th>When</th><th>Who</th><th>What</th></tr></thead><tbody>\n";
+        for (const TriageEvent& e : *events)
+            body += fmt::format("<tr><td>{}</td><td>{}</td><td>{}: {}</td></tr>\n", h(e.at), h(e.author), h(e.field), h(e.value));
+        body += "</tbody></table>\n";
+    }
     if (const SeriesEntry* s = index.find(r.series); s != nullptr) {
         // The series around the change: 30 runs before the first bad one to 10 after the last.
         const std::size_t at = s->position_from(first);
@@ -267,6 +297,36 @@ HttpResponse alerts_page(PageContext& ctx, const Query& q) {
                 "hours, <input name=\"comment\" placeholder=\"why\" size=\"24\">" + token_field() +
                 "<button type=\"submit\">Silence</button></form>\n";
     return html_response(page("Alerts", "Alerts", body));
+}
+
+HttpResponse triage_action(PageContext& ctx, std::int64_t id, const Query& form) {
+    TriageChange change;
+    if (form.has("state")) {
+        change.state = triage_state_from_string(form.get("state"));
+        if (!change.state) return error_response(400, fmt::format("'{}' is not a triage state", form.get("state")));
+    }
+    if (form.has("assignee")) change.assignee = form.get("assignee");
+    if (form.has("bug_url")) {
+        const std::string url = form.get("bug_url");
+        if (!url.empty() && !url.starts_with("https://") && !url.starts_with("http://"))
+            return error_response(400, "the bug URL must start with http:// or https://");
+        change.bug_url = url;
+    }
+    change.note = form.get("note");
+    change.author = std::string(ctx.token_name);
+    change.at = ms_text(now_ms());
+    // Only what changed is kept as an event.
+    auto all = ctx.db.regressions().list(false);
+    if (!all) return error_response(500, all.error().to_string());
+    const auto it = std::find_if(all->begin(), all->end(), [&](const RegressionState& r) { return r.id == id; });
+    if (it == all->end()) return error_response(404, fmt::format("no regression #{}", id));
+    if (change.state == it->triage) change.state.reset();
+    if (change.assignee == it->assignee) change.assignee.reset();
+    if (change.bug_url == it->bug_url) change.bug_url.reset();
+    auto changed = ctx.db.regressions().triage(id, change);
+    if (!changed) return error_response(500, changed.error().to_string());
+    if (!*changed) return error_response(404, fmt::format("no regression #{}", id));
+    return redirect(fmt::format("/regression/{}", id));
 }
 
 HttpResponse accept_action(PageContext& ctx, std::int64_t id, const Query& form) {

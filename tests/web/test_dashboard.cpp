@@ -518,4 +518,92 @@ TEST(Dashboard, ComparingTwoBranchesNamesTheChangeAndNotTheNoise) {
     EXPECT_EQ(test::http_get(port, "/api/v1/nothing").status, 404);
 }
 
+// Triage: a regression gets a state, an assignee, a bug and notes, each change kept with who
+// (the token's name) and when; marked invalid it is closed and its runs are no longer bad runs of
+// the chart (the band takes them back), and the API and SQL agree.
+TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
+    test::TempDir dir;
+    const std::string db = dir.file("h.db");
+    for (int i = 0; i < 20; ++i) {
+        const std::string trace = write_trace(dir, fmt::format("g{}/train.json", i), i >= 14 ? 115 : 100, 1000.0 * (i + 1));
+        ASSERT_LE(run_perfwatch({"check", "--db", db, "--label", "benchmark=train", "--label", fmt::format("commit=g{}", i), trace})
+                      .exit_code,
+                  1);
+    }
+    const std::int64_t regression =
+        test::query_int(db, "SELECT id FROM regressions WHERE entity_kind = 'kernel' AND entity_name = 'gemm' AND status = 'open'");
+    ASSERT_GT(regression, 0);
+    test::write_file(dir.path() / "token", std::string(k_token) + "\n");
+    fs::permissions(dir.path() / "token", fs::perms::owner_read | fs::perms::owner_write);
+    test::write_file(dir.path() / "perfwatch.yaml", "dashboard:\n  token_name: perf-bot\n");
+    test::BackgroundProcess serve({"--config", dir.file("perfwatch.yaml"), "serve", "--db", db, "--listen", "127.0.0.1:0",
+                                   "--token-file", dir.file("token")},
+                                  dir.file("serve.log"));
+    ASSERT_TRUE(serve.wait_for_log("actions need the token", 20)) << serve.log();
+    std::smatch m;
+    const std::string log = serve.log();
+    ASSERT_TRUE(std::regex_search(log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) << log;
+    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+    const std::vector<std::pair<std::string, std::string>> form{{"Content-Type", "application/x-www-form-urlencoded"}};
+    const std::string path = fmt::format("/regression/{}", regression);
+    const auto bad_points = [&] {
+        const std::string page = test::http_get(port, path).body;
+        return all_matches(page, "class=\"point (bad)\"").size();
+    };
+    const std::size_t bad_before = bad_points();
+    EXPECT_GE(bad_before, 4u);
+
+    EXPECT_EQ(test::http_get(port, path + "/triage").status, 405);
+    EXPECT_EQ(test::http_request(port, "POST", path + "/triage", "state=investigating", form).status, 403);  // no token
+    EXPECT_EQ(test::http_request(port, "POST", path + "/triage", fmt::format("token={}&state=maybe", k_token), form).status, 400);
+    EXPECT_EQ(test::http_request(port, "POST", path + "/triage",
+                                 fmt::format("token={}&state=investigating&assignee=alice&bug_url=https%3A%2F%2Fbugs.example%2F42"
+                                             "&note=looks+real",
+                                             k_token),
+                                 form)
+                  .status,
+              303);
+    const auto page = test::http_get(port, path).body;
+    EXPECT_NE(page.find("<span class=\"triage-investigating\">investigating</span>, alice, <a href=\"https://bugs.example/42\">bug</a>"),
+              std::string::npos)
+        << page;
+    EXPECT_EQ(test::query_int(db, fmt::format("SELECT count(*) FROM regression_events WHERE regression_id = {}", regression)), 4);
+    EXPECT_EQ(test::query_int(db, fmt::format("SELECT count(*) FROM regression_events WHERE regression_id = {} AND author = 'perf-bot'",
+                                              regression)),
+              4);
+    EXPECT_NE(page.find("<td>perf-bot</td><td>note: looks real</td>"), std::string::npos) << page;
+    // The same state again changes nothing and keeps nothing.
+    EXPECT_EQ(test::http_request(port, "POST", path + "/triage", fmt::format("token={}&state=investigating&assignee=alice", k_token), form)
+                  .status,
+              303);
+    EXPECT_EQ(test::query_int(db, fmt::format("SELECT count(*) FROM regression_events WHERE regression_id = {}", regression)), 4);
+
+    // Invalid: closed, its runs no longer bad, the band takes them back.
+    EXPECT_EQ(test::http_request(port, "POST", path + "/triage", fmt::format("token={}&state=invalid&note=noisy+host", k_token), form)
+                  .status,
+              303);
+    EXPECT_EQ(test::query_int(db, fmt::format("SELECT count(*) FROM regressions WHERE id = {} AND status = 'invalid' AND "
+                                              "triage = 'invalid' AND resolved_run IS NOT NULL",
+                                              regression)),
+              1);
+    EXPECT_EQ(bad_points(), 0u);
+    const auto api = nlohmann::json::parse(test::http_get(port, "/api/v1/regressions?status=invalid").body);
+    ASSERT_EQ(api["regressions"].size(), 1u);
+    EXPECT_EQ(api["regressions"][0]["id"], regression);
+    EXPECT_EQ(api["regressions"][0]["assignee"], "alice");
+    EXPECT_EQ(api["regressions"][0]["bug_url"], "https://bugs.example/42");
+    EXPECT_EQ(api["regressions"][0]["triage"], "invalid");
+    // The run's GPU time regression of the same shift is a false alarm too; then the next run's
+    // baseline takes their runs back (115 us), and the same level opens nothing again.
+    const std::int64_t run_regression = test::query_int(db, "SELECT id FROM regressions WHERE entity_kind = 'run' AND status = 'open'");
+    ASSERT_GT(run_regression, 0);
+    EXPECT_EQ(test::http_request(port, "POST", fmt::format("/regression/{}/triage", run_regression),
+                                 fmt::format("token={}&state=invalid", k_token), form)
+                  .status,
+              303);
+    const std::string next = write_trace(dir, "g20/train.json", 115, 21000.0);
+    ASSERT_LE(run_perfwatch({"check", "--db", db, "--label", "benchmark=train", "--label", "commit=g20", next}).exit_code, 1);
+    EXPECT_EQ(test::query_int(db, "SELECT count(*) FROM regressions WHERE status = 'open'"), 0);
+}
+
 }  // namespace perfwatch
