@@ -95,6 +95,19 @@ Result<std::map<std::int64_t, std::array<std::int64_t, 3>>> BrowseReads::finding
     });
 }
 
+Result<std::set<std::int64_t>> BrowseReads::job_ranks_among(const std::vector<std::int64_t>& runs) const {
+    return guarded(m_name, [&]() -> Result<std::set<std::int64_t>> {
+        std::set<std::int64_t> out;
+        for (std::size_t at = 0; at < runs.size(); at += k_batch) {
+            const std::size_t n = std::min(k_batch, runs.size() - at);
+            Statement st(*m_db, "SELECT DISTINCT run_id FROM job_ranks WHERE run_id IN " + in_list(n));
+            for (std::size_t i = 0; i < n; ++i) st.bind(static_cast<int>(i + 1), runs[at + i]);
+            while (st.step()) out.insert(st.column(0).as_int64());
+        }
+        return out;
+    });
+}
+
 Result<std::map<std::int64_t, std::string>> BrowseReads::sources(const std::vector<std::int64_t>& runs) const {
     return guarded(m_name, [&]() -> Result<std::map<std::int64_t, std::string>> {
         std::map<std::int64_t, std::string> out;

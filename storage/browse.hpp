@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,8 @@ public:
     // Findings per run by severity (info, warning, error), for each of `runs` that has any.
     Result<std::map<std::int64_t, std::array<std::int64_t, 3>>> finding_counts(const std::vector<std::int64_t>& runs) const;
     // The names of the `limit` kernels of `run` with the most GPU time (launches x mean duration).
+    // Those of `runs` that are a rank of a stored job.
+    Result<std::set<std::int64_t>> job_ranks_among(const std::vector<std::int64_t>& runs) const;
     // The report path of each of `runs` that exists.
     Result<std::map<std::int64_t, std::string>> sources(const std::vector<std::int64_t>& runs) const;
     Result<std::vector<std::string>> top_kernels(std::int64_t run, std::size_t limit) const;

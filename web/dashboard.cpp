@@ -102,7 +102,7 @@ std::optional<HttpResponse> Dashboard::handle(const HttpRequest& request) {
     const bool ours = path == "/" || path == "/static/style.css" || path == "/series" || path.starts_with("/run/") ||
                       path == "/compare" || path == "/regressions" || path.starts_with("/regression/") ||
                       path == "/alerts" || path == "/silences" || path.starts_with("/silence/") ||
-                      path == "/files/retry" || path.starts_with("/api/v1/");
+                      path == "/files/retry" || path.starts_with("/api/v1/") || path.starts_with("/commit/");
     if (!ours) return std::nullopt;
     if ((request.method == "GET" || request.method == "HEAD") && is_action(path)) {
         HttpResponse r = error_response(405, "this is an action: it takes POST (a form on the dashboard's pages)");
@@ -140,6 +140,11 @@ HttpResponse Dashboard::get(std::string_view path, std::string_view query, std::
     if (path == "/") return overview_page(ctx, *q);
     if (path == "/series") return series_page(ctx, *q);
     if (path == "/compare") return q->has("a_series") || q->has("b_series") ? range_compare_page(ctx, *q) : compare_page(ctx, *q);
+    if (path.starts_with("/commit/")) {
+        auto commit = Query::parse("c=" + std::string(path.substr(8)));
+        if (!commit) return error_response(400, commit.error().message);
+        return commit_page(ctx, commit->get("c"));
+    }
     if (path == "/api/v1/compare") return range_compare_api(ctx, *q);
     if (path == "/api/v1/series") return q->has("key") ? api_series_values(ctx, *q) : api_series(ctx, *q);
     if (path == "/api/v1/regressions") return api_regressions(ctx, *q);

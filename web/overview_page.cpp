@@ -46,6 +46,16 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
     std::vector<const SeriesEntry*> shown;
     for (const SeriesEntry* s : index.series())
         if (passes(*s, filters, text)) shown.push_back(s);
+    // A distributed job is one row: the series of its ranks (their newest run a rank of a stored
+    // job) are folded into the job's own series unless ?ranks=1 asks for them.
+    std::size_t folded = 0;
+    if (q.get("ranks") != "1") {
+        std::vector<std::int64_t> newest;
+        for (const SeriesEntry* s : shown) newest.push_back(s->runs.back().id);
+        auto ranks = ctx.db.browse().job_ranks_among(newest);
+        if (!ranks) return error_response(500, ranks.error().to_string());
+        folded = std::erase_if(shown, [&](const SeriesEntry* s) { return ranks->contains(s->runs.back().id); });
+    }
 
     // Default: series with open regressions first (most first), then the latest run first.
     const std::string sort = q.has("sort") ? q.get("sort") : "-regressions";
@@ -91,8 +101,12 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
     if (!text.empty()) params.emplace_back("q", text);
     if (q.has("sort")) params.emplace_back("sort", sort);
 
-    std::string body = fmt::format("<h1>Series</h1>\n<p class=\"note\">{} series, {} runs in {}.</p>\n",
-                                   index.series().size(), index.runs(), h(ctx.db.name()));
+    std::string body = fmt::format("<h1>Series</h1>\n<p class=\"note\">{} series, {} runs in {}.{}</p>\n",
+                                   index.series().size(), index.runs(), h(ctx.db.name()),
+                                   folded == 0 ? std::string()
+                                               : fmt::format(" {} series of distributed jobs' ranks are shown as their jobs "
+                                                             "(<a id=\"show-ranks\" href=\"/?ranks=1\">show them</a>).",
+                                                             folded));
     body += "<form class=\"filters\" method=\"get\" action=\"/\">";
     for (const auto& [k, v] : filters)
         body += fmt::format("<input type=\"hidden\" name=\"label\" value=\"{}\"><span class=\"mono\">{}={}</span>",

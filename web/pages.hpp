@@ -49,6 +49,9 @@ HttpResponse api_regressions(PageContext& ctx, const Query& q);
 HttpResponse regressions_page(PageContext& ctx, const Query& q);
 HttpResponse regression_page(PageContext& ctx, std::int64_t id);
 HttpResponse alerts_page(PageContext& ctx, const Query& q);
+// One commit: the regressions that began at it (state and triage) and each of its runs with what
+// moved against history, with confidence; /commit/SHA.
+HttpResponse commit_page(PageContext& ctx, std::string_view commit);
 
 // The state-changing actions (POST, token checked by the caller); each answers with a redirect.
 HttpResponse accept_action(PageContext& ctx, std::int64_t id, const Query& form);

@@ -124,8 +124,11 @@ HttpResponse run_page(PageContext& ctx, std::int64_t run_id) {
     body += fmt::format("<tr><th>Labels</th><td id=\"run-labels\">{}</td></tr>\n", labels.empty() ? "none" : labels);
     // The evidence: the commit on the code host, the daemon's HTML report, the report file itself.
     std::string evidence;
-    if (const std::string commit = label_value(r.batch.labels, "commit"); !commit.empty() && !ctx.commit_url.empty())
-        evidence += "commit " + commit_html(ctx, commit) + " &middot; ";
+    if (const std::string commit = label_value(r.batch.labels, "commit"); !commit.empty()) {
+        evidence += fmt::format("<a id=\"commit-summary\" href=\"{}\">everything this commit moved</a> &middot; ",
+                                h("/commit/" + url_encode(commit)));
+        if (!ctx.commit_url.empty()) evidence += "commit " + commit_html(ctx, commit) + " &middot; ";
+    }
     if (!ctx.reports_base_url.empty())
         evidence += fmt::format("<a href=\"{}\">HTML report</a> &middot; ", h(fmt::format("{}run-{}.html", ctx.reports_base_url, run_id)));
     if (ctx.writable)

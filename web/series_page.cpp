@@ -177,9 +177,16 @@ std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Q
     nav += fmt::format("<span class=\"note\">runs {} to {} ({} of {} runs, {} with this metric{})</span></div>\n",
                        s.runs[lo].id, s.runs[hi - 1].id, width, n, chart.points.size(),
                        chart.points.size() > k_max_drawn_points ? fmt::format("; drawn as {} bucket extremes", k_max_drawn_points) : "");
+    // Which statistic the points are: a kernel's stored duration is its mean per launch, while
+    // its regressions judge the median per launch of the samples (both said, as they differ).
+    const std::string statistic =
+        kind != EntityKind::run && metric == "duration"
+            ? "<span class=\"statistic\">points: each run's <b>mean</b> per launch; a regression's change is judged on the "
+              "<b>median</b> per launch of the launches' samples (the regression page's numbers)</span>"
+            : "";
     const std::string legend =
-        "<div class=\"legend\"><span>shaded: baseline band (median &plusmn; 3 robust &sigma; of the 10 runs before)</span>"
-        "<span>red spans: open regressions, green: resolved, violet: accepted</span>"
+        "<div class=\"legend\">" + statistic + "<span>shaded: baseline band (median &plusmn; 3 robust &sigma; of the 10 runs before)</span>"
+        "<span>red spans: open regressions, green: resolved, violet: accepted, grey: invalid</span>"
         "<span>dashed violet: change point; dotted: environment change; green: where a regression ended</span>"
         "<span>hover a point for its commit, value and launches; click to open the run</span></div>\n";
     return nav + series_chart(chart) + legend;

@@ -164,8 +164,14 @@ HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
     body += fmt::format("<tr><th>Series</th><td><a href=\"{}\">{}</a></td></tr>\n", h(make_url("/series", {{"key", r.series}})),
                         h(series_title(r.series)));
     body += fmt::format("<tr><th>On</th><td>{}</td></tr>\n<tr><th>Rule</th><td>{} ({})</td></tr>\n", entity_text(r), h(r.rule), h(r.metric));
-    body += fmt::format("<tr><th>Change</th><td>{}</td></tr>\n", h(change_text(r)));
-    body += fmt::format("<tr><th>Bisect</th><td>last good .. first bad: {}</td></tr>\n", bisect_text(ctx, ends->front(), r.metric));
+    body += fmt::format("<tr><th>Change</th><td>{}{}</td></tr>\n", h(change_text(r)),
+                        r.entity_kind != EntityKind::run && r.metric == "duration"
+                            ? " <span class=\"note statistic\">median per launch (the chart's points are means)</span>"
+                            : "");
+    body += fmt::format("<tr><th>Bisect</th><td>last good .. first bad: {}{}</td></tr>\n", bisect_text(ctx, ends->front(), r.metric),
+                        r.entity_kind != EntityKind::run && r.metric == "duration"
+                            ? " <span class=\"note statistic\">(each run's mean per launch, as the chart's points)</span>"
+                            : "");
     body += fmt::format("<tr><th>Opened</th><td>at <a href=\"/run/{0}\">run {0}</a> {1}; last bad run {2}</td></tr>\n", r.opened_run,
                         h(r.since), r.last_bad_run);
     if (r.status != RegressionStatus::open)

@@ -310,6 +310,18 @@ TEST(Jobs, EightRankFilesArrivingOverSecondsGiveOneJobAndOneMessage) {
     ASSERT_EQ(argv.size(), 10u) << commands;
     for (std::size_t i = 2; i < argv.size(); ++i) EXPECT_TRUE(fs::is_regular_file(argv[i])) << argv[i];
     EXPECT_NE(test::run_program(argv).exit_code, 2);
+    // The overview shows the job as one row: its 8 ranks' series are folded into it (and listed
+    // on request).
+    const auto overview = test::http_get(static_cast<unsigned short>(std::stoi(m[1])), "/");
+    const auto rows = [](const std::string& body) {
+        std::size_t n = 0;
+        for (std::size_t at = body.find("<tr data-series="); at != std::string::npos; at = body.find("<tr data-series=", at + 1)) ++n;
+        return n;
+    };
+    EXPECT_EQ(rows(overview.body), 1u) << overview.body;
+    EXPECT_NE(overview.body.find("<td>job</td>"), std::string::npos);
+    EXPECT_NE(overview.body.find("8 series of distributed jobs' ranks are shown as their jobs"), std::string::npos);
+    EXPECT_EQ(rows(test::http_get(static_cast<unsigned short>(std::stoi(m[1])), "/?ranks=1").body), 9u);
     // Its series opens on the job's step time, which jobs have, and the overview draws it.
     const auto port = static_cast<unsigned short>(std::stoi(m[1]));
     const std::size_t series_at = page.body.find("href=\"/series?key=");

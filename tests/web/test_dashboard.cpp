@@ -552,6 +552,12 @@ TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
     };
     const std::size_t bad_before = bad_points();
     EXPECT_GE(bad_before, 4u);
+    // Each number says which statistic it is: the change is a median per launch, the chart's
+    // points and the bisection's values are means.
+    const std::string before = test::http_get(port, path).body;
+    EXPECT_NE(before.find("median per launch (the chart's points are means)"), std::string::npos);
+    EXPECT_NE(before.find("(each run's mean per launch, as the chart's points)"), std::string::npos);
+    EXPECT_NE(before.find("points: each run's <b>mean</b> per launch"), std::string::npos);
 
     EXPECT_EQ(test::http_get(port, path + "/triage").status, 405);
     EXPECT_EQ(test::http_request(port, "POST", path + "/triage", "state=investigating", form).status, 403);  // no token
@@ -604,6 +610,17 @@ TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
     const std::string next = write_trace(dir, "g20/train.json", 115, 21000.0);
     ASSERT_LE(run_perfwatch({"check", "--db", db, "--label", "benchmark=train", "--label", "commit=g20", next}).exit_code, 1);
     EXPECT_EQ(test::query_int(db, "SELECT count(*) FROM regressions WHERE status = 'open'"), 0);
+
+    // The commit where the shift began: both regressions, with their state and triage, and its run.
+    const auto commit = test::http_get(port, "/commit/g14");
+    ASSERT_EQ(commit.status, 200);
+    EXPECT_NE(commit.body.find(fmt::format("<tr data-regression=\"{}\">", regression)), std::string::npos) << commit.body;
+    EXPECT_NE(commit.body.find(fmt::format("<tr data-regression=\"{}\">", run_regression)), std::string::npos);
+    EXPECT_EQ(all_matches(commit.body, "class=\"state-(invalid)\"").size(), 2u);
+    EXPECT_NE(commit.body.find(fmt::format("<a href=\"/run/{0}\">run {0}</a>",
+                                           test::query_int(db, "SELECT run_id FROM run_labels WHERE key = 'commit' AND value = 'g14'"))),
+              std::string::npos);
+    EXPECT_EQ(test::http_get(port, "/commit/nope").status, 404);
 }
 
 }  // namespace perfwatch
