@@ -450,6 +450,19 @@ TEST(Dashboard, ComparingTwoBranchesNamesTheChangeAndNotTheNoise) {
     EXPECT_NE(row("gemm").find("verdict-slower"), std::string::npos) << row("gemm");
     EXPECT_NE(row("gemm").find("+10.0%"), std::string::npos) << row("gemm");
     EXPECT_NE(row("noisy").find("verdict-unchanged"), std::string::npos) << row("noisy");
+    // The same page as Debian's headless Chromium renders it.
+    if (fs::exists("/usr/bin/chromium")) {
+        const auto rendered = test::chromium(fmt::format("http://127.0.0.1:{}/compare?{}", port, query));
+        ASSERT_EQ(rendered.exit_code, 0) << rendered.log;
+        const std::size_t gemm = rendered.dom.find("<tr data-entity=\"gemm\">");
+        ASSERT_NE(gemm, std::string::npos) << rendered.dom.substr(0, 2000);
+        const std::string gemm_row = rendered.dom.substr(gemm, rendered.dom.find("</tr>", gemm) - gemm);
+        EXPECT_NE(gemm_row.find("verdict-slower"), std::string::npos) << gemm_row;
+        EXPECT_NE(gemm_row.find("+10.0%"), std::string::npos) << gemm_row;
+        const std::size_t noisy = rendered.dom.find("<tr data-entity=\"noisy\">");
+        ASSERT_NE(noisy, std::string::npos);
+        EXPECT_NE(rendered.dom.substr(noisy, rendered.dom.find("</tr>", noisy) - noisy).find("verdict-unchanged"), std::string::npos);
+    }
 
     const auto api = test::http_get(port, "/api/v1/compare?" + query);
     ASSERT_EQ(api.status, 200);
@@ -552,6 +565,22 @@ TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
     };
     const std::size_t bad_before = bad_points();
     EXPECT_GE(bad_before, 4u);
+    // The numbers of the bisection line are the chart's points for the same runs.
+    {
+        const std::string page = test::http_get(port, path).body;
+        const std::size_t bisect = page.find("<th>Bisect</th>");
+        ASSERT_NE(bisect, std::string::npos);
+        const std::string line = page.substr(bisect, page.find("</tr>", bisect) - bisect);
+        const auto runs = all_matches(line, "<a href=\"/run/([0-9]+)\">run");
+        const auto shown = all_matches(line, "</a> \\(([^)]*)\\)");
+        ASSERT_EQ(runs.size(), 2u) << line;
+        ASSERT_EQ(shown.size(), 2u) << line;
+        for (std::size_t i = 0; i < 2; ++i) {
+            const auto value = all_matches(page, "data-run=\"" + runs[i] + "\" data-value=\"([0-9.e+]+)\"");
+            ASSERT_EQ(value.size(), 1u) << runs[i];
+            EXPECT_EQ(fmt::format("{:.0f} us", std::stod(value[0]) / 1000), shown[i]) << line;
+        }
+    }
     // Each number says which statistic it is: the change is a median per launch, the chart's
     // points and the bisection's values are means.
     const std::string before = test::http_get(port, path).body;
@@ -593,6 +622,13 @@ TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
                                               regression)),
               1);
     EXPECT_EQ(bad_points(), 0u);
+    if (fs::exists("/usr/bin/chromium")) {
+        const auto rendered = test::chromium(fmt::format("http://127.0.0.1:{}{}", port, path));
+        ASSERT_EQ(rendered.exit_code, 0) << rendered.log;
+        EXPECT_EQ(rendered.dom.find("point bad"), std::string::npos) << "the invalid regression's runs are baseline runs";
+        EXPECT_NE(rendered.dom.find("reg-invalid"), std::string::npos);
+        EXPECT_NE(rendered.dom.find("<td>perf-bot</td><td>state: invalid</td>"), std::string::npos);
+    }
     const auto api = nlohmann::json::parse(test::http_get(port, "/api/v1/regressions?status=invalid").body);
     ASSERT_EQ(api["regressions"].size(), 1u);
     EXPECT_EQ(api["regressions"][0]["id"], regression);
