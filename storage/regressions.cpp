@@ -157,12 +157,16 @@ Result<std::optional<RegressionState>> RegressionStore::triage(std::int64_t id, 
             event.exec();
             event.reset();
         };
+        // Each field's statement is fixed here; only values are bound.
+        const auto set = [&](const char* sql, const std::string& value) {
+            Statement st(*m_db, sql);
+            st.bind(1, value);
+            st.bind(2, id);
+            st.exec();
+        };
         if (change.state) {
             const std::string state(to_string(*change.state));
-            Statement set(*m_db, "UPDATE regressions SET triage = ? WHERE id = ?");
-            set.bind(1, state);
-            set.bind(2, id);
-            set.exec();
+            set("UPDATE regressions SET triage = ? WHERE id = ?", state);
             // Accepted and invalid end an open regression: the baseline moves to its level, or
             // takes its runs back.
             if (open && (*change.state == TriageState::accepted || *change.state == TriageState::invalid)) {
@@ -177,17 +181,11 @@ Result<std::optional<RegressionState>> RegressionStore::triage(std::int64_t id, 
             keep("state", state);
         }
         if (change.assignee) {
-            Statement set(*m_db, "UPDATE regressions SET assignee = ? WHERE id = ?");
-            set.bind(1, *change.assignee);
-            set.bind(2, id);
-            set.exec();
+            set("UPDATE regressions SET assignee = ? WHERE id = ?", *change.assignee);
             keep("assignee", *change.assignee);
         }
         if (change.bug_url) {
-            Statement set(*m_db, "UPDATE regressions SET bug_url = ? WHERE id = ?");
-            set.bind(1, *change.bug_url);
-            set.bind(2, id);
-            set.exec();
+            set("UPDATE regressions SET bug_url = ? WHERE id = ?", *change.bug_url);
             keep("bug_url", *change.bug_url);
         }
         if (!change.note.empty()) keep("note", change.note);

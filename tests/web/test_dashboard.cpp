@@ -61,6 +61,14 @@ std::string url_encoded(const std::string& text) {
     return out;
 }
 
+// The port `perfwatch serve` says it listens on; 0 when its log does not say.
+unsigned short serve_port(const test::BackgroundProcess& serve) {
+    std::smatch m;
+    const std::string log = serve.log();
+    if (!std::regex_search(log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) return 0;
+    return static_cast<unsigned short>(std::stoi(m[1]));
+}
+
 std::int64_t query_pins(const std::string& db) { return test::query_int(db, "SELECT count(*) FROM baseline_pins"); }
 
 std::string unescape(std::string s) {
@@ -289,10 +297,8 @@ TEST(Dashboard, ServeWithoutATokenIsReadOnly) {
     ASSERT_LE(run_perfwatch({"check", "--db", db, "--label", "benchmark=x", trace}).exit_code, 1);
     test::BackgroundProcess serve({"serve", "--db", db, "--listen", "127.0.0.1:0"}, dir.file("serve.log"));
     ASSERT_TRUE(serve.wait_for_log("read-only", 20)) << serve.log();
-    std::smatch m;
-    const std::string log = serve.log();
-    ASSERT_TRUE(std::regex_search(log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) << log;
-    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+    const auto port = serve_port(serve);
+    ASSERT_NE(port, 0) << serve.log();
     const auto run = test::http_get(port, "/run/1");
     EXPECT_EQ(run.status, 200);
     EXPECT_EQ(run.body.find("method=\"post\""), std::string::npos);
@@ -339,10 +345,8 @@ TEST(Dashboard, HostsMethodsLongNamesAndPins) {
                                    "--token-file", dir.file("token")},
                                   dir.file("serve.log"));
     ASSERT_TRUE(serve.wait_for_log("actions need the token", 20)) << serve.log();
-    std::smatch m;
-    const std::string log = serve.log();
-    ASSERT_TRUE(std::regex_search(log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) << log;
-    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+    const auto port = serve_port(serve);
+    ASSERT_NE(port, 0) << serve.log();
 
     for (const std::string& host : std::vector<std::string>{"evil.example", fmt::format("evil.example:{}", port), "127.0.0.1.nip.io", ""})
         EXPECT_EQ(test::http_request(port, "GET", "/run/1", "", {{"Host", host}}).status, 403) << host;
@@ -429,10 +433,8 @@ TEST(Dashboard, ComparingTwoBranchesNamesTheChangeAndNotTheNoise) {
         }
     test::BackgroundProcess serve({"serve", "--db", db, "--listen", "127.0.0.1:0"}, dir.file("serve.log"));
     ASSERT_TRUE(serve.wait_for_log("dashboard of", 20)) << serve.log();
-    std::smatch m;
-    const std::string log = serve.log();
-    ASSERT_TRUE(std::regex_search(log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) << log;
-    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+    const auto port = serve_port(serve);
+    ASSERT_NE(port, 0) << serve.log();
     const auto keys = all_matches(test::http_get(port, "/").body, "data-series=\"([^\"]*)\"");
     ASSERT_EQ(keys.size(), 2u);
     const std::string main_key = unescape(keys[0].find("branch=main") != std::string::npos ? keys[0] : keys[1]);
@@ -553,10 +555,8 @@ TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
                                    "--token-file", dir.file("token")},
                                   dir.file("serve.log"));
     ASSERT_TRUE(serve.wait_for_log("actions need the token", 20)) << serve.log();
-    std::smatch m;
-    const std::string log = serve.log();
-    ASSERT_TRUE(std::regex_search(log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) << log;
-    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+    const auto port = serve_port(serve);
+    ASSERT_NE(port, 0) << serve.log();
     const std::vector<std::pair<std::string, std::string>> form{{"Content-Type", "application/x-www-form-urlencoded"}};
     const std::string path = fmt::format("/regression/{}", regression);
     const auto bad_points = [&] {
