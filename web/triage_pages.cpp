@@ -5,6 +5,7 @@
 
 #include "core/vocabulary.hpp"
 #include "engine/series_index.hpp"
+#include "engine/stats.hpp"
 #include "web/page.hpp"
 #include "web/pages.hpp"
 
@@ -14,6 +15,10 @@ namespace {
 
 constexpr std::size_t k_page_size = 50;
 constexpr std::size_t k_max_alert_pages = 20;
+// Runs before a regression's first bad one whose spread says how sharp its series is.
+constexpr std::size_t k_judged_runs = 10;
+// compare_to_baseline's default floor of the spread, as a share of the median.
+constexpr double k_min_cv = 0.005;
 
 std::int64_t now_ms() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -177,6 +182,37 @@ HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
     if (r.status != RegressionStatus::open)
         body += fmt::format("<tr><th>Ended</th><td>{}{}{}</td></tr>\n", h(r.resolution),
                             r.resolved_run ? fmt::format(" at run {}", *r.resolved_run) : "", r.comment.empty() ? "" : ": " + h(r.comment));
+    // How sure, and how sharp: the opening finding's confidence, the series' run-to-run noise over
+    // the 10 runs before the first bad one and the smallest change those runs let the engine see.
+    if (const SeriesEntry* s = index.find(r.series); s != nullptr) {
+        const std::size_t at = s->position_from(first);
+        std::vector<std::int64_t> ids;
+        for (std::size_t i = at > k_judged_runs ? at - k_judged_runs : 0; i <= at && i < s->runs.size(); ++i) ids.push_back(s->runs[i].id);
+        auto values = ctx.db.browse().metric_values(r.entity_kind, r.entity_kind == EntityKind::run ? std::nullopt : std::optional(r.entity_name),
+                                                    r.metric, ids);
+        if (!values) return error_response(500, values.error().to_string());
+        std::vector<double> before;
+        for (const std::int64_t run : ids)
+            if (auto v = values->find(run); v != values->end() && run != first) before.push_back(v->second.value);
+        std::optional<double> confidence;
+        auto findings = ctx.db.load_findings(r.opened_run);
+        if (!findings) return error_response(500, findings.error().to_string());
+        for (const Finding& f : *findings)
+            if (f.rule == r.rule && f.entity_kind == r.entity_kind &&
+                (r.entity_kind == EntityKind::run || f.entity_name == r.entity_name) && f.comparison && f.comparison->confidence_pct)
+                confidence = *f.comparison->confidence_pct;
+        std::string sharpness = confidence ? fmt::format("confidence {:.1f}%", *confidence) : "confidence not recorded";
+        if (auto bad = values->find(first); bad != values->end() && before.size() >= k_min_runs_tested) {
+            const Comparison c = compare_to_baseline(bad->second.value, {}, before, {}, k_min_cv);
+            if (c.baseline > 0) {
+                const double noise = 100 * c.spread / c.baseline;
+                sharpness += fmt::format("; noise (run-to-run spread of the {} runs before) {:.2f}%", before.size(), noise);
+                if (noise < 100 * k_min_cv) sharpness += fmt::format(" (tested as {:.2f}%, the floor)", 100 * k_min_cv);
+            }
+            if (c.detectable_pct > 0) sharpness += fmt::format("; smallest change these runs could show: {:.2f}%", c.detectable_pct);
+        }
+        body += fmt::format("<tr><th>Sharpness</th><td id=\"sharpness\">{}</td></tr>\n", h(sharpness));
+    }
     body += fmt::format("<tr><th>Triage</th><td id=\"triage\">{}</td></tr>\n", triage_text(r));
     body += "</tbody></table>\n";
     if (r.status == RegressionStatus::open && ctx.writable) body += "<div class=\"box\">" + accept_form(r) + "</div>\n";

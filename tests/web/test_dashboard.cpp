@@ -565,6 +565,22 @@ TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
     };
     const std::size_t bad_before = bad_points();
     EXPECT_GE(bad_before, 4u);
+    // How sharp: the opening finding's confidence as stored, and the noise of the 10 runs before
+    // the first bad one: all equal here (one value), so no spread, tested at the 0.5% floor.
+    {
+        const std::string page = test::http_get(port, path).body;
+        const std::int64_t confidence_tenths = test::query_int(
+            db, fmt::format("SELECT CAST(round(cmp_confidence_pct * 10) AS INTEGER) FROM findings f JOIN regressions r ON "
+                            "f.run_id = r.opened_run AND f.rule = r.rule AND f.entity_name = r.entity_name WHERE r.id = {}",
+                            regression));
+        EXPECT_NE(page.find(fmt::format("confidence {}.{}%", confidence_tenths / 10, confidence_tenths % 10)), std::string::npos) << page;
+        EXPECT_EQ(test::query_int(db, "SELECT count(DISTINCT v.value) FROM metrics v JOIN entities e ON e.id = v.entity_id "
+                                      "WHERE e.name = 'gemm' AND v.name = 'duration' AND e.run_id BETWEEN 5 AND 14"),
+                  1);
+        EXPECT_NE(page.find("noise (run-to-run spread of the 10 runs before) 0.00% (tested as 0.50%, the floor)"), std::string::npos)
+            << page;
+        EXPECT_NE(page.find("smallest change these runs could show: "), std::string::npos);
+    }
     // The numbers of the bisection line are the chart's points for the same runs.
     {
         const std::string page = test::http_get(port, path).body;
