@@ -57,6 +57,16 @@ constexpr const char* k_regression_columns =
     "first_bad_run, last_run, inside_runs, resolved_run, resolution, status, last_bad_run, current, change_pct, "
     "comment, (SELECT ingested_at FROM runs WHERE runs.id = opened_run), triage, assignee, bug_url";
 
+RegressionState regression_from(Statement& st);
+
+// Regression `id` as stored now; nullopt when there is none.
+std::optional<RegressionState> regression_by_id(sql::Connection& db, std::int64_t id) {
+    Statement st(db, fmt::format("SELECT {} FROM regressions WHERE id = ?", k_regression_columns));
+    st.bind(1, id);
+    if (!st.step()) return std::nullopt;
+    return regression_from(st);
+}
+
 RegressionState regression_from(Statement& st) {
     RegressionState r;
     r.id = st.column(0).as_int64();
@@ -130,10 +140,7 @@ Result<std::optional<RegressionState>> RegressionStore::accept(std::int64_t id, 
         upd.bind(1, comment);
         upd.bind(2, id);
         if (upd.exec() == 0) return std::optional<RegressionState>{};
-        Statement st(*m_db, fmt::format("SELECT {} FROM regressions WHERE id = ?", k_regression_columns));
-        st.bind(1, id);
-        std::optional<RegressionState> out;
-        if (st.step()) out = regression_from(st);
+        std::optional<RegressionState> out = regression_by_id(*m_db, id);
         tx.commit();
         return out;
     });
@@ -189,10 +196,7 @@ Result<std::optional<RegressionState>> RegressionStore::triage(std::int64_t id, 
             keep("bug_url", *change.bug_url);
         }
         if (!change.note.empty()) keep("note", change.note);
-        Statement st(*m_db, fmt::format("SELECT {} FROM regressions WHERE id = ?", k_regression_columns));
-        st.bind(1, id);
-        std::optional<RegressionState> out;
-        if (st.step()) out = regression_from(st);
+        std::optional<RegressionState> out = regression_by_id(*m_db, id);
         tx.commit();
         return out;
     });
