@@ -146,13 +146,18 @@ Result<std::optional<RegressionState>> RegressionStore::accept(std::int64_t id, 
     });
 }
 
-Result<std::optional<RegressionState>> RegressionStore::triage(std::int64_t id, const TriageChange& change) {
+Result<std::optional<RegressionState>> RegressionStore::triage(std::int64_t id, const TriageChange& asked) {
     return guarded(m_name, [&]() -> Result<std::optional<RegressionState>> {
         Transaction tx(*m_db);
-        Statement exists(*m_db, "SELECT status FROM regressions WHERE id = ?");
+        Statement exists(*m_db, "SELECT status, triage, assignee, bug_url FROM regressions WHERE id = ?");
         exists.bind(1, id);
         if (!exists.step()) return std::optional<RegressionState>{};
         const bool open = exists.column(0).as_string() == "open";
+        // Only what changes is set and kept as an event.
+        TriageChange change = asked;
+        if (change.state && to_string(*change.state) == exists.column(1).as_string()) change.state.reset();
+        if (change.assignee == exists.column(2).as_string()) change.assignee.reset();
+        if (change.bug_url == exists.column(3).as_string()) change.bug_url.reset();
         exists.reset();
         Statement event(*m_db, "INSERT INTO regression_events(regression_id, at, author, field, value) VALUES(?,?,?,?,?)");
         const auto keep = [&](const std::string& field, const std::string& value) {

@@ -94,11 +94,11 @@ public:
     // Accepts an open regression: its new level becomes the baseline. nullopt when there is no
     // open regression `id`.
     Result<std::optional<RegressionState>> accept(std::int64_t id, const std::string& comment);
-    // Applies `change` to regression `id` in one transaction, keeping each changed field as an
-    // event. State accepted accepts an open regression (its new level becomes the baseline);
+    // Applies `change` to regression `id` in one transaction, keeping each field it changes (a
+    // field given its present value is no change) as an event. State accepted accepts an open regression (its new level becomes the baseline);
     // invalid closes it as a false alarm (resolution "invalid": its runs are baseline runs again).
     // nullopt when there is no regression `id`.
-    Result<std::optional<RegressionState>> triage(std::int64_t id, const TriageChange& change);
+    Result<std::optional<RegressionState>> triage(std::int64_t id, const TriageChange& asked);
     // The triage changes of regression `id`, oldest first.
     Result<std::vector<TriageEvent>> events(std::int64_t id) const;
     // Inserts (id 0, then set) or updates open regression states, in one transaction.

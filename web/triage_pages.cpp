@@ -357,14 +357,6 @@ HttpResponse triage_action(PageContext& ctx, std::int64_t id, const Query& form)
     change.note = form.get("note");
     change.author = std::string(ctx.token_name);
     change.at = ms_text(now_ms());
-    // Only what changed is kept as an event.
-    auto all = ctx.db.regressions().list(false);
-    if (!all) return error_response(500, all.error().to_string());
-    const auto it = std::find_if(all->begin(), all->end(), [&](const RegressionState& r) { return r.id == id; });
-    if (it == all->end()) return error_response(404, fmt::format("no regression #{}", id));
-    if (change.state == it->triage) change.state.reset();
-    if (change.assignee == it->assignee) change.assignee.reset();
-    if (change.bug_url == it->bug_url) change.bug_url.reset();
     auto changed = ctx.db.regressions().triage(id, change);
     if (!changed) return error_response(500, changed.error().to_string());
     if (!*changed) return error_response(404, fmt::format("no regression #{}", id));

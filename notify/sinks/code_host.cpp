@@ -19,9 +19,13 @@ constexpr std::size_t k_max_comment = 60000;
 // At most this many pages of comments are searched for the marker (100 each).
 constexpr int k_max_comment_pages = 50;
 
-std::string label(const AlertGroup& g, const std::string& name) {
-    const auto it = g.run_labels.find(name);
-    return it == g.run_labels.end() ? std::string() : it->second;
+std::string label(const AlertGroup& g, const std::string& name) { return label_value(g.run_labels, name); }
+
+// `reply` as the delivery's outcome, its error saying which step it was.
+Delivery failed(const HttpReply& reply, std::string_view step) {
+    Delivery d = reply.delivery;
+    d.error = fmt::format("{}: {}", step, d.error);
+    return d;
 }
 
 // The marker that finds this receiver's comment again: its name and the run's benchmark,
@@ -85,7 +89,7 @@ std::string code_host_comment(const AlertGroup& g) {
 std::vector<std::string> CodeHostSink::missing(const Receiver& r, bool) const {
     std::vector<std::string> lacks;
     if (r.repository.empty())
-        lacks.push_back(m_api.type == "github" ? "needs repository (owner/name)" : "needs repository (the project's path or id)");
+        lacks.push_back(fmt::format("needs repository ({})", m_api.repository_hint));
     if (r.token_source.empty()) lacks.push_back("needs token_file or token_env (the API token)");
     return lacks;
 }
@@ -94,13 +98,9 @@ Delivery CodeHostSink::deliver(const Receiver& r, const AlertGroup& g, const std
     if (r.token.empty()) return {Delivery::Outcome::permanent, 0, {}, "no API token configured"};
     const std::string api = r.api_url.empty() ? std::string(m_api.default_api_url) : r.api_url;
     const std::string project = api + "/" + m_api.project_path(r.repository);
-    const std::vector<std::string> headers = {m_api.auth_header(r.token)};
+    const std::vector<std::string> headers = m_api.headers(r.token);
     auto call = [&](HttpCall c) {
         c.headers.insert(c.headers.end(), headers.begin(), headers.end());
-        if (m_api.type == "github") {
-            c.headers.push_back("Accept: application/vnd.github+json");
-            c.headers.push_back("X-GitHub-Api-Version: 2022-11-28");
-        }
         return http_call(r, c);
     };
 
@@ -108,22 +108,14 @@ Delivery CodeHostSink::deliver(const Receiver& r, const AlertGroup& g, const std
     const std::string sha = label(g, "commit");
     if (!sha.empty()) {
         const HttpReply status = call(m_api.status_call(project, sha, commit_status(g)));
-        if (status.delivery.outcome != Delivery::Outcome::sent) {
-            Delivery d = status.delivery;
-            d.error = "commit status: " + d.error;
-            return d;
-        }
+        if (status.delivery.outcome != Delivery::Outcome::sent) return failed(status, "commit status");
     }
 
     // The pull request: the `pr` label, else the open one of the run's branch.
     std::string number = label(g, "pr");
     if (number.empty() && !label(g, "branch").empty()) {
         const HttpReply pulls = call({"GET", m_api.pulls_url(project, r, label(g, "branch")), {}, {}});
-        if (pulls.delivery.outcome != Delivery::Outcome::sent) {
-            Delivery d = pulls.delivery;
-            d.error = "finding the pull request: " + d.error;
-            return d;
-        }
+        if (pulls.delivery.outcome != Delivery::Outcome::sent) return failed(pulls, "finding the pull request");
         const json list = parse(pulls.body);
         if (list.is_array() && !list.empty() && list.front().is_object()) {
             const json& n = list.front().value(std::string(m_api.number_field), json());
@@ -141,11 +133,7 @@ Delivery CodeHostSink::deliver(const Receiver& r, const AlertGroup& g, const std
     std::string found;
     for (int pages = 0; !page.empty() && found.empty() && pages < k_max_comment_pages; ++pages) {
         const HttpReply comments = call({"GET", page, {}, {}});
-        if (comments.delivery.outcome != Delivery::Outcome::sent) {
-            Delivery d = comments.delivery;
-            d.error = "listing comments: " + d.error;
-            return d;
-        }
+        if (comments.delivery.outcome != Delivery::Outcome::sent) return failed(comments, "listing comments");
         const json list = parse(comments.body);
         if (!list.is_array()) return {Delivery::Outcome::retry, comments.delivery.http_status, {}, "listing comments: not a JSON array"};
         for (const json& c : list) {
@@ -163,9 +151,8 @@ Delivery CodeHostSink::deliver(const Receiver& r, const AlertGroup& g, const std
     }
     const HttpReply posted = found.empty() ? call({"POST", m_api.comments_url(project, number), {}, body})
                                            : call({std::string(m_api.edit_method), m_api.comment_url(project, number, found), {}, body});
-    Delivery d = posted.delivery;
-    if (d.outcome != Delivery::Outcome::sent) d.error = (found.empty() ? "creating the comment: " : "editing the comment: ") + d.error;
-    return d;
+    if (posted.delivery.outcome != Delivery::Outcome::sent) return failed(posted, found.empty() ? "creating the comment" : "editing the comment");
+    return posted.delivery;
 }
 
 }  // namespace perfwatch::sink_parts

@@ -23,7 +23,9 @@ struct CommitStatus {
 struct CodeHostApi {
     std::string_view type;             // the receiver type
     std::string_view default_api_url;  // without a trailing slash
-    std::string (*auth_header)(const std::string& token);
+    std::string_view repository_hint;  // what `repository` names, for configuration messages
+    // Every call's headers: the token's, and any media type or API version the host wants.
+    std::vector<std::string> (*headers)(const std::string& token);
     HttpCall (*status_call)(const std::string& project_url, const std::string& sha, const CommitStatus& status);
     // The open pull requests (merge requests) of `branch`: a JSON array whose first item's
     // `number_field` names the one a run belongs to.

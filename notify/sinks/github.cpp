@@ -14,7 +14,12 @@ namespace {
 const CodeHostApi k_github{
     .type = "github",
     .default_api_url = "https://api.github.com",
-    .auth_header = [](const std::string& token) { return "Authorization: Bearer " + token; },
+    .repository_hint = "owner/name",
+    .headers =
+        [](const std::string& token) {
+            return std::vector<std::string>{"Authorization: Bearer " + token, "Accept: application/vnd.github+json",
+                                            "X-GitHub-Api-Version: 2022-11-28"};
+        },
     .status_call =
         [](const std::string& project, const std::string& sha, const CommitStatus& s) {
             nlohmann::json body{{"state", s.failing ? "failure" : "success"},

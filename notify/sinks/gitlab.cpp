@@ -14,7 +14,8 @@ namespace {
 const CodeHostApi k_gitlab{
     .type = "gitlab",
     .default_api_url = "https://gitlab.com/api/v4",
-    .auth_header = [](const std::string& token) { return "PRIVATE-TOKEN: " + token; },
+    .repository_hint = "the project's path or id",
+    .headers = [](const std::string& token) { return std::vector<std::string>{"PRIVATE-TOKEN: " + token}; },
     .status_call =
         [](const std::string& project, const std::string& sha, const CommitStatus& s) {
             nlohmann::json body{{"state", s.failing ? "failed" : "success"},
