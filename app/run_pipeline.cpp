@@ -10,6 +10,7 @@
 #include "engine/job.hpp"
 #include "notify/alerts.hpp"
 #include "notify/sinks.hpp"
+#include "web/query.hpp"
 
 namespace perfwatch {
 
@@ -114,8 +115,12 @@ Result<std::size_t> RunPipeline::complete(const StoredRun& run, const RunOutcome
         for (const Receiver& r : config->receivers)
             if (const Sink* sink = find_sink(r.type); sink != nullptr && sink->every_run()) every_run.insert(r.name);
         add_every_run_groups(*config->route, run, every_run, groups);
+        const auto commit = run.batch.labels.find("commit");
+        const std::string commit_url =
+            commit == run.batch.labels.end() ? std::string() : web::commit_link(config->dashboard_commit_url, commit->second);
         for (AlertGroup& g : groups) {
             g.report_url = out.report_url;
+            g.commit_url = commit_url;
             // A regression opened or resolved by this run links to its dashboard page.
             if (config->dashboard_base_url.empty()) continue;
             for (AlertItem& a : g.alerts)

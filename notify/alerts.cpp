@@ -133,6 +133,7 @@ std::string to_json(const AlertGroup& g) {
                           {"group_labels", g.group_labels}, {"run", g.run_id},     {"source", g.source},
                           {"labels", g.run_labels},   {"title", g.title()},       {"alerts", alerts},
                           {"omitted", g.omitted},     {"report_url", g.report_url}, {"sources", g.sources}};
+    if (!g.commit_url.empty()) doc["commit_url"] = g.commit_url;
     return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -149,6 +150,7 @@ Result<AlertGroup> alert_group_from_json(const std::string& text) {
         g.run_labels = doc.at("labels").get<Labels>();
         g.omitted = doc.at("omitted").get<std::size_t>();
         g.report_url = doc.value("report_url", std::string());
+        g.commit_url = doc.value("commit_url", std::string());
         g.sources = doc.value("sources", std::vector<std::string>());
         for (const auto& a : doc.at("alerts")) {
             AlertItem item;
@@ -321,6 +323,7 @@ void join_groups(AlertGroup& into, const AlertGroup& later, std::size_t max_aler
         into.alerts.resize(max_alerts);
     }
     if (into.report_url.empty()) into.report_url = later.report_url;
+    if (into.commit_url.empty()) into.commit_url = later.commit_url;
 }
 
 std::vector<OutboxMessage> quarantine_messages(const Route& root, const std::string& path, const std::string& reason,

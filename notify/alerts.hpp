@@ -90,6 +90,7 @@ struct AlertGroup {
     std::vector<AlertItem> alerts;  // largest estimated impact first, then severity
     std::size_t omitted = 0;        // alerts left out of a long message
     std::string report_url;         // the run's HTML report, when the daemon publishes them
+    std::string commit_url;         // the run's commit on the code host (dashboard.commit_url), when configured
     std::int64_t repeat_interval_ms = 0;  // of the route that chose the receiver (not serialized)
     std::int64_t group_wait_ms = 0;       // likewise
     std::int64_t group_interval_ms = 0;

@@ -87,6 +87,12 @@ std::optional<std::int64_t> Query::id(std::string_view key) const {
     return out;
 }
 
+std::string commit_link(std::string_view url, std::string_view commit) {
+    const std::size_t at = url.find("{commit}");
+    if (commit.empty() || at == std::string_view::npos) return {};
+    return std::string(url.substr(0, at)) + url_encode(commit) + std::string(url.substr(at + 8));
+}
+
 std::string url_encode(std::string_view text) {
     std::string out;
     for (const char c : text) {

@@ -38,6 +38,10 @@ private:
 // `text` percent-encoded for a query value (everything but unreserved characters).
 std::string url_encode(std::string_view text);
 
+// The URL template `url` (holding "{commit}", as dashboard.commit_url) with `commit` percent-encoded
+// in its place; empty when either is empty.
+std::string commit_link(std::string_view url, std::string_view commit);
+
 // "path?k=v&k=v" with the values encoded; empty values left out.
 std::string make_url(std::string_view path, const std::vector<std::pair<std::string, std::string>>& params);
 

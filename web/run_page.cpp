@@ -65,10 +65,8 @@ std::string diff_table(const RunDiff& d, std::size_t limit) {
 }  // namespace
 
 std::string commit_html(const PageContext& ctx, std::string_view commit) {
-    if (ctx.commit_url.empty() || commit.empty()) return "<span class=\"mono\">" + h(commit) + "</span>";
-    std::string url(ctx.commit_url);
-    const std::size_t at = url.find("{commit}");
-    url.replace(at, 8, url_encode(commit));
+    const std::string url = commit_link(ctx.commit_url, commit);
+    if (url.empty()) return "<span class=\"mono\">" + h(commit) + "</span>";
     return fmt::format("<a class=\"mono commit\" href=\"{}\">{}</a>", h(url), h(commit));
 }
 
@@ -279,7 +277,8 @@ HttpResponse compare_page(PageContext& ctx, const Query& q) {
                        "\"> after <input name=\"b\" size=\"8\" value=\"" + (b ? std::to_string(*b) : std::string()) +
                        "\"><button type=\"submit\">Compare</button></form>\n";
     if (!a || !b) {
-        body += "<p class=\"note\">Give two run ids (a run page links to its comparison with the run before it).</p>\n";
+        body += "<p class=\"note\">Give two run ids (a run page links to its comparison with the run before it), or "
+                "<a id=\"to-ranges\" href=\"/compare?a_series=&amp;b_series=\">compare ranges of runs</a> (branches, commit ranges, dates).</p>\n";
         return html_response(page("Compare", "Compare", body));
     }
     auto before = ctx.db.load(*a);
@@ -287,8 +286,13 @@ HttpResponse compare_page(PageContext& ctx, const Query& q) {
     if (!before) return error_response(500, before.error().to_string());
     if (!after) return error_response(500, after.error().to_string());
     if (!*before || !*after) return error_response(404, fmt::format("no run {}", !*before ? *a : *b));
-    body += fmt::format("<p><a href=\"/run/{0}\">run {0}</a> ({1}) &rarr; <a href=\"/run/{2}\">run {2}</a> ({3})</p>\n", *a,
-                        h(labels_text((*before)->batch.labels)), *b, h(labels_text((*after)->batch.labels)));
+    const auto commit_of = [&](const Labels& labels) {
+        const std::string c = label_value(labels, "commit");
+        return c.empty() ? std::string() : " commit " + commit_html(ctx, c);
+    };
+    body += fmt::format("<p><a href=\"/run/{0}\">run {0}</a> ({1}){4} &rarr; <a href=\"/run/{2}\">run {2}</a> ({3}){5}</p>\n", *a,
+                        h(labels_text((*before)->batch.labels)), *b, h(labels_text((*after)->batch.labels)),
+                        commit_of((*before)->batch.labels), commit_of((*after)->batch.labels));
     body += diff_table(diff_runs(std::move((*before)->batch), (*after)->batch), 200);
     body += fmt::format("<pre class=\"box mono\">{}</pre>\n", h(fmt::format("perfwatch diff {} {} --db {}", *a, *b, ctx.db.name())));
     return html_response(page("Compare", "Compare", body));

@@ -67,6 +67,7 @@ std::string code_host_comment(const AlertGroup& g) {
     out += fmt::format("### {}\n\n", md(g.title()));
     std::string tail = "\n";
     if (!g.report_url.empty()) tail += fmt::format("[Run page]({})\n\n", g.report_url);
+    if (!g.commit_url.empty()) tail += fmt::format("[Commit]({})\n\n", g.commit_url);
     tail += fmt::format("<sub>{}{}. perfwatch edits this comment on each run.</sub>\n", md(footer(g)),
                         label(g, "commit").empty() ? "" : fmt::format(" at commit {}", code_span(Medium::markdown, label(g, "commit"))));
     std::size_t shown = 0;

@@ -36,6 +36,7 @@ std::string discord_message(const AlertGroup& g, const std::string&) {
     rest.omitted += g.alerts.size() - shown;
     text += "_" + esc(footer(rest)) + "_";
     if (!g.report_url.empty()) text += fmt::format(" [HTML report]({})", g.report_url);
+    if (!g.commit_url.empty()) text += fmt::format(" [commit]({})", g.commit_url);
     text = std::string(utf8_prefix(text, k_discord_content_bytes));
     nlohmann::json doc = {{"username", "perfwatch"},
                           {"content", text},

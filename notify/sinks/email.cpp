@@ -166,6 +166,7 @@ std::string email_text(const AlertGroup& g) {
                             a.url.empty() ? "" : "  regression page: " + a.url + "\n");
     }
     if (!g.report_url.empty()) text += fmt::format("Report: {}\n", g.report_url);
+    if (!g.commit_url.empty()) text += fmt::format("Commit: {}\n", g.commit_url);
     return text + esc(footer(g)) + "\n";
 }
 
@@ -185,6 +186,8 @@ std::string email_html(const AlertGroup& g) {
     if (!g.report_url.empty())
         html += fmt::format("</ul><p><a href=\"{}\">HTML report</a></p><ul>",
                             escape_for(Medium::html, g.report_url));
+    if (!g.commit_url.empty())
+        html += fmt::format("</ul><p><a href=\"{}\">Commit</a></p><ul>", escape_for(Medium::html, g.commit_url));
     return html + fmt::format("</ul><p><small>{}</small></p></body></html>", esc(footer(g)));
 }
 

@@ -23,6 +23,7 @@ std::string mattermost_message(const AlertGroup& g) {
     }
     text += "_" + esc(footer(g)) + "_";
     if (!g.report_url.empty()) text += fmt::format(" [HTML report]({})", g.report_url);
+    if (!g.commit_url.empty()) text += fmt::format(" [commit]({})", g.commit_url);
     return json{{"username", "perfwatch"}, {"text", text}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

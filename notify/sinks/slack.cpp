@@ -38,8 +38,10 @@ std::string slack_message(const AlertGroup& g) {
     rest.omitted += g.alerts.size() - shown;
     std::string context = esc(footer(rest));
     if (!g.report_url.empty()) context += fmt::format(" | <{}|HTML report>", g.report_url);
+    if (!g.commit_url.empty()) context += fmt::format(" | <{}|commit>", g.commit_url);
     blocks.push_back({{"type", "context"}, {"elements", json::array({{{"type", "mrkdwn"}, {"text", context}}})}});
     if (!g.report_url.empty()) fallback += fmt::format("\nReport: {}", g.report_url);
+    if (!g.commit_url.empty()) fallback += fmt::format("\nCommit: {}", g.commit_url);
     return json{{"text", fallback}, {"blocks", blocks}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

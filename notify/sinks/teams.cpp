@@ -36,8 +36,10 @@ std::string teams_message(const AlertGroup& g) {
                  {"type", "AdaptiveCard"},
                  {"version", "1.4"},
                  {"body", body}};
-    if (!g.report_url.empty())
-        card["actions"] = json::array({{{"type", "Action.OpenUrl"}, {"title", "HTML report"}, {"url", g.report_url}}});
+    json actions = json::array();
+    if (!g.report_url.empty()) actions.push_back({{"type", "Action.OpenUrl"}, {"title", "HTML report"}, {"url", g.report_url}});
+    if (!g.commit_url.empty()) actions.push_back({{"type", "Action.OpenUrl"}, {"title", "Commit"}, {"url", g.commit_url}});
+    if (!actions.empty()) card["actions"] = std::move(actions);
     return json{{"type", "message"},
                 {"attachments", json::array({{{"contentType", "application/vnd.microsoft.card.adaptive"},
                                               {"contentUrl", nullptr},

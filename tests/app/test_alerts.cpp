@@ -500,7 +500,8 @@ TEST(Alerts, ARegressionThatGoesAwaySendsAResolvedMessage) {
     write_file(dir.path() / "hook.url", fmt::format("http://127.0.0.1:{}/hook", receiver.port()));
     // With a dashboard published, messages link to its run and regression pages.
     write_file(dir.path() / "perfwatch.yaml", config_with_webhook(reports, dir.path() / "hook.url") +
-                                                  "dashboard:\n  base_url: http://dash.example/\n");
+                                                  "dashboard:\n  base_url: http://dash.example/\n"
+                                                  "  commit_url: https://git.example/app/commit/{commit}\n");
     test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
     test::TempDir scratch;
@@ -527,6 +528,8 @@ TEST(Alerts, ARegressionThatGoesAwaySendsAResolvedMessage) {
     ASSERT_TRUE(opened.has_value());
     EXPECT_EQ((*opened)["labels"]["commit"], "c8");
     EXPECT_EQ((*opened)["report_url"], "http://dash.example/run/9");
+    // And to the commit on the code host (dashboard.commit_url).
+    EXPECT_EQ((*opened)["commit_url"], "https://git.example/app/commit/c8");
     // The regression's alert carries its page and where a bisection starts: c7 at 101 us (the
     // trace's launches average exactly the value written) .. c8 at 125 us.
     bool linked = false;

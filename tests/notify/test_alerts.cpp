@@ -198,6 +198,14 @@ TEST(AlertSinks, TeamsAdaptiveCardMattermostAndEmailBodies) {
     EXPECT_NE(mattermost_message(linked).find("[HTML report](https://perfwatch.example/reports/run-7.html)"),
               std::string::npos);
     EXPECT_NE(email_html(linked).find("<a href=\"https://perfwatch.example/reports/run-7.html\">"), std::string::npos);
+    // With dashboard.commit_url, every message links to the run's commit.
+    linked.commit_url = "https://git.example/app/commit/abc%7C123";
+    EXPECT_NE(slack_message(linked).find("<https://git.example/app/commit/abc%7C123|commit>"), std::string::npos);
+    EXPECT_EQ(nlohmann::json::parse(teams_message(linked))["attachments"][0]["content"]["actions"][1]["url"], linked.commit_url);
+    EXPECT_NE(mattermost_message(linked).find("[commit](https://git.example/app/commit/abc%7C123)"), std::string::npos);
+    EXPECT_NE(email_html(linked).find("<a href=\"https://git.example/app/commit/abc%7C123\">Commit</a>"), std::string::npos);
+    EXPECT_NE(email_text(linked).find("Commit: https://git.example/app/commit/abc%7C123\n"), std::string::npos);
+    EXPECT_EQ(alert_group_from_json(to_json(linked))->commit_url, linked.commit_url);
     EXPECT_NE(email_text(linked).find("Report: https://perfwatch.example/reports/run-7.html"), std::string::npos);
     const auto hook = nlohmann::json::parse(webhook_message(g, "key-1"));
     EXPECT_EQ(hook["key"], "key-1");

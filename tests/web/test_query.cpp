@@ -43,4 +43,13 @@ TEST(WebQuery, MadeUrlsDecodeToWhatWasEncoded) {
     EXPECT_EQ(q->get("metric"), "duration");
 }
 
+// A commit from a report's labels fills dashboard.commit_url's {commit} percent-encoded: it can
+// end neither the URL nor a Markdown or Slack link.
+TEST(WebQuery, CommitLinksEncodeTheCommit) {
+    EXPECT_EQ(commit_link("https://git.example/o/r/commit/{commit}?x=1", "abc123"), "https://git.example/o/r/commit/abc123?x=1");
+    EXPECT_EQ(commit_link("https://git.example/c/{commit}", "a)|b> c"), "https://git.example/c/a%29%7Cb%3E%20c");
+    EXPECT_EQ(commit_link("https://git.example/c/{commit}", ""), "");
+    EXPECT_EQ(commit_link("", "abc"), "");
+}
+
 }  // namespace perfwatch::web
