@@ -1,6 +1,8 @@
 #include "storage/browse.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 
 #include "storage/sql.hpp"
 
@@ -61,6 +63,33 @@ Result<std::map<std::int64_t, RunValue>> BrowseReads::metric_values(EntityKind k
                 RunValue v{st.column(1).as_double(), {}};
                 if (!st.column(2).is_null()) v.launches = st.column(2).as_double();
                 out.emplace(st.column(0).as_int64(), v);  // the first entity of the run wins
+            }
+        }
+        return out;
+    });
+}
+
+Result<std::map<std::int64_t, std::vector<double>>> BrowseReads::samples(EntityKind kind, const std::string& name,
+                                                                         const std::string& metric,
+                                                                         const std::vector<std::int64_t>& runs) const {
+    return guarded(m_name, [&]() -> Result<std::map<std::int64_t, std::vector<double>>> {
+        std::map<std::int64_t, std::vector<double>> out;
+        for (std::size_t at = 0; at < runs.size(); at += k_batch) {
+            const std::size_t n = std::min(k_batch, runs.size() - at);
+            Statement st(*m_db,
+                         "SELECT r.id, s.data FROM runs r JOIN entities e ON e.run_id = COALESCE(r.content_run, r.id) "
+                         "JOIN entity_samples s ON s.entity_id = e.id AND s.metric = ? "
+                         "WHERE r.id IN " + in_list(n) + " AND e.kind = ? AND e.name = ? ORDER BY r.id, e.ordinal");
+            int next = 1;
+            st.bind(next++, metric);
+            for (std::size_t i = 0; i < n; ++i) st.bind(next++, runs[at + i]);
+            st.bind(next++, std::string(to_string(kind)));
+            st.bind(next++, name);
+            while (st.step()) {
+                const std::string data = st.column(1).as_blob();
+                std::vector<double> values(data.size() / sizeof(double));
+                if (!values.empty()) std::memcpy(values.data(), data.data(), values.size() * sizeof(double));
+                out.emplace(st.column(0).as_int64(), std::move(values));  // the first entity of the run wins
             }
         }
         return out;
@@ -132,6 +161,28 @@ Result<std::vector<std::string>> BrowseReads::top_kernels(std::int64_t run, std:
         st.bind(2, static_cast<std::int64_t>(limit));
         std::vector<std::string> out;
         while (st.step()) out.push_back(st.column(0).as_string());
+        return out;
+    });
+}
+
+Result<std::vector<std::pair<std::string, std::int64_t>>> BrowseReads::kernels_named(std::string_view needle, std::size_t limit) const {
+    std::string pattern = "%";
+    for (const char c : needle) {
+        if (c == '%' || c == '_' || c == '\\') pattern += '\\';
+        pattern += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    pattern += '%';
+    return guarded(m_name, [&]() -> Result<std::vector<std::pair<std::string, std::int64_t>>> {
+        // A run sharing another's entities (content_run) has them too: the newest such run counts.
+        Statement st(*m_db,
+                     "SELECT e.name, MAX(CASE WHEN c.newest > e.run_id THEN c.newest ELSE e.run_id END) FROM entities e "
+                     "LEFT JOIN (SELECT content_run, MAX(id) AS newest FROM runs WHERE content_run IS NOT NULL GROUP BY content_run) c "
+                     "ON c.content_run = e.run_id "
+                     "WHERE e.kind = 'kernel' AND lower(e.name) LIKE ? ESCAPE '\\' GROUP BY e.name ORDER BY e.name LIMIT ?");
+        st.bind(1, pattern);
+        st.bind(2, static_cast<std::int64_t>(limit));
+        std::vector<std::pair<std::string, std::int64_t>> out;
+        while (st.step()) out.emplace_back(st.column(0).as_string(), st.column(1).as_int64());
         return out;
     });
 }

@@ -48,16 +48,23 @@ public:
     Result<std::map<std::int64_t, RunValue>> metric_values(EntityKind kind, const std::optional<std::string>& name,
                                                            const std::string& metric,
                                                            const std::vector<std::int64_t>& runs) const;
+    // The stored samples of `metric` (a kernel's launch durations: "duration") of the entity named
+    // `name` of `kind` in each of `runs` that has them, keyed by run id; one statement per 500 runs.
+    Result<std::map<std::int64_t, std::vector<double>>> samples(EntityKind kind, const std::string& name, const std::string& metric,
+                                                                const std::vector<std::int64_t>& runs) const;
     // Open regressions per series key.
     Result<std::map<std::string, std::int64_t>> open_regressions_by_series() const;
     // Findings per run by severity (info, warning, error), for each of `runs` that has any.
     Result<std::map<std::int64_t, std::array<std::int64_t, 3>>> finding_counts(const std::vector<std::int64_t>& runs) const;
-    // The names of the `limit` kernels of `run` with the most GPU time (launches x mean duration).
     // Those of `runs` that are a rank of a stored job.
     Result<std::set<std::int64_t>> job_ranks_among(const std::vector<std::int64_t>& runs) const;
     // The report path of each of `runs` that exists.
     Result<std::map<std::int64_t, std::string>> sources(const std::vector<std::int64_t>& runs) const;
+    // The names of the `limit` kernels of `run` with the most GPU time (launches x mean duration).
     Result<std::vector<std::string>> top_kernels(std::int64_t run, std::size_t limit) const;
+    // Kernel names holding `needle` (ASCII case ignored; '%' and '_' literal), at most `limit`,
+    // by name, each with the newest run that has it.
+    Result<std::vector<std::pair<std::string, std::int64_t>>> kernels_named(std::string_view needle, std::size_t limit) const;
 
 private:
     sql::Connection* m_db;

@@ -16,6 +16,7 @@
 #include <zlib.h>
 #include <fmt/format.h>
 #include <algorithm>
+#include <cctype>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -170,6 +171,19 @@ BackgroundProcess::~BackgroundProcess() {
 std::string BackgroundProcess::log() const {
     std::ifstream in(m_log_path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+unsigned short BackgroundProcess::logged_port() const {
+    const std::string text = log();
+    const std::string prefix = "http://127.0.0.1:";
+    for (std::size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+        std::size_t end = at + prefix.size();
+        unsigned port = 0;
+        while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) && port < 65536)
+            port = port * 10 + static_cast<unsigned>(text[end++] - '0');
+        if (end > at + prefix.size() && port > 0 && port < 65536) return static_cast<unsigned short>(port);
+    }
+    return 0;
 }
 
 bool BackgroundProcess::wait_for_log(const std::string& text, double timeout_s) const {

@@ -76,6 +76,9 @@ public:
     std::string log() const;
     // Waits until the log contains `text`; false after `timeout_s`.
     bool wait_for_log(const std::string& text, double timeout_s) const;
+    // The port of the first "http://127.0.0.1:PORT" its log names (a server's listening address,
+    // not a database's); 0 when none.
+    unsigned short logged_port() const;
     void signal(int sig) const;
     // The exit code once it has exited within `timeout_s` (128 + signal when killed); nullopt if still running.
     std::optional<int> wait_exit(double timeout_s);

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "engine/series_index.hpp"
 #include "web/page.hpp"
 #include "web/pages.hpp"
@@ -14,6 +16,7 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::size_t k_max_listed = 1000;
+constexpr std::size_t k_max_searched = 50;
 
 json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(); }
 json optional_id(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(); }
@@ -40,6 +43,30 @@ json regression_json(const RegressionState& r) {
             {"assignee", r.assignee},
             {"bug_url", r.bug_url},
             {"since", r.since}};
+}
+
+json sharpness_json(const Sharpness& s) {
+    return {{"confidence_pct", optional_number(s.confidence_pct)},
+            {"noise_pct", optional_number(s.noise_pct)},
+            {"noise_floored", s.noise_floored},
+            {"detectable_pct", optional_number(s.detectable_pct)},
+            {"runs_before", s.runs_before}};
+}
+
+// A regression as GET /api/v1/regressions/ID answers: with its sharpness and triage history.
+HttpResponse regression_document(PageContext& ctx, const RegressionState& r) {
+    auto indexed = ctx.series_index();
+    if (!indexed) return json_error(500, indexed.error().to_string());
+    auto sharp = sharpness_of(ctx, **indexed, r);
+    if (!sharp) return json_error(500, sharp.error().to_string());
+    auto events = ctx.db.regressions().events(r.id);
+    if (!events) return json_error(500, events.error().to_string());
+    json doc = regression_json(r);
+    doc["sharpness"] = sharpness_json(*sharp);
+    json history = json::array();
+    for (const TriageEvent& e : *events) history.push_back({{"at", e.at}, {"author", e.author}, {"field", e.field}, {"value", e.value}});
+    doc["triage_history"] = std::move(history);
+    return document(doc);
 }
 
 }  // namespace
@@ -127,14 +154,84 @@ HttpResponse api_regressions(PageContext& ctx, const Query& q) {
         return json_error(400, fmt::format("status '{}' is not open, resolved, accepted, invalid or all", status));
     auto all = ctx.db.regressions().list(status == "open");
     if (!all) return json_error(500, all.error().to_string());
+    auto indexed = ctx.series_index();
+    if (!indexed) return json_error(500, indexed.error().to_string());
     json list = json::array();
     for (const RegressionState& r : *all) {
         if (status != "all" && to_string(r.status) != status) continue;
         if (q.has("series") && r.series != q.get("series")) continue;
         if (list.size() == k_max_listed) break;
+        auto sharp = sharpness_of(ctx, **indexed, r);
+        if (!sharp) return json_error(500, sharp.error().to_string());
         list.push_back(regression_json(r));
+        list.back()["sharpness"] = sharpness_json(*sharp);
     }
     return document({{"regressions", list}});
+}
+
+HttpResponse api_regression(PageContext& ctx, std::int64_t id) {
+    auto all = ctx.db.regressions().list(false);
+    if (!all) return json_error(500, all.error().to_string());
+    for (const RegressionState& r : *all)
+        if (r.id == id) return regression_document(ctx, r);
+    return json_error(404, fmt::format("no regression {}", id));
+}
+
+HttpResponse api_triage(PageContext& ctx, std::int64_t id, const Query& form) {
+    auto change = triage_change(ctx, form);
+    if (!change) return json_error(400, change.error());
+    auto changed = ctx.db.regressions().triage(id, *change);
+    if (!changed) return json_error(500, changed.error().to_string());
+    if (!*changed) return json_error(404, fmt::format("no regression {}", id));
+    return regression_document(ctx, **changed);
+}
+
+HttpResponse api_kernels(PageContext& ctx, const Query& q) {
+    std::optional<std::int64_t> run = q.id("run");
+    if (!run) {
+        if (!q.has("key")) return json_error(400, "which run? (run=ID, or key=SERIES for its newest run)");
+        auto indexed = ctx.series_index();
+        if (!indexed) return json_error(500, indexed.error().to_string());
+        const SeriesEntry* s = (*indexed)->find(q.get("key"));
+        if (s == nullptr) return json_error(404, "no series '" + q.get("key") + "'");
+        run = s->runs.back().id;
+    }
+    auto loaded = ctx.db.load(*run);
+    if (!loaded) return json_error(500, loaded.error().to_string());
+    if (!*loaded) return json_error(404, fmt::format("no run {}", *run));
+    struct Row {
+        const Entity* entity;
+        double gpu_time;
+    };
+    std::vector<Row> rows;
+    for (const Entity& e : (*loaded)->batch.entities) {
+        if (e.kind != EntityKind::kernel) continue;
+        const auto d = e.value("duration");
+        rows.push_back({&e, d ? *d * e.value("launches").value_or(1) : 0});
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.gpu_time > b.gpu_time; });
+    json list = json::array();
+    for (const Row& r : rows) {
+        if (list.size() == k_max_listed) break;
+        list.push_back({{"name", r.entity->name},
+                        {"duration", optional_number(r.entity->value("duration"))},
+                        {"duration_median", optional_number(r.entity->value("duration_median"))},
+                        {"launches", optional_number(r.entity->value("launches"))},
+                        {"gpu_time", r.gpu_time}});
+    }
+    return document({{"run", *run}, {"kernels", list}, {"total", rows.size()}});
+}
+
+HttpResponse api_search(PageContext& ctx, const Query& q) {
+    const std::string needle = q.get("q");
+    if (needle.empty()) return json_error(400, "search for what? (q=...)");
+    auto hits = search(ctx, needle, k_max_searched);
+    if (!hits) return json_error(500, hits.error().to_string());
+    json series = json::array(), kernels = json::array(), commits = json::array();
+    for (const SeriesEntry* s : hits->series) series.push_back({{"key", s->key}, {"title", series_title(s->key)}, {"latest_run", s->runs.back().id}});
+    for (const auto& [name, run] : hits->kernels) kernels.push_back({{"name", name}, {"latest_run", run}});
+    for (const auto& [commit, run] : hits->commits) commits.push_back({{"commit", commit}, {"latest_run", run}});
+    return document({{"q", needle}, {"series", series}, {"kernels", kernels}, {"commits", commits}});
 }
 
 }  // namespace perfwatch::web

@@ -55,6 +55,10 @@ std::string series_chart(const ChartInput& in) {
             lo = std::min(lo, p.band->low);
             hi = std::max(hi, p.band->high);
         }
+        if (p.second && !in.second_label.empty()) {
+            lo = std::min(lo, *p.second);
+            hi = std::max(hi, *p.second);
+        }
     }
     const double pad = hi > lo ? (hi - lo) * 0.08 : std::max(std::fabs(hi) * 0.05, 1.0);
     lo -= pad;
@@ -118,15 +122,24 @@ std::string series_chart(const ChartInput& in) {
     std::string line;
     for (const std::size_t i : drawn) line += fmt::format("{:.1f},{:.1f} ", x_of(i), y_of(in.points[i].value));
     svg += fmt::format("<polyline class=\"line\" points=\"{}\"/>\n", line);
+    // The second statistic, dashed, through the points that have it.
+    const bool second = !in.second_label.empty();
+    if (second) {
+        std::string dashed;
+        for (const std::size_t i : drawn)
+            if (in.points[i].second) dashed += fmt::format("{:.1f},{:.1f} ", x_of(i), y_of(*in.points[i].second));
+        svg += fmt::format("<polyline class=\"second\" points=\"{}\"><title>{}</title></polyline>\n", dashed, h(in.second_label));
+    }
     for (const std::size_t i : drawn) {
         const ChartPoint& p = in.points[i];
         std::string tip = fmt::format("run {}{}: {}", p.run, p.commit.empty() ? "" : ", commit " + p.commit,
                                       value_text(in.metric, p.value));
+        if (second && p.second) tip += fmt::format(" ({} {})", in.second_label, value_text(in.metric, *p.second));
         if (p.launches) tip += fmt::format(", {:.0f} launches", *p.launches);
         svg += fmt::format("<a href=\"/run/{}\"><circle class=\"point{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" "
-                           "data-run=\"{}\" data-value=\"{}\"><title>{}</title></circle></a>\n",
+                           "data-run=\"{}\" data-value=\"{}\"{}><title>{}</title></circle></a>\n",
                            p.run, p.bad ? " bad" : "", x_of(i), y_of(p.value), n > 300 ? 2 : 3.5, p.run,
-                           fmt::format("{}", p.value), h(tip));
+                           fmt::format("{}", p.value), second && p.second ? fmt::format(" data-second=\"{}\"", *p.second) : "", h(tip));
     }
     return svg + "</svg>\n";
 }

@@ -18,6 +18,7 @@ struct ChartPoint {
     std::string commit;
     std::optional<Band> band;  // the baseline band it was judged in
     bool bad = false;          // inside a regression's bad runs
+    std::optional<double> second;  // the second statistic of the same run (ChartInput::second_label)
 };
 
 // A span of runs drawn behind the points: a regression from its first bad run to its last.
@@ -41,6 +42,9 @@ struct ChartInput {
     std::vector<ChartPoint> points;  // oldest first
     std::vector<ChartSpan> spans;
     std::vector<ChartMark> marks;
+    // When set, the points' `second` values are drawn as a second, dashed line with this name
+    // ("median per launch"): the statistic a judgement used beside the one plotted.
+    std::string second_label;
 };
 
 // At most this many points are drawn; longer series are cut into buckets, each drawn by its

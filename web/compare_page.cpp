@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -19,11 +20,25 @@ constexpr std::size_t k_compared_kernels = 25;
 // A side without a range takes this many of its series' newest runs.
 constexpr std::size_t k_default_side_runs = 10;
 
-// One side of a range comparison: the runs of a series between two run ids.
+// At most this many series keys are offered by the form's picker.
+constexpr std::size_t k_picked_series = 2000;
+
+// One side of a range comparison: the runs of a series between two run ids and two dates.
 struct Side {
     const SeriesEntry* series = nullptr;
     std::vector<std::int64_t> runs;
+    std::string first_commit, last_commit;
 };
+
+// A UTC date or time as runs' ingestion times are written ("2026-12-01", "2026-12-01T10:00:00Z"
+// or a prefix of it down to the year).
+bool is_utc_time(std::string_view t) {
+    constexpr std::string_view shape = "0000-00-00T00:00:00Z";
+    if (t.size() < 4 || t.size() > shape.size()) return false;
+    for (std::size_t i = 0; i < t.size(); ++i)
+        if (shape[i] == '0' ? !std::isdigit(static_cast<unsigned char>(t[i])) : t[i] != shape[i]) return false;
+    return true;
+}
 
 Result<Side> side_of(const SeriesIndex& index, const Query& q, const std::string& prefix) {
     Side side;
@@ -34,10 +49,22 @@ Result<Side> side_of(const SeriesIndex& index, const Query& q, const std::string
     if ((q.has(prefix + "_from") && !q.get(prefix + "_from").empty() && !from) ||
         (q.has(prefix + "_to") && !q.get(prefix + "_to").empty() && !to))
         return fail(prefix, 0, prefix + "_from and " + prefix + "_to must be run ids");
-    for (const SeriesRun& r : side.series->runs)
-        if ((!from || r.id >= *from) && (!to || r.id <= *to)) side.runs.push_back(r.id);
-    if (!from && !to && side.runs.size() > k_default_side_runs)
+    // Dates: since is inclusive from its start, until inclusive to its end ("2026-12-01" holds the whole day).
+    const std::string since = q.get(prefix + "_since"), until = q.get(prefix + "_until");
+    if ((!since.empty() && !is_utc_time(since)) || (!until.empty() && !is_utc_time(until)))
+        return fail(prefix, 0, prefix + "_since and " + prefix + "_until must be UTC dates or times (2026-12-01, 2026-12-01T10:00:00Z)");
+    for (const SeriesRun& r : side.series->runs) {
+        if ((from && r.id < *from) || (to && r.id > *to)) continue;
+        if (!since.empty() && r.ingested_at < since) continue;
+        if (!until.empty() && r.ingested_at.substr(0, until.size()) > until) continue;
+        side.runs.push_back(r.id);
+    }
+    if (!from && !to && since.empty() && until.empty() && side.runs.size() > k_default_side_runs)
         side.runs.erase(side.runs.begin(), side.runs.end() - static_cast<std::ptrdiff_t>(k_default_side_runs));
+    if (!side.runs.empty()) {
+        side.first_commit = side.series->runs[side.series->position_from(side.runs.front())].commit;
+        side.last_commit = side.series->runs[side.series->position_from(side.runs.back())].commit;
+    }
     return side;
 }
 
@@ -109,7 +136,8 @@ std::string_view verdict_class(RangeComparison::Verdict v) {
 // The parameters of a range comparison, as links repeat them.
 std::vector<std::pair<std::string, std::string>> range_params(const Query& q) {
     std::vector<std::pair<std::string, std::string>> out;
-    for (const char* key : {"a_series", "a_from", "a_to", "b_series", "b_from", "b_to", "metric", "kernel_metric"})
+    for (const char* key : {"a_series", "a_from", "a_to", "a_since", "a_until", "b_series", "b_from", "b_to", "b_since", "b_until",
+                            "metric", "kernel_metric"})
         if (q.has(key)) out.emplace_back(key, q.get(key));
     return out;
 }
@@ -140,27 +168,52 @@ nlohmann::json row_json(const RangeComparison& c) {
             {"detectable_pct", optional(c.detectable_pct)}};
 }
 
-std::string side_text(const Side& s) {
+std::string side_text(const PageContext& ctx, const Side& s) {
     if (s.runs.empty()) return "no runs";
-    return fmt::format("{} runs, <a href=\"/run/{}\">run {}</a> .. <a href=\"/run/{}\">run {}</a>", s.runs.size(), s.runs.front(),
-                       s.runs.front(), s.runs.back(), s.runs.back());
+    const auto commit = [&](const std::string& c) { return c.empty() ? std::string() : " (commit " + commit_html(ctx, c) + ")"; };
+    return fmt::format("{} runs, <a href=\"/run/{}\">run {}</a>{} .. <a href=\"/run/{}\">run {}</a>{}", s.runs.size(), s.runs.front(),
+                       s.runs.front(), commit(s.first_commit), s.runs.back(), s.runs.back(), commit(s.last_commit));
+}
+
+// The form: for each side a series (picked from the stored ones), a run id range and a date range.
+Result<std::string> range_form(PageContext& ctx, const Query& q) {
+    auto indexed = ctx.series_index();
+    if (!indexed) return std::unexpected(indexed.error());
+    std::string out = "<form class=\"filters\" id=\"range-form\" method=\"get\" action=\"/compare\">";
+    for (const char* side : {"a", "b"}) {
+        const std::string p(side);
+        out += fmt::format("<span>{0}: series <input name=\"{1}_series\" list=\"series-keys\" size=\"40\" value=\"{2}\"> runs "
+                           "<input name=\"{1}_from\" size=\"6\" value=\"{3}\"> .. <input name=\"{1}_to\" size=\"6\" value=\"{4}\"> "
+                           "dates <input name=\"{1}_since\" size=\"10\" placeholder=\"2026-12-01\" value=\"{5}\"> .. "
+                           "<input name=\"{1}_until\" size=\"10\" value=\"{6}\"></span>",
+                           p == "a" ? "A (before)" : "B (after)", p, h(q.get(p + "_series")), h(q.get(p + "_from")), h(q.get(p + "_to")),
+                           h(q.get(p + "_since")), h(q.get(p + "_until")));
+    }
+    out += "<button type=\"submit\">Compare</button><datalist id=\"series-keys\">";
+    std::size_t offered = 0;
+    for (const SeriesEntry* s : (*indexed)->series()) {
+        if (offered++ == k_picked_series) break;
+        out += fmt::format("<option value=\"{}\">{}</option>", h(s->key), h(series_title(s->key)));
+    }
+    return out + "</datalist></form>\n";
 }
 
 }  // namespace
 
 HttpResponse range_compare_page(PageContext& ctx, const Query& q) {
-    std::string body = "<h1>Compare runs against runs</h1>\n<form class=\"filters\" method=\"get\" action=\"/compare\">";
-    for (const char* side : {"a", "b"})
-        body += fmt::format("<span>{0}: series <input name=\"{1}_series\" size=\"40\" value=\"{2}\"> runs <input name=\"{1}_from\" "
-                            "size=\"6\" value=\"{3}\"> .. <input name=\"{1}_to\" size=\"6\" value=\"{4}\"></span>",
-                            side[0] == 'a' ? "A (before)" : "B (after)", side, h(q.get(std::string(side) + "_series")),
-                            h(q.get(std::string(side) + "_from")), h(q.get(std::string(side) + "_to")));
-    body += "<button type=\"submit\">Compare</button></form>\n";
+    auto form = range_form(ctx, q);
+    if (!form) return error_response(500, form.error().to_string());
+    std::string body = "<h1>Compare runs against runs</h1>\n" + *form;
+    if (q.get("a_series").empty() && q.get("b_series").empty()) {
+        body += "<p class=\"note\">Pick a series for each side (the same one twice compares two ranges of it; a branch's "
+                "series against main's compares the branch), and runs or dates; without them a side takes its newest 10 runs.</p>\n";
+        return html_response(page("Compare", "Compare", body));
+    }
     auto r = range_report(ctx, q);
     if (!r) return error_response(r.error().file.ends_with("_series") ? 404 : 400, r.error().message);
     body += fmt::format("<p>A: <a href=\"{}\">{}</a>, {}<br>B: <a href=\"{}\">{}</a>, {}</p>\n",
-                        h(make_url("/series", {{"key", r->a.series->key}})), h(series_title(r->a.series->key)), side_text(r->a),
-                        h(make_url("/series", {{"key", r->b.series->key}})), h(series_title(r->b.series->key)), side_text(r->b));
+                        h(make_url("/series", {{"key", r->a.series->key}})), h(series_title(r->a.series->key)), side_text(ctx, r->a),
+                        h(make_url("/series", {{"key", r->b.series->key}})), h(series_title(r->b.series->key)), side_text(ctx, r->b));
     body += fmt::format("<p class=\"note\">Each run's value against each run's value: the change is the Hodges-Lehmann shift of B "
                         "against A in % of A's median, the confidence a two-sided Mann-Whitney test of the per-run values (the "
                         "engine's test), the noise the run-to-run spread (robust sigma) and the smallest change these runs could "

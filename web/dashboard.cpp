@@ -67,7 +67,7 @@ bool host_allowed(std::string_view host, const std::vector<std::string>& names) 
 // A path that only takes POST: an action.
 bool is_action(std::string_view path) {
     return path == "/silences" || path == "/files/retry" || id_after(path, "/regression/", "/accept") ||
-           id_after(path, "/regression/", "/triage") ||
+           id_after(path, "/regression/", "/triage") || id_after(path, "/api/v1/regressions/", "/triage") ||
            id_after(path, "/silence/", "/expire") || id_after(path, "/run/", "/pin") || id_after(path, "/run/", "/unpin");
 }
 
@@ -148,6 +148,9 @@ HttpResponse Dashboard::get(std::string_view path, std::string_view query, std::
     if (path == "/api/v1/compare") return range_compare_api(ctx, *q);
     if (path == "/api/v1/series") return q->has("key") ? api_series_values(ctx, *q) : api_series(ctx, *q);
     if (path == "/api/v1/regressions") return api_regressions(ctx, *q);
+    if (auto id = id_after(path, "/api/v1/regressions/")) return api_regression(ctx, *id);
+    if (path == "/api/v1/kernels") return api_kernels(ctx, *q);
+    if (path == "/api/v1/search") return api_search(ctx, *q);
     if (auto id = id_after(path, "/api/v1/runs/")) return api_run(ctx, *id);
     if (path.starts_with("/api/")) return json_error(404, "no such API path");
     if (path == "/regressions") return regressions_page(ctx, *q);
@@ -158,23 +161,28 @@ HttpResponse Dashboard::get(std::string_view path, std::string_view query, std::
 }
 
 HttpResponse Dashboard::post(const HttpRequest& request, std::string_view path) {
+    // The API's callers are told in JSON, a browser's in a page.
+    const auto refuse = [api = path.starts_with("/api/")](unsigned status, std::string_view why) {
+        return api ? json_error(status, why) : error_response(status, why);
+    };
     // Cross-site requests are refused before anything else: a browser says where a form came from.
     if (request.sec_fetch_site == "cross-site" || request.sec_fetch_site == "same-site")
-        return error_response(403, "cross-site requests cannot change state");
+        return refuse(403, "cross-site requests cannot change state");
     if (!request.origin.empty() && origin_host(request.origin) != request.host)
-        return error_response(403, "cross-site requests cannot change state");
-    if (m_options.token.empty()) return error_response(403, "this dashboard is read-only (no token is configured)");
+        return refuse(403, "cross-site requests cannot change state");
+    if (m_options.token.empty()) return refuse(403, "this dashboard is read-only (no token is configured)");
     if (!request.content_type.starts_with("application/x-www-form-urlencoded"))
-        return error_response(415, "a form (application/x-www-form-urlencoded) is expected");
+        return refuse(415, "a form (application/x-www-form-urlencoded) is expected");
     auto form = Query::parse(request.body);
-    if (!form) return error_response(400, form.error().message);
+    if (!form) return refuse(400, form.error().message);
     std::string token = form->get("token");
     if (token.empty() && request.authorization.starts_with("Bearer ")) token = request.authorization.substr(7);
-    if (!same_secret(token, m_options.token)) return error_response(403, "a valid token is needed to change state");
+    if (!same_secret(token, m_options.token)) return refuse(403, "a valid token is needed to change state");
     PageContext ctx{m_db, true, m_options.commit_url, m_options.reports_base_url, m_options.token_name, m_index};
     if (auto id = id_after(path, "/run/", "/report")) return report_download(ctx, *id);
     if (auto id = id_after(path, "/regression/", "/accept")) return accept_action(ctx, *id, *form);
     if (auto id = id_after(path, "/regression/", "/triage")) return triage_action(ctx, *id, *form);
+    if (auto id = id_after(path, "/api/v1/regressions/", "/triage")) return api_triage(ctx, *id, *form);
     if (path == "/silences") return silence_add_action(ctx, *form);
     if (auto id = id_after(path, "/silence/", "/expire")) return silence_expire_action(ctx, *id);
     if (path == "/files/retry") return file_retry_action(ctx, *form);

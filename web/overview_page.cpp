@@ -14,12 +14,41 @@ namespace {
 
 constexpr std::size_t k_page_size = 50;
 constexpr std::size_t k_spark_runs = 30;
+constexpr std::size_t k_search_hits = 50;
 
-// "k=v" filters: a series passes when it has every label with that value; "q" matches its title.
-bool passes(const SeriesEntry& s, const std::vector<std::pair<std::string, std::string>>& filters, const std::string& text) {
+// "k=v" filters: a series passes when it has every label with that value and is among `found`
+// (the search's series) when a search is made.
+bool passes(const SeriesEntry& s, const std::vector<std::pair<std::string, std::string>>& filters,
+            const std::optional<SearchHits>& found) {
     for (const auto& [k, v] : filters)
         if (label_value(s.labels, k) != v) return false;
-    return text.empty() || series_title(s.key).find(text) != std::string::npos;
+    return !found || std::find(found->series.begin(), found->series.end(), &s) != found->series.end();
+}
+
+// The kernels and commits a search found, linked to the kernel's history and the commit's page.
+std::string search_section(const PageContext& ctx, const SeriesIndex& index, const SearchHits& found, const std::string& text) {
+    std::string out = fmt::format("<div class=\"box\" id=\"search\"><h2>Kernels and commits holding <code>{}</code></h2>", h(text));
+    if (found.kernels.empty() && found.commits.empty()) return out + "<p class=\"note\">none</p></div>\n";
+    if (!found.kernels.empty()) {
+        out += "<ul id=\"search-kernels\">";
+        for (const auto& [name, run] : found.kernels) {
+            const SeriesEntry* s = index.of_run(run);
+            const std::string href = s == nullptr ? fmt::format("/run/{}", run) : make_url("/series", {{"key", s->key}, {"entity", name}});
+            out += fmt::format("<li>kernel <a href=\"{}\"><code>{}</code></a> <span class=\"note\">newest in <a href=\"/run/{}\">run {}</a>{}</span></li>",
+                               h(href), h(name), run, run, s == nullptr ? "" : ", " + h(series_title(s->key)));
+        }
+        out += "</ul>";
+        if (found.kernels.size() == k_search_hits) out += fmt::format("<p class=\"note\">the first {} kernels by name</p>", k_search_hits);
+    }
+    if (!found.commits.empty()) {
+        out += "<ul id=\"search-commits\">";
+        for (const auto& [commit, run] : found.commits)
+            out += fmt::format("<li>commit <a class=\"mono\" href=\"/commit/{}\">{}</a> <span class=\"note\">newest run {}</span>{}</li>",
+                               h(url_encode(commit)), h(commit), run,
+                               ctx.commit_url.empty() ? "" : " &middot; on the code host: " + commit_html(ctx, commit));
+        out += "</ul>";
+    }
+    return out + "</div>\n";
 }
 
 std::size_t page_of(const Query& q, std::size_t pages) {
@@ -43,9 +72,16 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
         filters.emplace_back(f.substr(0, eq), f.substr(eq + 1));
     }
     const std::string text = q.get("q");
+    // A search (q) lists the series whose title or key holds it, and the kernels and commits too.
+    std::optional<SearchHits> found;
+    if (!text.empty()) {
+        auto hits = search(ctx, text, k_search_hits);
+        if (!hits) return error_response(500, hits.error().to_string());
+        found = std::move(*hits);
+    }
     std::vector<const SeriesEntry*> shown;
     for (const SeriesEntry* s : index.series())
-        if (passes(*s, filters, text)) shown.push_back(s);
+        if (passes(*s, filters, found)) shown.push_back(s);
     // A distributed job is one row: the series of its ranks (their newest run a rank of a stored
     // job) are folded into the job's own series unless ?ranks=1 asks for them.
     std::size_t folded = 0;
@@ -112,9 +148,10 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
         body += fmt::format("<input type=\"hidden\" name=\"label\" value=\"{}\"><span class=\"mono\">{}={}</span>",
                             h(k + "=" + v), h(k), h(v));
     body += fmt::format("<input name=\"label\" placeholder=\"label=value\" size=\"18\">"
-                        "<input name=\"q\" placeholder=\"name contains\" value=\"{}\" size=\"18\">"
-                        "<button type=\"submit\">Filter</button>{}</form>\n",
+                        "<input name=\"q\" placeholder=\"search series, kernels, commits\" value=\"{}\" size=\"28\">"
+                        "<button type=\"submit\">Search</button>{}</form>\n",
                         h(text), filters.empty() && text.empty() ? "" : " <a href=\"/\">clear</a>");
+    if (found) body += search_section(ctx, index, *found, text);
     body += fmt::format("<table id=\"series-list\"><thead><tr><th>{}</th><th>Format</th><th class=\"num\">{}</th>"
                         "<th>{}</th><th class=\"num\">{}</th><th>Findings (latest run)</th><th>GPU time, last {} runs</th>"
                         "</tr></thead><tbody>\n",

@@ -42,7 +42,7 @@ td code,td.mono,li code,h2 code,p.mono{overflow-wrap:anywhere;word-break:break-w
 .chart .band{fill:#2456a6;fill-opacity:.12;stroke:none}.chart .median{stroke:#2456a6;stroke-opacity:.5;stroke-dasharray:4 3;fill:none}
 .chart .axis{stroke:#9aa3b2}.chart text{font-size:11px;fill:#4b5563}
 .chart .cp{stroke:#8c6bb1;stroke-width:1.5;stroke-dasharray:6 3}.chart .env{stroke:#a3875a;stroke-dasharray:2 3}
-.chart .end{stroke:#2f7d32;stroke-width:1.5}
+.chart .end{stroke:#2f7d32;stroke-width:1.5}.chart .second{fill:none;stroke:#c2410c;stroke-width:1.5;stroke-dasharray:8 3}
 .chart .reg-open{fill:#b3261e;fill-opacity:.10}.chart .reg-resolved{fill:#2f7d32;fill-opacity:.10}
 .chart .reg-accepted{fill:#5b4b9a;fill-opacity:.10}.chart .reg-invalid{fill:#9aa3b2;fill-opacity:.10}
 .state-invalid{color:#4b5563}.triage-untriaged{color:#a35a00}.triage-investigating{color:#2456a6;font-weight:600}

@@ -1,7 +1,12 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/series_index.hpp"
 #include "storage/db.hpp"
@@ -25,6 +30,29 @@ struct PageContext {
     Result<const SeriesIndex*> series_index();
 };
 
+// How sharp a regression's judgement was: the opening finding's confidence, the run-to-run
+// spread of the (at most 10) runs of its series before its first bad run, as a share of their
+// level, and the smallest change those runs let the engine's test show.
+struct Sharpness {
+    std::optional<double> confidence_pct;
+    std::optional<double> noise_pct;
+    bool noise_floored = false;  // below the test's 0.5% floor: tested as the floor
+    std::optional<double> detectable_pct;
+    std::size_t runs_before = 0;
+};
+Result<Sharpness> sharpness_of(PageContext& ctx, const SeriesIndex& index, const RegressionState& r);
+// "confidence 99.9%; noise (run-to-run spread of the 10 runs before) 0.80%; smallest change ...".
+std::string sharpness_text(const Sharpness& s);
+
+// Matches of a search of `needle` (ASCII case ignored) across series (title and key: every one),
+// kernel names and commits (at most `limit` of each, by name).
+struct SearchHits {
+    std::vector<const SeriesEntry*> series;
+    std::vector<std::pair<std::string, std::int64_t>> kernels;  // name, newest run with it
+    std::vector<std::pair<std::string, std::int64_t>> commits;  // commit, its newest run
+};
+Result<SearchHits> search(PageContext& ctx, std::string_view needle, std::size_t limit);
+
 // `commit` as HTML: a link to its page on the code host when a commit_url is configured.
 std::string commit_html(const PageContext& ctx, std::string_view commit);
 
@@ -46,6 +74,16 @@ HttpResponse api_series(PageContext& ctx, const Query& q);
 HttpResponse api_series_values(PageContext& ctx, const Query& q);
 HttpResponse api_run(PageContext& ctx, std::int64_t run_id);
 HttpResponse api_regressions(PageContext& ctx, const Query& q);
+// One regression with its sharpness and triage history (GET /api/v1/regressions/ID).
+HttpResponse api_regression(PageContext& ctx, std::int64_t id);
+// The kernels of a run (`run`, or the newest run of series `key`) with their duration, launches
+// and GPU time, most GPU time first (at most 1,000).
+HttpResponse api_kernels(PageContext& ctx, const Query& q);
+// Series, kernels and commits whose name holds `q` (at most 50 kernels and commits), as /?q= lists them.
+HttpResponse api_search(PageContext& ctx, const Query& q);
+// Triage through the API (POST /api/v1/regressions/ID/triage, the token as Bearer): the form's
+// fields as the page's triage form; answers the regression as GET does, or a JSON error.
+HttpResponse api_triage(PageContext& ctx, std::int64_t id, const Query& form);
 HttpResponse regressions_page(PageContext& ctx, const Query& q);
 HttpResponse regression_page(PageContext& ctx, std::int64_t id);
 HttpResponse alerts_page(PageContext& ctx, const Query& q);
@@ -58,6 +96,9 @@ HttpResponse accept_action(PageContext& ctx, std::int64_t id, const Query& form)
 // Sets a regression's triage state, assignee, bug URL and note (each change kept, by the
 // token's name); accepted and invalid end an open regression (storage's RegressionStore::triage).
 HttpResponse triage_action(PageContext& ctx, std::int64_t id, const Query& form);
+// The triage change a form asks (state, assignee, bug_url, note), by the token's name, now; a
+// sentence saying what is wrong otherwise.
+std::expected<TriageChange, std::string> triage_change(const PageContext& ctx, const Query& form);
 HttpResponse silence_add_action(PageContext& ctx, const Query& form);
 HttpResponse silence_expire_action(PageContext& ctx, std::int64_t id);
 // A quarantined (or failed) file, the form's `path`, read once more by the daemon.

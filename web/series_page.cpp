@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "core/vocabulary.hpp"
 #include "engine/series_index.hpp"
@@ -108,9 +109,24 @@ std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Q
     std::vector<std::size_t> window;  // indices into at/series_values inside [lo, hi)
     for (std::size_t k = 0; k < at.size(); ++k)
         if (at[k] >= lo && at[k] < hi) window.push_back(k);
+    // A kernel's duration is its mean per launch; its regressions judge each run's level, the
+    // median of the launches' stored samples (3 or more), drawn beside it where the runs have them.
+    std::map<std::int64_t, std::vector<double>> samples;
+    if (kind != EntityKind::run && metric == "duration") {
+        std::vector<std::int64_t> shown;
+        for (const std::size_t k : window) shown.push_back(s.runs[at[k]].id);
+        auto read = ctx.db.browse().samples(kind, entity, "duration", shown);
+        if (!read) {
+            error = read.error().to_string();
+            return {};
+        }
+        samples = std::move(*read);
+        if (!samples.empty()) chart.second_label = "median per launch";
+    }
     for (const std::size_t k : window) {
         const SeriesRun& r = s.runs[at[k]];
-        ChartPoint p{r.id, series_values[k], values->at(r.id).launches, r.commit, bands[k], false};
+        ChartPoint p{r.id, series_values[k], values->at(r.id).launches, r.commit, bands[k], false, std::nullopt};
+        if (auto m = samples.find(r.id); m != samples.end() && m->second.size() >= 3) p.second = median(m->second);
         chart.points.push_back(std::move(p));
     }
     auto point_of = [&](std::int64_t run) -> std::optional<std::size_t> {
@@ -181,8 +197,9 @@ std::string series_chart_section(PageContext& ctx, const SeriesEntry& s, const Q
     // its regressions judge the median per launch of the samples (both said, as they differ).
     const std::string statistic =
         kind != EntityKind::run && metric == "duration"
-            ? "<span class=\"statistic\">points: each run's <b>mean</b> per launch; a regression's change is judged on the "
-              "<b>median</b> per launch of the launches' samples (the regression page's numbers)</span>"
+            ? std::string("<span class=\"statistic\">points and solid line: each run's <b>mean</b> per launch; a regression's change is "
+                          "judged on the <b>median</b> per launch of the launches' samples (the regression page's numbers)") +
+                  (chart.second_label.empty() ? "" : "; dashed orange: each run's median per launch") + "</span>"
             : "";
     const std::string legend =
         "<div class=\"legend\">" + statistic + "<span>shaded: baseline band (median &plusmn; 3 robust &sigma; of the 10 runs before)</span>"

@@ -86,6 +86,48 @@ std::string triage_text(const RegressionState& r) {
 
 }  // namespace
 
+Result<Sharpness> sharpness_of(PageContext& ctx, const SeriesIndex& index, const RegressionState& r) {
+    Sharpness out;
+    auto findings = ctx.db.load_findings(r.opened_run);
+    if (!findings) return std::unexpected(findings.error());
+    for (const Finding& f : *findings)
+        if (f.rule == r.rule && f.entity_kind == r.entity_kind && (r.entity_kind == EntityKind::run || f.entity_name == r.entity_name) &&
+            f.comparison && f.comparison->confidence_pct)
+            out.confidence_pct = *f.comparison->confidence_pct;
+    const SeriesEntry* s = index.find(r.series);
+    if (s == nullptr) return out;
+    const std::int64_t first = r.first_bad_run.value_or(r.opened_run);
+    const std::size_t at = s->position_from(first);
+    std::vector<std::int64_t> ids;
+    for (std::size_t i = at > k_judged_runs ? at - k_judged_runs : 0; i <= at && i < s->runs.size(); ++i) ids.push_back(s->runs[i].id);
+    auto values = ctx.db.browse().metric_values(r.entity_kind, r.entity_kind == EntityKind::run ? std::nullopt : std::optional(r.entity_name),
+                                                r.metric, ids);
+    if (!values) return std::unexpected(values.error());
+    std::vector<double> before;
+    for (const std::int64_t run : ids)
+        if (auto v = values->find(run); v != values->end() && run != first) before.push_back(v->second.value);
+    out.runs_before = before.size();
+    const auto bad = values->find(first);
+    if (bad == values->end() || before.size() < k_min_runs_tested) return out;
+    const Comparison c = compare_to_baseline(bad->second.value, {}, before, {}, k_min_cv);
+    if (c.baseline > 0) {
+        out.noise_pct = 100 * c.spread / c.baseline;
+        out.noise_floored = *out.noise_pct < 100 * k_min_cv;
+    }
+    if (c.detectable_pct > 0) out.detectable_pct = c.detectable_pct;
+    return out;
+}
+
+std::string sharpness_text(const Sharpness& s) {
+    std::string out = s.confidence_pct ? fmt::format("confidence {:.1f}%", *s.confidence_pct) : "confidence not recorded";
+    if (s.noise_pct) {
+        out += fmt::format("; noise (run-to-run spread of the {} runs before) {:.2f}%", s.runs_before, *s.noise_pct);
+        if (s.noise_floored) out += fmt::format(" (tested as {:.2f}%, the floor)", 100 * k_min_cv);
+    }
+    if (s.detectable_pct) out += fmt::format("; smallest change these runs could show: {:.2f}%", *s.detectable_pct);
+    return out;
+}
+
 HttpResponse regressions_page(PageContext& ctx, const Query& q) {
     const std::string status = q.has("status") ? q.get("status") : "open";
     if (status != "all" && !regression_status_from_string(status))
@@ -128,7 +170,7 @@ HttpResponse regressions_page(PageContext& ctx, const Query& q) {
         return html_response(page("Regressions", "Regressions", body));
     }
     body += "<table id=\"regressions\"><thead><tr><th>#</th><th>State</th><th>Triage</th><th>Series</th><th>On</th><th>Rule, metric</th>"
-            "<th>Change</th><th>Last good .. first bad</th><th>Since</th><th></th></tr></thead><tbody>\n";
+            "<th>Change</th><th>Sharpness</th><th>Last good .. first bad</th><th>Since</th><th></th></tr></thead><tbody>\n";
     std::vector<const RegressionState*> on_page(shown.begin() + static_cast<std::ptrdiff_t>((page_no - 1) * k_page_size),
                                                 shown.begin() + static_cast<std::ptrdiff_t>(std::min(shown.size(), page_no * k_page_size)));
     auto ends = bisect_ends(ctx.db, index, on_page);
@@ -139,12 +181,15 @@ HttpResponse regressions_page(PageContext& ctx, const Query& q) {
         if (r.status != RegressionStatus::open)
             action = h(r.resolution) + (r.resolved_run ? fmt::format(" at <a href=\"/run/{0}\">run {0}</a>", *r.resolved_run) : "") +
                      (r.comment.empty() ? "" : ": " + h(r.comment));
+        auto sharp = sharpness_of(ctx, index, r);
+        if (!sharp) return error_response(500, sharp.error().to_string());
         body += fmt::format("<tr data-regression=\"{0}\"><td><a href=\"/regression/{0}\">#{0}</a></td><td class=\"state-{1}\">{1}</td>"
                             "<td>{11}</td><td><a href=\"{2}\">{3}</a></td><td>{4}</td><td>{5}<br><span class=\"note\">{6}</span></td>"
-                            "<td>{7}</td><td>{8}</td><td>{9}</td><td>{10}</td></tr>\n",
+                            "<td>{7}</td><td class=\"sharpness note\">{12}</td><td>{8}</td><td>{9}</td><td>{10}</td></tr>\n",
                             r.id, to_string(r.status), h(make_url("/series", {{"key", r.series}})),
                             h(series_title(r.series)), entity_text(r), h(r.rule), h(r.metric),
-                            h(change_text(r)), bisect_text(ctx, (*ends)[i], r.metric), h(r.since), action, triage_text(r));
+                            h(change_text(r)), bisect_text(ctx, (*ends)[i], r.metric), h(r.since), action, triage_text(r),
+                            h(sharpness_text(*sharp)));
     }
     body += "</tbody></table>\n" + pager("/regressions", params, page_no, pages);
     return html_response(page("Regressions", "Regressions", body));
@@ -184,35 +229,9 @@ HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
                             r.resolved_run ? fmt::format(" at run {}", *r.resolved_run) : "", r.comment.empty() ? "" : ": " + h(r.comment));
     // How sure, and how sharp: the opening finding's confidence, the series' run-to-run noise over
     // the 10 runs before the first bad one and the smallest change those runs let the engine see.
-    if (const SeriesEntry* s = index.find(r.series); s != nullptr) {
-        const std::size_t at = s->position_from(first);
-        std::vector<std::int64_t> ids;
-        for (std::size_t i = at > k_judged_runs ? at - k_judged_runs : 0; i <= at && i < s->runs.size(); ++i) ids.push_back(s->runs[i].id);
-        auto values = ctx.db.browse().metric_values(r.entity_kind, r.entity_kind == EntityKind::run ? std::nullopt : std::optional(r.entity_name),
-                                                    r.metric, ids);
-        if (!values) return error_response(500, values.error().to_string());
-        std::vector<double> before;
-        for (const std::int64_t run : ids)
-            if (auto v = values->find(run); v != values->end() && run != first) before.push_back(v->second.value);
-        std::optional<double> confidence;
-        auto findings = ctx.db.load_findings(r.opened_run);
-        if (!findings) return error_response(500, findings.error().to_string());
-        for (const Finding& f : *findings)
-            if (f.rule == r.rule && f.entity_kind == r.entity_kind &&
-                (r.entity_kind == EntityKind::run || f.entity_name == r.entity_name) && f.comparison && f.comparison->confidence_pct)
-                confidence = *f.comparison->confidence_pct;
-        std::string sharpness = confidence ? fmt::format("confidence {:.1f}%", *confidence) : "confidence not recorded";
-        if (auto bad = values->find(first); bad != values->end() && before.size() >= k_min_runs_tested) {
-            const Comparison c = compare_to_baseline(bad->second.value, {}, before, {}, k_min_cv);
-            if (c.baseline > 0) {
-                const double noise = 100 * c.spread / c.baseline;
-                sharpness += fmt::format("; noise (run-to-run spread of the {} runs before) {:.2f}%", before.size(), noise);
-                if (noise < 100 * k_min_cv) sharpness += fmt::format(" (tested as {:.2f}%, the floor)", 100 * k_min_cv);
-            }
-            if (c.detectable_pct > 0) sharpness += fmt::format("; smallest change these runs could show: {:.2f}%", c.detectable_pct);
-        }
-        body += fmt::format("<tr><th>Sharpness</th><td id=\"sharpness\">{}</td></tr>\n", h(sharpness));
-    }
+    auto sharp = sharpness_of(ctx, index, r);
+    if (!sharp) return error_response(500, sharp.error().to_string());
+    body += fmt::format("<tr><th>Sharpness</th><td id=\"sharpness\">{}</td></tr>\n", h(sharpness_text(*sharp)));
     body += fmt::format("<tr><th>Triage</th><td id=\"triage\">{}</td></tr>\n", triage_text(r));
     body += "</tbody></table>\n";
     if (r.status == RegressionStatus::open && ctx.writable) body += "<div class=\"box\">" + accept_form(r) + "</div>\n";
@@ -341,23 +360,29 @@ HttpResponse alerts_page(PageContext& ctx, const Query& q) {
     return html_response(page("Alerts", "Alerts", body));
 }
 
-HttpResponse triage_action(PageContext& ctx, std::int64_t id, const Query& form) {
+std::expected<TriageChange, std::string> triage_change(const PageContext& ctx, const Query& form) {
     TriageChange change;
     if (form.has("state")) {
         change.state = triage_state_from_string(form.get("state"));
-        if (!change.state) return error_response(400, fmt::format("'{}' is not a triage state", form.get("state")));
+        if (!change.state) return std::unexpected(fmt::format("'{}' is not a triage state", form.get("state")));
     }
     if (form.has("assignee")) change.assignee = form.get("assignee");
     if (form.has("bug_url")) {
         const std::string url = form.get("bug_url");
         if (!url.empty() && !url.starts_with("https://") && !url.starts_with("http://"))
-            return error_response(400, "the bug URL must start with http:// or https://");
+            return std::unexpected("the bug URL must start with http:// or https://");
         change.bug_url = url;
     }
     change.note = form.get("note");
     change.author = std::string(ctx.token_name);
     change.at = ms_text(now_ms());
-    auto changed = ctx.db.regressions().triage(id, change);
+    return change;
+}
+
+HttpResponse triage_action(PageContext& ctx, std::int64_t id, const Query& form) {
+    auto change = triage_change(ctx, form);
+    if (!change) return error_response(400, change.error());
+    auto changed = ctx.db.regressions().triage(id, *change);
     if (!changed) return error_response(500, changed.error().to_string());
     if (!*changed) return error_response(404, fmt::format("no regression #{}", id));
     return redirect(fmt::format("/regression/{}", id));

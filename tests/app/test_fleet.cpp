@@ -1,12 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -129,6 +131,31 @@ TEST(Fleet, EveryCommandGivesTheSameResultsOnPostgresqlAsOnSqlite) {
     EXPECT_EQ(pg->query("checked", "SELECT count(*) FROM findings"),
               std::to_string(test::query_int(dir.file("checked.db"), "SELECT count(*) FROM findings")));
     std::cout << compared + 1 << " command outputs compared; check printed " << checked_pg.out.size() << " bytes\n";
+
+    // The dashboard's API reads the same from both: search (kernel names by LIKE, commits,
+    // series), a run's kernels, the regressions with their sharpness.
+    std::map<std::string, unsigned short> ports;
+    std::vector<std::unique_ptr<test::BackgroundProcess>> servers;
+    for (const auto& [backend, db] : std::map<std::string, std::string>{{"sqlite", dir.file("checked.db")}, {"postgresql", pg->uri("checked")}}) {
+        servers.push_back(std::make_unique<test::BackgroundProcess>(std::vector<std::string>{"serve", "--db", db, "--listen", "127.0.0.1:0"},
+                                                                    dir.file(backend + "-serve.log")));
+        ASSERT_TRUE(servers.back()->wait_for_log("dashboard of", 30)) << servers.back()->log();
+        ports[backend] = servers.back()->logged_port();
+        ASSERT_NE(ports[backend], 0) << servers.back()->log();
+    }
+    for (const std::string target : {"/api/v1/search?q=gemm", "/api/v1/search?q=Kernel_", "/api/v1/kernels?run=5", "/api/v1/regressions?status=all",
+                                     "/api/v1/series"}) {
+        const auto on_pg = test::http_get(ports["postgresql"], target);
+        const auto on_sqlite = test::http_get(ports["sqlite"], target);
+        EXPECT_EQ(on_pg.status, 200) << target << on_pg.body;
+        EXPECT_EQ(on_pg.body, on_sqlite.body) << target;
+    }
+    const auto searched = nlohmann::json::parse(test::http_get(ports["postgresql"], "/api/v1/search?q=gemm").body);
+    EXPECT_FALSE(searched["kernels"].empty());
+    EXPECT_EQ(searched["kernels"].size(),
+              std::min<std::size_t>(50, static_cast<std::size_t>(test::query_int(
+                                             dir.file("checked.db"),
+                                             "SELECT count(DISTINCT name) FROM entities WHERE kind = 'kernel' AND lower(name) LIKE '%gemm%'"))));
 }
 
 // A wrong password fails with the server's reason and never shows the password given.

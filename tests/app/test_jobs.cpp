@@ -277,10 +277,8 @@ TEST(Jobs, EightRankFilesArrivingOverSecondsGiveOneJobAndOneMessage) {
     // the share of collectives each reached last as stored.
     test::BackgroundProcess serve({"serve", "--db", db.string(), "--listen", "127.0.0.1:0"}, dir.file("serve.log"));
     ASSERT_TRUE(serve.wait_for_log("dashboard of", 20)) << serve.log();
-    std::smatch m;
-    const std::string serve_log = serve.log();
-    ASSERT_TRUE(std::regex_search(serve_log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) << serve_log;
-    const auto page = test::http_get(static_cast<unsigned short>(std::stoi(m[1])), "/run/9");
+    ASSERT_NE(serve.logged_port(), 0) << serve.log();
+    const auto page = test::http_get(serve.logged_port(), "/run/9");
     ASSERT_EQ(page.status, 200) << page.body;
     const std::string ranks = page.body.substr(page.body.find("<table id=\"ranks\""));
     const std::string table = ranks.substr(0, ranks.find("</table>"));
@@ -312,7 +310,7 @@ TEST(Jobs, EightRankFilesArrivingOverSecondsGiveOneJobAndOneMessage) {
     EXPECT_NE(test::run_program(argv).exit_code, 2);
     // The overview shows the job as one row: its 8 ranks' series are folded into it (and listed
     // on request).
-    const auto overview = test::http_get(static_cast<unsigned short>(std::stoi(m[1])), "/");
+    const auto overview = test::http_get(serve.logged_port(), "/");
     const auto rows = [](const std::string& body) {
         std::size_t n = 0;
         for (std::size_t at = body.find("<tr data-series="); at != std::string::npos; at = body.find("<tr data-series=", at + 1)) ++n;
@@ -321,9 +319,9 @@ TEST(Jobs, EightRankFilesArrivingOverSecondsGiveOneJobAndOneMessage) {
     EXPECT_EQ(rows(overview.body), 1u) << overview.body;
     EXPECT_NE(overview.body.find("<td>job</td>"), std::string::npos);
     EXPECT_NE(overview.body.find("8 series of distributed jobs' ranks are shown as their jobs"), std::string::npos);
-    EXPECT_EQ(rows(test::http_get(static_cast<unsigned short>(std::stoi(m[1])), "/?ranks=1").body), 9u);
+    EXPECT_EQ(rows(test::http_get(serve.logged_port(), "/?ranks=1").body), 9u);
     // Its series opens on the job's step time, which jobs have, and the overview draws it.
-    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+    const auto port = serve.logged_port();
     const std::size_t series_at = page.body.find("href=\"/series?key=");
     ASSERT_NE(series_at, std::string::npos);
     std::string series_link = page.body.substr(series_at + 6, page.body.find('"', series_at + 6) - series_at - 6);

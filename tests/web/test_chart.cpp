@@ -23,7 +23,7 @@ TEST(WebChart, LongSeriesAreDrawnByBucketExtremesKeepingBadRuns) {
     ChartInput in;
     in.metric = "duration";
     for (int i = 0; i < 10'000; ++i)
-        in.points.push_back({i + 1, 1000.0 + (i * 37) % 101, std::nullopt, "", std::nullopt, false});
+        in.points.push_back({i + 1, 1000.0 + (i * 37) % 101, std::nullopt, "", std::nullopt, false, std::nullopt});
     in.points[4321].value = 5000;  // the highest
     in.points[777].value = 10;     // the lowest
     in.points[9000].bad = in.points[9001].bad = true;
@@ -41,7 +41,7 @@ TEST(WebChart, LongSeriesAreDrawnByBucketExtremesKeepingBadRuns) {
 TEST(WebChart, ShortSeriesDrawEveryPointWithEscapedTooltips) {
     ChartInput in;
     in.metric = "duration";
-    for (int i = 0; i < 50; ++i) in.points.push_back({i + 1, 100.0 + i, 40.0, "<b>c</b>", std::nullopt, false});
+    for (int i = 0; i < 50; ++i) in.points.push_back({i + 1, 100.0 + i, 40.0, "<b>c</b>", std::nullopt, false, std::nullopt});
     const std::string svg = series_chart(in);
     EXPECT_EQ(count(svg, "<circle "), 50u);
     EXPECT_EQ(svg.find("<b>"), std::string::npos);
@@ -70,6 +70,36 @@ TEST(WebChart, SparklinesCarryTheirScaleAndKeepNoiseFlat) {
     const std::string step = sparkline({1'000'000, 1'000'000, 1'200'000, 1'200'000}, "gpu_time");
     EXPECT_GT(y_range(step), 0.75 * 20);
     EXPECT_NE(step.find("1.00 ms &ndash; 1.20 ms"), std::string::npos) << step;
+}
+
+// A second statistic is drawn only when named: a dashed line through the points that have it,
+// the value axis widened to hold it, each point carrying it as data-second and in its tooltip.
+TEST(WebChart, SecondStatisticIsADashedLineWithinTheAxis) {
+    ChartInput in;
+    in.metric = "duration";
+    for (int i = 0; i < 6; ++i) {
+        ChartPoint p;
+        p.run = i + 1;
+        p.value = 100'000;
+        if (i != 2) p.second = 50'000;  // far below every mean
+        in.points.push_back(p);
+    }
+    EXPECT_EQ(series_chart(in).find("class=\"second\""), std::string::npos) << "unnamed: not drawn";
+    in.second_label = "median per launch";
+    const std::string svg = series_chart(in);
+    EXPECT_NE(svg.find("<polyline class=\"second\""), std::string::npos);
+    EXPECT_EQ(count(svg, "data-second=\"50000\""), 5u);
+    EXPECT_NE(svg.find("(median per launch 50.0 us)"), std::string::npos) << svg;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(svg, m, std::regex("<polyline class=\"second\" points=\"([^\"]*)\"")));
+    std::istringstream pts(m[1].str());
+    std::size_t n = 0;
+    for (std::string p; pts >> p; ++n) {
+        const double y = std::stod(p.substr(p.find(',') + 1));
+        EXPECT_GE(y, 16.0);
+        EXPECT_LE(y, 340.0 - 34.0);
+    }
+    EXPECT_EQ(n, 5u);
 }
 
 }  // namespace perfwatch::web

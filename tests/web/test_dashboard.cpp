@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -62,12 +64,7 @@ std::string url_encoded(const std::string& text) {
 }
 
 // The port `perfwatch serve` says it listens on; 0 when its log does not say.
-unsigned short serve_port(const test::BackgroundProcess& serve) {
-    std::smatch m;
-    const std::string log = serve.log();
-    if (!std::regex_search(log, m, std::regex("127\\.0\\.0\\.1:([0-9]+)"))) return 0;
-    return static_cast<unsigned short>(std::stoi(m[1]));
-}
+unsigned short serve_port(const test::BackgroundProcess& serve) { return serve.logged_port(); }
 
 std::int64_t query_pins(const std::string& db) { return test::query_int(db, "SELECT count(*) FROM baseline_pins"); }
 
@@ -386,6 +383,38 @@ TEST(Dashboard, HostsMethodsLongNamesAndPins) {
     EXPECT_EQ(file.status, 200);
     EXPECT_EQ(file.body, test::read_file(dir.file("t.json")));
     EXPECT_EQ(file.headers.at("content-disposition"), "attachment; filename=\"t.json\"");
+    // The compare pages link the commits too, and the range form offers every series.
+    const std::string commit_link = "<a class=\"mono commit\" href=\"https://git.example/org/app/commit/c%2F1\">c/1</a>";
+    EXPECT_NE(test::http_get(port, "/compare?a=1&b=1").body.find(commit_link), std::string::npos);
+    const auto keys = all_matches(test::http_get(port, "/").body, "data-series=\"([^\"]*)\"");
+    ASSERT_EQ(keys.size(), 1u);
+    const auto ranges = test::http_get(port, "/compare?a_series=" + url_encoded(unescape(keys[0])) + "&b_series=" + url_encoded(unescape(keys[0])));
+    ASSERT_EQ(ranges.status, 200) << ranges.body.substr(0, 1000);
+    EXPECT_NE(ranges.body.find(commit_link), std::string::npos);
+    const auto form_only = test::http_get(port, "/compare?a_series=&b_series=");
+    EXPECT_EQ(form_only.status, 200);
+    EXPECT_NE(form_only.body.find("<datalist id=\"series-keys\"><option value=\"" + keys[0] + "\">"), std::string::npos) << form_only.body;
+    EXPECT_NE(test::http_get(port, "/compare").body.find("href=\"/compare?a_series=&amp;b_series=\""), std::string::npos);
+
+    // Search: the 5 KB kernel by a part of its name in any case, and the commit, each linked to
+    // a page that answers.
+    const auto found = test::http_get(port, "/?q=binaryfunctor%3Cfloat");
+    ASSERT_EQ(found.status, 200);
+    const std::size_t kernel_at = found.body.find("<ul id=\"search-kernels\"><li>kernel <a href=\"");
+    ASSERT_NE(kernel_at, std::string::npos) << found.body.substr(0, 3000);
+    const std::size_t href_at = found.body.find("href=\"", kernel_at) + 6;
+    const auto kernel_page = test::http_get(port, unescape(found.body.substr(href_at, found.body.find('"', href_at) - href_at)));
+    EXPECT_EQ(kernel_page.status, 200);
+    EXPECT_NE(kernel_page.body.find("<svg"), std::string::npos);
+    const auto by_commit = test::http_get(port, "/?q=C%2F");
+    EXPECT_NE(by_commit.body.find("<a class=\"mono\" href=\"/commit/c%2F1\">c/1</a>"), std::string::npos) << by_commit.body.substr(0, 3000);
+    EXPECT_EQ(test::http_get(port, "/commit/c%2F1").status, 200);
+    const auto api_found = nlohmann::json::parse(test::http_get(port, "/api/v1/search?q=BinaryFunctor").body);
+    ASSERT_EQ(api_found["kernels"].size(), 1u);
+    EXPECT_EQ(api_found["kernels"][0]["name"], long_name);
+    EXPECT_EQ(api_found["kernels"][0]["latest_run"], 1);
+    EXPECT_TRUE(nlohmann::json::parse(test::http_get(port, "/api/v1/search?q=100%25_").body)["kernels"].empty()) << "% and _ are literal";
+    EXPECT_EQ(test::http_get(port, "/api/v1/search").status, 400);
 
     // Pin, seen on the run page with an Unpin form; unpinned, gone.
     const std::vector<std::pair<std::string, std::string>> form{{"Content-Type", "application/x-www-form-urlencoded"}};
@@ -499,6 +528,17 @@ TEST(Dashboard, ComparingTwoBranchesNamesTheChangeAndNotTheNoise) {
     EXPECT_EQ(kernels["noisy"]["verdict"], "unchanged");
     EXPECT_GT(kernels["noisy"]["noise_pct"].get<double>(), kernels["gemm"]["noise_pct"].get<double>());
     EXPECT_EQ(test::http_get(port, "/api/v1/compare?a_series=nope&b_series=x").status, 404);
+    // Date ranges: the days the runs were stored hold all ten; a day before holds none.
+    const std::string first_day = sql.execAndGet("SELECT substr(min(ingested_at), 1, 10) FROM runs").getString();
+    const std::string last_day = sql.execAndGet("SELECT substr(max(ingested_at), 1, 10) FROM runs").getString();
+    const auto dated = nlohmann::json::parse(
+        test::http_get(port, "/api/v1/compare?" + query + "&a_since=" + first_day + "&a_until=" + last_day + "&b_since=" + first_day).body);
+    EXPECT_EQ(dated["a"]["runs"].size(), 10u);
+    EXPECT_EQ(dated["b"]["runs"].size(), 10u);
+    const auto before_all = nlohmann::json::parse(test::http_get(port, "/api/v1/compare?" + query + "&a_until=2000-01-01").body);
+    EXPECT_TRUE(before_all["a"]["runs"].empty());
+    EXPECT_EQ(before_all["run"]["verdict"], "only in B");
+    EXPECT_EQ(test::http_get(port, "/api/v1/compare?" + query + "&a_since=yesterday").status, 400);
 
     // The rest of the API against SQL over the same database.
     const auto series = nlohmann::json::parse(test::http_get(port, "/api/v1/series").body);
@@ -527,6 +567,33 @@ TEST(Dashboard, ComparingTwoBranchesNamesTheChangeAndNotTheNoise) {
               test::query_int(db, "SELECT count(*) FROM entities WHERE kind = 'kernel' AND run_id = "
                                   "(SELECT COALESCE(content_run, id) FROM runs WHERE id = 3)"));
     EXPECT_EQ(test::http_get(port, "/api/v1/runs/999").status, 404);
+    // A series' newest run's kernels, most GPU time first, as SQL sums them.
+    const auto kernel_list = nlohmann::json::parse(test::http_get(port, "/api/v1/kernels?key=" + url_encoded(main_key)).body);
+    const std::int64_t newest_main = test::query_int(db, "SELECT max(run_id) FROM run_labels WHERE key = 'branch' AND value = 'main'");
+    EXPECT_EQ(kernel_list["run"], newest_main);
+    ASSERT_EQ(kernel_list["kernels"].size(), 2u);
+    EXPECT_EQ(kernel_list["kernels"][0]["name"], "gemm");
+    for (const auto& k : kernel_list["kernels"]) {
+        SQLite::Statement st(sql, "SELECT d.value * l.value FROM runs r JOIN entities e ON e.run_id = COALESCE(r.content_run, r.id) "
+                                  "JOIN metrics d ON d.entity_id = e.id AND d.name = 'duration' "
+                                  "JOIN metrics l ON l.entity_id = e.id AND l.name = 'launches' "
+                                  "WHERE r.id = ? AND e.kind = 'kernel' AND e.name = ?");
+        st.bind(1, newest_main);
+        st.bind(2, k["name"].get<std::string>());
+        ASSERT_TRUE(st.executeStep());
+        EXPECT_NEAR(k["gpu_time"].get<double>(), st.getColumn(0).getDouble(), 1e-6);
+    }
+    EXPECT_EQ(nlohmann::json::parse(test::http_get(port, "/api/v1/kernels?run=3").body)["run"], 3);
+    EXPECT_EQ(test::http_get(port, "/api/v1/kernels").status, 400);
+    EXPECT_EQ(test::http_get(port, "/api/v1/kernels?run=999").status, 404);
+    // Search finds a commit by part of it, with its run as SQL has it, and a branch's series.
+    const auto searched = nlohmann::json::parse(test::http_get(port, "/api/v1/search?q=FEAT3").body);
+    ASSERT_EQ(searched["commits"].size(), 1u);
+    EXPECT_EQ(searched["commits"][0]["commit"], "feat3");
+    EXPECT_EQ(searched["commits"][0]["latest_run"], test::query_int(db, "SELECT run_id FROM run_labels WHERE key = 'commit' AND value = 'feat3'"));
+    const auto by_branch = nlohmann::json::parse(test::http_get(port, "/api/v1/search?q=branch%3Dfeat").body);
+    ASSERT_EQ(by_branch["series"].size(), 1u);
+    EXPECT_EQ(by_branch["series"][0]["key"], feat_key);
     const auto regressions = nlohmann::json::parse(test::http_get(port, "/api/v1/regressions?status=all").body);
     EXPECT_EQ(static_cast<std::int64_t>(regressions["regressions"].size()), test::query_int(db, "SELECT count(*) FROM regressions"));
     EXPECT_EQ(test::http_get(port, "/api/v1/regressions?status=maybe").status, 400);
@@ -580,6 +647,24 @@ TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
         EXPECT_NE(page.find("noise (run-to-run spread of the 10 runs before) 0.00% (tested as 0.50%, the floor)"), std::string::npos)
             << page;
         EXPECT_NE(page.find("smallest change these runs could show: "), std::string::npos);
+        // The list says the same on the regression's row, and the API in numbers.
+        const std::string list = test::http_get(port, "/regressions").body;
+        const std::size_t row = list.find(fmt::format("<tr data-regression=\"{}\">", regression));
+        ASSERT_NE(row, std::string::npos);
+        const std::string row_html = list.substr(row, list.find("</tr>", row) - row);
+        EXPECT_NE(row_html.find(fmt::format("<td class=\"sharpness note\">confidence {}.{}%; noise (run-to-run spread of the 10 runs "
+                                            "before) 0.00% (tested as 0.50%, the floor)",
+                                            confidence_tenths / 10, confidence_tenths % 10)),
+                  std::string::npos)
+            << row_html;
+        const auto one = nlohmann::json::parse(test::http_get(port, fmt::format("/api/v1/regressions/{}", regression)).body);
+        EXPECT_EQ(one["id"], regression);
+        EXPECT_EQ(std::llround(one["sharpness"]["confidence_pct"].get<double>() * 10), confidence_tenths);
+        EXPECT_EQ(one["sharpness"]["noise_pct"].get<double>(), 0.0);
+        EXPECT_TRUE(one["sharpness"]["noise_floored"].get<bool>());
+        EXPECT_EQ(one["sharpness"]["runs_before"], 10);
+        EXPECT_GT(one["sharpness"]["detectable_pct"].get<double>(), 0.0);
+        EXPECT_EQ(test::http_get(port, "/api/v1/regressions/99999").status, 404);
     }
     // The numbers of the bisection line are the chart's points for the same runs.
     {
@@ -602,7 +687,33 @@ TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
     const std::string before = test::http_get(port, path).body;
     EXPECT_NE(before.find("median per launch (the chart's points are means)"), std::string::npos);
     EXPECT_NE(before.find("(each run's mean per launch, as the chart's points)"), std::string::npos);
-    EXPECT_NE(before.find("points: each run's <b>mean</b> per launch"), std::string::npos);
+    EXPECT_NE(before.find("points and solid line: each run's <b>mean</b> per launch"), std::string::npos);
+    // Both statistics are drawn: the median per launch (what the change is judged on) as a
+    // dashed line whose values are the medians of each run's stored launch samples.
+    EXPECT_NE(before.find("dashed orange: each run's median per launch"), std::string::npos);
+    EXPECT_NE(before.find("<polyline class=\"second\""), std::string::npos);
+    const auto seconds = all_matches(before, "data-run=\"([0-9]+)\" data-value=\"[0-9.e+]+\" data-second=\"[0-9.e+]+\"");
+    const auto second_values = all_matches(before, "data-second=\"([0-9.e+]+)\"");
+    ASSERT_GE(seconds.size(), 15u);
+    ASSERT_EQ(seconds.size(), second_values.size());
+    {
+        SQLite::Database sql(db, SQLite::OPEN_READONLY);
+        for (std::size_t i = 0; i < seconds.size(); ++i) {
+            SQLite::Statement st(sql, "SELECT s.data FROM runs r JOIN entities e ON e.run_id = COALESCE(r.content_run, r.id) "
+                                      "JOIN entity_samples s ON s.entity_id = e.id AND s.metric = 'duration' "
+                                      "WHERE r.id = ? AND e.kind = 'kernel' AND e.name = 'gemm'");
+            st.bind(1, static_cast<std::int64_t>(std::stoll(seconds[i])));
+            ASSERT_TRUE(st.executeStep()) << seconds[i];
+            const SQLite::Column blob = st.getColumn(0);
+            std::vector<double> launches(static_cast<std::size_t>(blob.getBytes()) / sizeof(double));
+            std::memcpy(launches.data(), blob.getBlob(), launches.size() * sizeof(double));
+            ASSERT_GE(launches.size(), 3u);
+            std::sort(launches.begin(), launches.end());
+            const std::size_t n = launches.size();
+            const double mid = n % 2 ? launches[n / 2] : (launches[n / 2 - 1] + launches[n / 2]) / 2;
+            EXPECT_NEAR(std::stod(second_values[i]), mid, 1e-6 * mid) << seconds[i];
+        }
+    }
 
     EXPECT_EQ(test::http_get(port, path + "/triage").status, 405);
     EXPECT_EQ(test::http_request(port, "POST", path + "/triage", "state=investigating", form).status, 403);  // no token
@@ -629,6 +740,25 @@ TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
               303);
     EXPECT_EQ(test::query_int(db, fmt::format("SELECT count(*) FROM regression_events WHERE regression_id = {}", regression)), 4);
 
+    // Through the API: the token as Bearer, the answer the regression as JSON with every change kept.
+    const std::string api_path = fmt::format("/api/v1/regressions/{}/triage", regression);
+    const auto refused = test::http_request(port, "POST", api_path, "state=fixed", form);
+    EXPECT_EQ(refused.status, 403);
+    EXPECT_EQ(refused.headers.at("content-type"), "application/json");
+    EXPECT_EQ(test::http_get(port, api_path).status, 405);
+    auto bearer = form;
+    bearer.emplace_back("Authorization", std::string("Bearer ") + k_token);
+    EXPECT_EQ(test::http_request(port, "POST", api_path, "state=maybe", bearer).status, 400);
+    const auto triaged = test::http_request(port, "POST", api_path, "assignee=bob&note=handed+over", bearer);
+    ASSERT_EQ(triaged.status, 200) << triaged.body;
+    const auto triaged_doc = nlohmann::json::parse(triaged.body);
+    EXPECT_EQ(triaged_doc["assignee"], "bob");
+    EXPECT_EQ(triaged_doc["triage"], "investigating");
+    EXPECT_EQ(static_cast<std::int64_t>(triaged_doc["triage_history"].size()),
+              test::query_int(db, fmt::format("SELECT count(*) FROM regression_events WHERE regression_id = {}", regression)));
+    EXPECT_EQ(triaged_doc["triage_history"].back()["value"], "handed over");
+    EXPECT_EQ(test::http_request(port, "POST", "/api/v1/regressions/99999/triage", "assignee=x", bearer).status, 404);
+
     // Invalid: closed, its runs no longer bad, the band takes them back.
     EXPECT_EQ(test::http_request(port, "POST", path + "/triage", fmt::format("token={}&state=invalid&note=noisy+host", k_token), form)
                   .status,
@@ -648,7 +778,7 @@ TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
     const auto api = nlohmann::json::parse(test::http_get(port, "/api/v1/regressions?status=invalid").body);
     ASSERT_EQ(api["regressions"].size(), 1u);
     EXPECT_EQ(api["regressions"][0]["id"], regression);
-    EXPECT_EQ(api["regressions"][0]["assignee"], "alice");
+    EXPECT_EQ(api["regressions"][0]["assignee"], "bob");
     EXPECT_EQ(api["regressions"][0]["bug_url"], "https://bugs.example/42");
     EXPECT_EQ(api["regressions"][0]["triage"], "invalid");
     // The run's GPU time regression of the same shift is a false alarm too; then the next run's
