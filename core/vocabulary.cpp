@@ -46,6 +46,7 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"gpu_idle_during_pct", "percent", "api_call", "gpu_idle_during as a share of the call's total time"},
     {"memcpy_bytes", "byte", "run", "bytes moved by memory copies and sets"},
     {"pageable_memcpy_count", "count", "run", "copies from or to pageable host memory (run synchronously)"},
+    {"pageable_memcpy_time", "ns", "run", "time those copies took"},
     {"flops", "flop", "op", "floating-point operations one call of the operator does (2 per multiply-add; PyTorch profiler shapes)"},
     {"op_bytes", "byte", "op", "bytes one call must move at least: its inputs read once and its output written once"},
     {"arithmetic_intensity", "flop/byte", "op", "flops over op_bytes: below the GPU's ridge point (peak FLOP/s over peak bandwidth) the operator is memory-bound"},

@@ -371,7 +371,7 @@ private:
         // Memory copies and sets, per direction and host memory kind: the timeline counts and times
         // them; bytes and what the name stands for are kept here.
         struct MemGroup {
-            double count = 0, bytes = 0;
+            double count = 0, bytes = 0, time = 0;
             std::string direction, host_memory;
         };
         std::map<std::string, MemGroup> mem;
@@ -418,6 +418,7 @@ private:
                 MemGroup& g = mem[name];
                 g.count += 1;
                 g.bytes += st.getColumn(4).getDouble();
+                g.time += st.getColumn(1).getDouble() - st.getColumn(0).getDouble();
                 g.direction = std::string(copy_kind_name(copy_kind));
                 g.host_memory = host;
                 memory_event(name, st, 3, 8, copy_calls);
@@ -627,14 +628,17 @@ private:
             run.set(plain("um_migrations_during", um.during_kernels, "count"));
             run.set(plain("um_migration_time_during", um.time_during_kernels, "ns"));
         }
-        double memcpy_bytes = 0, pageable = 0;
+        double memcpy_bytes = 0, pageable = 0, pageable_time = 0;
         for (const auto& [name, g] : mem) {
             memcpy_bytes += g.bytes;
-            if (g.host_memory == "pageable") pageable += g.count;
+            if (g.host_memory != "pageable") continue;
+            pageable += g.count;
+            pageable_time += g.time;
         }
         if (!mem.empty()) {
             run.set(plain("memcpy_bytes", memcpy_bytes, "byte"));
             run.set(plain("pageable_memcpy_count", pageable, "count"));
+            run.set(plain("pageable_memcpy_time", pageable_time, "ns"));
         }
         return batch;
     }
