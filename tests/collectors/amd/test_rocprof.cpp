@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <map>
+#include <set>
 #include <regex>
 #include <sstream>
 
@@ -144,6 +145,39 @@ TEST(RocprofSqlite, V1KernOnlyAndOpsOnlyDatabases) {
     PERFWATCH_CORPUS_FILE(kokkos, "rocprof/dalg24__kokkos__results.db");
     const RunBatch k = collect_ok(kokkos);
     expect_run_totals(k, sql_totals(kokkos, "SELECT count(*), sum(EndNs - BeginNs) FROM OPS"));
+}
+
+// A kernel's launch configuration is its longest dispatch's, as SQL picks it from the file:
+// gunrock's merge_path_kernel runs from 1 to 39,041 workgroups over 11 dispatches, its last one
+// workgroup, its 3.8 ms one 18,937. The kernel trace CSV of the same run says the same.
+TEST(RocprofSqlite, LaunchConfigurationIsTheLongestDispatchs) {
+    PERFWATCH_CORPUS_FILE(db_path, "rocprof/gunrock__gunrock__results.db");
+    PERFWATCH_CORPUS_FILE(csv_path, "rocprof/gunrock__gunrock__results.csv");
+    SQLite::Database db(db_path, SQLite::OPEN_READONLY);
+    // Every dispatch as long as its kernel's longest (two can tie).
+    SQLite::Statement st(db, "SELECT KernelName, grd, wgr FROM KERN k WHERE EndNs - BeginNs = "
+                             "(SELECT max(EndNs - BeginNs) FROM KERN j WHERE j.KernelName = k.KernelName)");
+    std::map<std::string, std::set<std::pair<double, double>>> longest;  // name (CSV quotes dropped) -> {grid in workgroups, workgroup}
+    while (st.executeStep()) {
+        std::string name = st.getColumn(0).getString();
+        if (name.size() >= 2 && name.front() == '"') name = name.substr(1, name.size() - 2);
+        longest[name].insert({std::ceil(st.getColumn(1).getDouble() / st.getColumn(2).getDouble()), st.getColumn(2).getDouble()});
+    }
+    ASSERT_GE(longest.size(), 2u);
+    for (const std::string& path : {db_path, csv_path}) {
+        const RunBatch b = collect_ok(path);
+        std::size_t checked = 0;
+        for (const Entity& e : b.entities) {
+            if (e.kind != EntityKind::kernel || !longest.contains(e.name)) continue;
+            const std::pair<double, double> got{e.value("grid_size").value_or(-1), e.value("block_size").value_or(-1)};
+            EXPECT_TRUE(longest[e.name].contains(got)) << path << " " << e.name << ": " << got.first << " x " << got.second;
+            ++checked;
+        }
+        EXPECT_EQ(checked, longest.size()) << path;
+    }
+    for (const auto& [name, configs] : longest)
+        if (name.find("merge_path_kernel") != std::string::npos)
+            EXPECT_EQ(configs, (std::set<std::pair<double, double>>{{18937, 256}})) << "the 3.8 ms dispatch";
 }
 
 // The reader asks the database which columns its tables have: a rocpd kernels table without the
