@@ -138,10 +138,11 @@ void apply_floors(std::vector<Finding>& findings, const Entity* run_entity, doub
         return f.severity > Severity::info && f.impact && !f.comparison;
     });
     if (headline == findings.end()) return;
+    static_assert(k_secondary_impact_ratio == 0.4, "the demotion below names the ratio");
     const double floor = *headline->impact * k_secondary_impact_ratio;
     for (Finding& f : findings)
         if (&f != &*headline && !f.comparison && f.impact && *f.impact < floor)
-            demote(f, "saves under a fifth of what the headline saves");
+            demote(f, "saves under 40% of what the headline saves (k_secondary_impact_ratio)");
 }
 
 }  // namespace

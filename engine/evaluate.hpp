@@ -26,8 +26,10 @@ inline constexpr double k_min_work_ns = 2e6;
 inline constexpr double k_min_regression_impact_pct = 0.5;
 
 // A finding (not a regression) whose estimated saving is under this share of the headline's
-// (the first warning, highest impact) is information beside it.
-inline constexpr double k_secondary_impact_ratio = 0.2;
+// (the first warning, highest impact) is information beside it. Chosen on the tune half of the
+// headline set: share of warnings naming the labelled problem 50.9% at 0.2, 51.9% at 0.25, 54.0%
+// at 0.33, 56.2% at 0.4, 55.8% at 0.5 (where true secondary warnings start to go).
+inline constexpr double k_secondary_impact_ratio = 0.4;
 
 struct Evaluation {
     std::vector<Finding> findings;  // ranked by impact (see rank_findings)
