@@ -178,12 +178,9 @@ HttpResponse api_regression(PageContext& ctx, std::int64_t id) {
 }
 
 HttpResponse api_triage(PageContext& ctx, std::int64_t id, const Query& form) {
-    auto change = triage_change(ctx, form);
-    if (!change) return json_error(400, change.error());
-    auto changed = ctx.db.regressions().triage(id, *change);
-    if (!changed) return json_error(500, changed.error().to_string());
-    if (!*changed) return json_error(404, fmt::format("no regression {}", id));
-    return regression_document(ctx, **changed);
+    auto changed = apply_triage(ctx, id, form);
+    if (!changed) return json_error(changed.error().first, changed.error().second);
+    return regression_document(ctx, *changed);
 }
 
 HttpResponse api_kernels(PageContext& ctx, const Query& q) {

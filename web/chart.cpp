@@ -144,7 +144,7 @@ std::string series_chart(const ChartInput& in) {
     return svg + "</svg>\n";
 }
 
-std::string sparkline(const std::vector<double>& values, std::string_view metric) {
+std::string sparkline(const std::vector<double>& values, std::string_view metric, const std::vector<bool>& marked) {
     if (values.size() < 2) return {};
     const double w = 120, hgt = 24;
     const auto [lo_it, hi_it] = std::minmax_element(values.begin(), values.end());
@@ -152,14 +152,16 @@ std::string sparkline(const std::vector<double>& values, std::string_view metric
     const double mid = (*lo_it + *hi_it) / 2;
     const double span = std::max({*hi_it - *lo_it, 0.1 * std::abs(mid), 1e-12});
     const double lo = mid - span / 2, hi = mid + span / 2;
-    std::string pts;
-    for (std::size_t i = 0; i < values.size(); ++i)
-        pts += fmt::format("{:.1f},{:.1f} ", w * static_cast<double>(i) / static_cast<double>(values.size() - 1),
-                           2 + (hgt - 4) * (hi - values[i]) / (hi - lo));
+    std::string pts, dots;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const double x = w * static_cast<double>(i) / static_cast<double>(values.size() - 1), y = 2 + (hgt - 4) * (hi - values[i]) / (hi - lo);
+        pts += fmt::format("{:.1f},{:.1f} ", x, y);
+        if (i < marked.size() && marked[i]) dots += fmt::format("<circle class=\"spark-bad\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2\"/>", x, y);
+    }
     return fmt::format("<svg class=\"spark\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
-                       "xmlns=\"http://www.w3.org/2000/svg\"><polyline points=\"{}\"/></svg> "
+                       "xmlns=\"http://www.w3.org/2000/svg\"><polyline points=\"{}\"/>{}</svg> "
                        "<span class=\"note spark-scale\">{} &ndash; {}</span>",
-                       w, hgt, w, hgt, pts, h(format_metric(metric, *lo_it)), h(format_metric(metric, *hi_it)));
+                       w, hgt, w, hgt, pts, dots, h(format_metric(metric, *lo_it)), h(format_metric(metric, *hi_it)));
 }
 
 }  // namespace perfwatch::web

@@ -57,7 +57,8 @@ constexpr std::size_t k_max_drawn_points = 1200;
 std::string series_chart(const ChartInput& input);
 
 // A small line of `values` of `metric` (no axes), for lists, followed by its scale ("1.2 ms – 1.3
-// ms"); the vertical range spans at least 10% of the middle value, so noise stays flat.
-std::string sparkline(const std::vector<double>& values, std::string_view metric);
+// ms"); the vertical range spans at least 10% of the middle value, so noise stays flat. The values
+// whose `marked` entry is true (a regression's bad runs) are drawn as red dots.
+std::string sparkline(const std::vector<double>& values, std::string_view metric, const std::vector<bool>& marked = {});
 
 }  // namespace perfwatch::web

@@ -125,6 +125,15 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
     }
     auto counts = ctx.db.browse().finding_counts(latest);
     if (!counts) return error_response(500, counts.error().to_string());
+    // Where each series' open regressions begin: their runs are marked on its sparkline.
+    auto open_list = ctx.db.regressions().list(true);
+    if (!open_list) return error_response(500, open_list.error().to_string());
+    std::map<std::string, std::int64_t> first_bad;
+    for (const RegressionState& r : *open_list) {
+        const std::int64_t at = r.first_bad_run.value_or(r.opened_run);
+        auto [it, fresh] = first_bad.try_emplace(r.series, at);
+        if (!fresh) it->second = std::min(it->second, at);
+    }
     std::map<std::string_view, std::map<std::int64_t, RunValue>> spark_values;
     for (const auto& [metric, ids] : spark_runs) {
         auto values = ctx.db.browse().metric_values(EntityKind::run, std::nullopt, std::string(metric), ids);
@@ -171,9 +180,14 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
             findings = fmt::format("{}, {}, {}", count(c[2], "error"), count(c[1], "warning"), count(c[0], "info"));
         }
         std::vector<double> spark;
+        std::vector<bool> marked;
         const auto& values = spark_values[run_metric_of(s)];
+        const auto bad_from = first_bad.find(s.key);
         for (std::size_t r = s.runs.size() > k_spark_runs ? s.runs.size() - k_spark_runs : 0; r < s.runs.size(); ++r)
-            if (auto it = values.find(s.runs[r].id); it != values.end()) spark.push_back(it->second.value);
+            if (auto it = values.find(s.runs[r].id); it != values.end()) {
+                spark.push_back(it->second.value);
+                marked.push_back(bad_from != first_bad.end() && s.runs[r].id >= bad_from->second);
+            }
         const std::int64_t regressions = open_of(&s);
         body += fmt::format(
             "<tr data-series=\"{}\"><td><a href=\"{}\">{}</a></td><td>{}</td><td class=\"num\">{}</td>"
@@ -183,7 +197,7 @@ HttpResponse overview_page(PageContext& ctx, const Query& q) {
             regressions == 0 ? "0"
                              : fmt::format("<a class=\"state-open\" href=\"{}\">{}</a>",
                                            h(make_url("/regressions", {{"series", s.key}})), regressions),
-            findings, sparkline(spark, run_metric_of(s)));
+            findings, sparkline(spark, run_metric_of(s), marked));
     }
     body += "</tbody></table>\n" + pager("/", params, page_no, pages);
     return html_response(page("Overview", "Overview", body));

@@ -46,7 +46,7 @@ td code,td.mono,li code,h2 code,p.mono{overflow-wrap:anywhere;word-break:break-w
 .chart .reg-open{fill:#b3261e;fill-opacity:.10}.chart .reg-resolved{fill:#2f7d32;fill-opacity:.10}
 .chart .reg-accepted{fill:#5b4b9a;fill-opacity:.10}.chart .reg-invalid{fill:#9aa3b2;fill-opacity:.10}
 .state-invalid{color:#4b5563}.triage-untriaged{color:#a35a00}.triage-investigating{color:#2456a6;font-weight:600}
-.spark{vertical-align:middle}.spark polyline{fill:none;stroke:#2456a6;stroke-width:1.2}
+.spark{vertical-align:middle}.spark polyline{fill:none;stroke:#2456a6;stroke-width:1.2}.spark .spark-bad{fill:#b3261e}
 .legend{font-size:.8rem;color:#4b5563;margin:.3rem 0}.legend span{margin-right:1rem}
 .note{color:#4b5563;font-size:.85rem}.box{background:#fff;border:1px solid #e2e5ea;padding:.6rem .8rem;margin:.5rem 0}
 form.inline{display:inline}

@@ -96,9 +96,10 @@ HttpResponse accept_action(PageContext& ctx, std::int64_t id, const Query& form)
 // Sets a regression's triage state, assignee, bug URL and note (each change kept, by the
 // token's name); accepted and invalid end an open regression (storage's RegressionStore::triage).
 HttpResponse triage_action(PageContext& ctx, std::int64_t id, const Query& form);
-// The triage change a form asks (state, assignee, bug_url, note), by the token's name, now; a
-// sentence saying what is wrong otherwise.
-std::expected<TriageChange, std::string> triage_change(const PageContext& ctx, const Query& form);
+// The triage change a form asks (state, assignee, bug_url, note), by the token's name, now,
+// applied to regression `id`: the regression as it then stands, or the HTTP status and sentence
+// of what went wrong (400 a field, 404 no such regression, 500 the database).
+std::expected<RegressionState, std::pair<unsigned, std::string>> apply_triage(PageContext& ctx, std::int64_t id, const Query& form);
 HttpResponse silence_add_action(PageContext& ctx, const Query& form);
 HttpResponse silence_expire_action(PageContext& ctx, std::int64_t id);
 // A quarantined (or failed) file, the form's `path`, read once more by the daemon.

@@ -360,31 +360,32 @@ HttpResponse alerts_page(PageContext& ctx, const Query& q) {
     return html_response(page("Alerts", "Alerts", body));
 }
 
-std::expected<TriageChange, std::string> triage_change(const PageContext& ctx, const Query& form) {
+std::expected<RegressionState, std::pair<unsigned, std::string>> apply_triage(PageContext& ctx, std::int64_t id, const Query& form) {
+    using Failure = std::pair<unsigned, std::string>;
     TriageChange change;
     if (form.has("state")) {
         change.state = triage_state_from_string(form.get("state"));
-        if (!change.state) return std::unexpected(fmt::format("'{}' is not a triage state", form.get("state")));
+        if (!change.state) return std::unexpected(Failure{400, fmt::format("'{}' is not a triage state", form.get("state"))});
     }
     if (form.has("assignee")) change.assignee = form.get("assignee");
     if (form.has("bug_url")) {
         const std::string url = form.get("bug_url");
         if (!url.empty() && !url.starts_with("https://") && !url.starts_with("http://"))
-            return std::unexpected("the bug URL must start with http:// or https://");
+            return std::unexpected(Failure{400, "the bug URL must start with http:// or https://"});
         change.bug_url = url;
     }
     change.note = form.get("note");
     change.author = std::string(ctx.token_name);
     change.at = ms_text(now_ms());
-    return change;
+    auto changed = ctx.db.regressions().triage(id, change);
+    if (!changed) return std::unexpected(Failure{500, changed.error().to_string()});
+    if (!*changed) return std::unexpected(Failure{404, fmt::format("no regression #{}", id)});
+    return std::move(**changed);
 }
 
 HttpResponse triage_action(PageContext& ctx, std::int64_t id, const Query& form) {
-    auto change = triage_change(ctx, form);
-    if (!change) return error_response(400, change.error());
-    auto changed = ctx.db.regressions().triage(id, *change);
-    if (!changed) return error_response(500, changed.error().to_string());
-    if (!*changed) return error_response(404, fmt::format("no regression #{}", id));
+    auto changed = apply_triage(ctx, id, form);
+    if (!changed) return error_response(changed.error().first, changed.error().second);
     return redirect(fmt::format("/regression/{}", id));
 }
 

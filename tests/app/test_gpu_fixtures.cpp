@@ -53,7 +53,9 @@ TEST(GpuFixtures, NcuNamesEachPlantedProblemOnItsKernelAndNotOnItsTwin) {
         {{"transpose_naive", "ncu-uncoalesced-global"}, true},
         {{"copy_coalesced", "ncu-uncoalesced-global"}, false},
         {{"small_grid_loop", "ncu-small-grid"}, true},
-        {{"sgemm_naive", "hotspot-gemm-without-tensor-cores"}, true},
+        // A hand-written naive SGEMM: allowing TF32 does nothing for it (untiled loads are its
+        // problem), so the tensor-core advice is kept for library GEMMs (cuBLAS, CUTLASS).
+        {{"sgemm_naive", "hotspot-gemm-without-tensor-cores"}, false},
         {{"smem_bank_conflicts", "ncu-shared-bank-conflicts"}, true},
         {{"smem_padded", "ncu-shared-bank-conflicts"}, false},
         {{"register_spills", "ncu-register-spills"}, true},

@@ -67,6 +67,8 @@ TEST(WebChart, SparklinesCarryTheirScaleAndKeepNoiseFlat) {
     const std::string noise = sparkline({1'000'000, 1'001'000, 999'500, 1'000'500}, "gpu_time");
     EXPECT_LT(y_range(noise), 0.05 * 24);
     EXPECT_NE(noise.find("<span class=\"note spark-scale\">"), std::string::npos) << noise;
+    EXPECT_EQ(count(sparkline({1, 2, 3, 4}, "gpu_time", {false, false, true, true}), "class=\"spark-bad\""), 2u);
+    EXPECT_EQ(count(sparkline({1, 2, 3, 4}, "gpu_time"), "spark-bad"), 0u);
     const std::string step = sparkline({1'000'000, 1'000'000, 1'200'000, 1'200'000}, "gpu_time");
     EXPECT_GT(y_range(step), 0.75 * 20);
     EXPECT_NE(step.find("1.00 ms &ndash; 1.20 ms"), std::string::npos) << step;

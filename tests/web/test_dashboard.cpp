@@ -632,6 +632,10 @@ TEST(Dashboard, TriageKeepsEveryChangeAndInvalidGivesTheRunsBackToTheBaseline) {
     };
     const std::size_t bad_before = bad_points();
     EXPECT_GE(bad_before, 4u);
+    // The overview's sparkline marks the runs of its open regressions, as SQL counts them.
+    EXPECT_EQ(static_cast<std::int64_t>(all_matches(test::http_get(port, "/").body, "class=\"(spark-bad)\"").size()),
+              test::query_int(db, "SELECT count(*) FROM runs WHERE id >= (SELECT min(COALESCE(first_bad_run, opened_run)) "
+                                  "FROM regressions WHERE status = 'open')"));
     // How sharp: the opening finding's confidence as stored, and the noise of the 10 runs before
     // the first bad one: all equal here (one value), so no spread, tested at the 0.5% floor.
     {
