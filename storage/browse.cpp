@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 
 #include "storage/sql.hpp"
 
@@ -85,12 +84,7 @@ Result<std::map<std::int64_t, std::vector<double>>> BrowseReads::samples(EntityK
             for (std::size_t i = 0; i < n; ++i) st.bind(next++, runs[at + i]);
             st.bind(next++, std::string(to_string(kind)));
             st.bind(next++, name);
-            while (st.step()) {
-                const std::string data = st.column(1).as_blob();
-                std::vector<double> values(data.size() / sizeof(double));
-                if (!values.empty()) std::memcpy(values.data(), data.data(), values.size() * sizeof(double));
-                out.emplace(st.column(0).as_int64(), std::move(values));  // the first entity of the run wins
-            }
+            while (st.step()) out.emplace(st.column(0).as_int64(), st.column(1).as_doubles());  // the first entity of the run wins
         }
         return out;
     });

@@ -75,12 +75,8 @@ std::unordered_map<std::int64_t, EntityList> load_contents(sql::Connection& db,
     Statement sample_st(db, "SELECT s.entity_id, s.metric, s.data FROM entity_samples s "
                             "JOIN entities e ON e.id = s.entity_id WHERE e.run_id IN " + ids);
     bind_ids(sample_st, content_ids);
-    while (sample_st.step()) {
-        const std::string data = sample_st.column(2).as_blob();
-        std::vector<double> values(data.size() / sizeof(double));
-        if (!values.empty()) std::memcpy(values.data(), data.data(), values.size() * sizeof(double));
-        entity(sample_st.column(0).as_int64()).samples[sample_st.column(1).as_string()] = std::move(values);
-    }
+    while (sample_st.step())
+        entity(sample_st.column(0).as_int64()).samples[sample_st.column(1).as_string()] = sample_st.column(2).as_doubles();
     Statement tf_st(db, "SELECT t.entity_id, t.rule, t.type, t.section, t.text, t.speedup_type, "
                         "t.speedup_pct FROM tool_findings t JOIN entities e ON e.id = t.entity_id "
                         "WHERE e.run_id IN " + ids + " ORDER BY t.id");

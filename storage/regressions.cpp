@@ -131,6 +131,10 @@ Result<std::vector<RegressionState>> RegressionStore::of_series(const std::strin
     });
 }
 
+Result<std::optional<RegressionState>> RegressionStore::find(std::int64_t id) const {
+    return guarded(m_name, [&]() -> Result<std::optional<RegressionState>> { return regression_by_id(*m_db, id); });
+}
+
 Result<std::optional<RegressionState>> RegressionStore::accept(std::int64_t id, const std::string& comment) {
     return guarded(m_name, [&]() -> Result<std::optional<RegressionState>> {
         Transaction tx(*m_db);

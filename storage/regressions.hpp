@@ -87,6 +87,8 @@ public:
 
     // Regressions of a series still open.
     Result<std::vector<RegressionState>> open(const std::string& series) const;
+    // Regression `id` as stored now (one statement); nullopt when there is none.
+    Result<std::optional<RegressionState>> find(std::int64_t id) const;
     // Every regression, newest first (open ones only when `open_only`).
     Result<std::vector<RegressionState>> list(bool open_only) const;
     // Every regression of a series, oldest first (the baseline window is cut by them).

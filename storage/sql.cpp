@@ -4,8 +4,16 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstring>
 
 namespace perfwatch::sql {
+
+std::vector<double> Column::as_doubles() const {
+    const std::string data = as_blob();
+    std::vector<double> values(data.size() / sizeof(double));
+    if (!values.empty()) std::memcpy(values.data(), data.data(), values.size() * sizeof(double));
+    return values;
+}
 
 std::optional<double> Column::as_optional_double() const {
     if (is_null()) return std::nullopt;

@@ -91,6 +91,9 @@ public:
     std::string as_string() const { return m_st.get_text(m_index); }
     // The bytes of a BLOB (SQLite) or bytea (PostgreSQL) column.
     std::string as_blob() const { return m_st.get_blob(m_index); }
+    // A BLOB of native doubles (entity_samples.data, as Db::store writes it); a trailing partial
+    // value is left out.
+    std::vector<double> as_doubles() const;
     std::optional<double> as_optional_double() const;
     std::optional<std::int64_t> as_optional_int64() const;
     ValueKind kind() const { return m_st.kind(m_index); }

@@ -170,11 +170,10 @@ HttpResponse api_regressions(PageContext& ctx, const Query& q) {
 }
 
 HttpResponse api_regression(PageContext& ctx, std::int64_t id) {
-    auto all = ctx.db.regressions().list(false);
-    if (!all) return json_error(500, all.error().to_string());
-    for (const RegressionState& r : *all)
-        if (r.id == id) return regression_document(ctx, r);
-    return json_error(404, fmt::format("no regression {}", id));
+    auto found = ctx.db.regressions().find(id);
+    if (!found) return json_error(500, found.error().to_string());
+    if (!*found) return json_error(404, fmt::format("no regression {}", id));
+    return regression_document(ctx, **found);
 }
 
 HttpResponse api_triage(PageContext& ctx, std::int64_t id, const Query& form) {

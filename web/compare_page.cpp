@@ -27,7 +27,6 @@ constexpr std::size_t k_picked_series = 2000;
 struct Side {
     const SeriesEntry* series = nullptr;
     std::vector<std::int64_t> runs;
-    std::string first_commit, last_commit;
 };
 
 // A UTC date or time as runs' ingestion times are written ("2026-12-01", "2026-12-01T10:00:00Z"
@@ -61,10 +60,6 @@ Result<Side> side_of(const SeriesIndex& index, const Query& q, const std::string
     }
     if (!from && !to && since.empty() && until.empty() && side.runs.size() > k_default_side_runs)
         side.runs.erase(side.runs.begin(), side.runs.end() - static_cast<std::ptrdiff_t>(k_default_side_runs));
-    if (!side.runs.empty()) {
-        side.first_commit = side.series->runs[side.series->position_from(side.runs.front())].commit;
-        side.last_commit = side.series->runs[side.series->position_from(side.runs.back())].commit;
-    }
     return side;
 }
 
@@ -170,9 +165,12 @@ nlohmann::json row_json(const RangeComparison& c) {
 
 std::string side_text(const PageContext& ctx, const Side& s) {
     if (s.runs.empty()) return "no runs";
-    const auto commit = [&](const std::string& c) { return c.empty() ? std::string() : " (commit " + commit_html(ctx, c) + ")"; };
+    const auto commit = [&](std::int64_t run) {
+        const std::string& c = s.series->runs[s.series->position_from(run)].commit;
+        return c.empty() ? std::string() : " (commit " + commit_html(ctx, c) + ")";
+    };
     return fmt::format("{} runs, <a href=\"/run/{}\">run {}</a>{} .. <a href=\"/run/{}\">run {}</a>{}", s.runs.size(), s.runs.front(),
-                       s.runs.front(), commit(s.first_commit), s.runs.back(), s.runs.back(), commit(s.last_commit));
+                       s.runs.front(), commit(s.runs.front()), s.runs.back(), s.runs.back(), commit(s.runs.back()));
 }
 
 // The form: for each side a series (picked from the stored ones), a run id range and a date range.

@@ -196,11 +196,10 @@ HttpResponse regressions_page(PageContext& ctx, const Query& q) {
 }
 
 HttpResponse regression_page(PageContext& ctx, std::int64_t id) {
-    auto all = ctx.db.regressions().list(false);
-    if (!all) return error_response(500, all.error().to_string());
-    auto it = std::find_if(all->begin(), all->end(), [&](const RegressionState& r) { return r.id == id; });
-    if (it == all->end()) return error_response(404, fmt::format("no regression #{}", id));
-    const RegressionState& r = *it;
+    auto found = ctx.db.regressions().find(id);
+    if (!found) return error_response(500, found.error().to_string());
+    if (!*found) return error_response(404, fmt::format("no regression #{}", id));
+    const RegressionState& r = **found;
     auto indexed = ctx.series_index();
     if (!indexed) return error_response(500, indexed.error().to_string());
     const SeriesIndex& index = **indexed;

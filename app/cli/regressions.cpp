@@ -120,17 +120,16 @@ int run_regressions_list(const std::string& db_path, bool open_only, const std::
 int run_regressions_show(const std::string& db_path, std::int64_t id) {
     auto db = open_db(db_path);
     if (!db) return 2;
-    auto all = db->regressions().list(false);
-    if (!all) {
-        print_error(all.error());
+    auto found = db->regressions().find(id);
+    if (!found) {
+        print_error(found.error());
         return 2;
     }
-    const auto it = std::find_if(all->begin(), all->end(), [&](const RegressionState& r) { return r.id == id; });
-    if (it == all->end()) {
+    if (!*found) {
         fmt::print(stderr, "perfwatch: error: {}: no regression #{} (see `perfwatch regressions list`)\n", db->name(), id);
         return 2;
     }
-    const RegressionState& r = *it;
+    const RegressionState& r = **found;
     auto rows = db->browse().run_index();
     if (!rows) {
         print_error(rows.error());

@@ -402,17 +402,20 @@ public:
             ev.end_ns = *e;
             ev.device = fmt::format("agent {}", agent >= 0 ? row[static_cast<std::size_t>(agent)] : "0");
             if (queue >= 0) ev.queue = row[static_cast<std::size_t>(queue)];
-            // The kernel's configuration is its longest dispatch's (as the databases' readers keep it).
-            std::map<std::string, double> c;
-            if (auto v = number(vgpr)) c["vgpr_count"] = *v;
-            if (auto v = number(sgpr)) c["sgpr_count"] = *v;
-            if (auto v = number(lds)) c["shared_mem_per_block"] = *v;
-            const auto x = number(wx), y = number(wy), z = number(wz);
-            if (x && y && z) c["block_size"] = *x * *y * *z;
-            const auto a = number(gx), b = number(gy), d = number(gz);
-            if (a && b && d && c.contains("block_size") && c["block_size"] > 0)
-                c["grid_size"] = *a * *b * *d / c["block_size"];
-            if (longest_dispatch(config_ns, ev)) config[ev.name] = std::move(c);
+            // The kernel's configuration is its longest dispatch's (as the databases' readers keep it),
+            // read only for a dispatch that is the longest so far.
+            if (longest_dispatch(config_ns, ev)) {
+                auto& c = config[ev.name];
+                c.clear();
+                if (auto v = number(vgpr)) c["vgpr_count"] = *v;
+                if (auto v = number(sgpr)) c["sgpr_count"] = *v;
+                if (auto v = number(lds)) c["shared_mem_per_block"] = *v;
+                const auto x = number(wx), y = number(wy), z = number(wz);
+                if (x && y && z) c["block_size"] = *x * *y * *z;
+                const auto a = number(gx), b = number(gy), d = number(gz);
+                if (a && b && d && c.contains("block_size") && c["block_size"] > 0)
+                    c["grid_size"] = *a * *b * *d / c["block_size"];
+            }
             builder.add(std::move(ev));
         }
         RunBatch batch;
