@@ -22,6 +22,8 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"duration_max", "ns", "kernel,memcpy,api_call", "longest launch"},
     {"duration_std", "ns", "kernel,memcpy,api_call", "standard deviation of launch durations"},
     {"duration_median", "ns", "kernel,memcpy,api_call", "median launch duration"},
+    {"first_launch_duration", "ns", "kernel", "duration of the kernel's earliest-starting launch (timelines, two launches or more)"},
+    {"first_launch_excess", "ns", "kernel", "first launch's duration minus the mean of the kernel's other launches"},
     {"start", "ns", "launch,collective", "start on the report's own clock"},
     {"end", "ns", "launch,collective", "end on the report's own clock"},
     {"count", "count", "memcpy,api_call,op", "number of operations or calls"},

@@ -109,6 +109,10 @@ void TimelineBuilder::time(Group& g, Device* dev, bool kernel, double start_ns, 
     const double d = end_ns - start_ns;
     g.timed += 1;
     g.total += d;
+    if (g.timed == 1 || start_ns < g.first_start) {
+        g.first_start = start_ns;
+        g.first_duration = d;
+    }
     if (g.timed == 1) g.min = g.max = d;
     g.min = std::min(g.min, d);
     g.max = std::max(g.max, d);
@@ -263,6 +267,12 @@ void TimelineBuilder::finish(RunBatch& batch) {
         if (kernel) {
             ent.kind = EntityKind::kernel;
             if (g.timed > 0) set_duration_metrics(ent, s, "launches");
+            // The first execution against the mean of the others: a one-time cost paid inside the
+            // kernel (first touch of unified or managed memory, a cold start).
+            if (g.timed >= 2) {
+                ent.set(plain("first_launch_duration", g.first_duration, "ns"));
+                ent.set(plain("first_launch_excess", g.first_duration - (g.total - g.first_duration) / (g.timed - 1), "ns"));
+            }
             ++kernel_count;
             gpu_time += s.total;
         } else {

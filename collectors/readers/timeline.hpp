@@ -87,6 +87,7 @@ private:
         std::string device;
         bool one_device = true;
         double count = 0, timed = 0, total = 0, mean = 0, m2 = 0, min = 0, max = 0;
+        double first_start = 0, first_duration = 0;  // the earliest-starting timed execution
         std::vector<double> durations;
         std::vector<double> reservoir;  // without keep_durations: a uniform sample of the durations
         std::uint64_t rng = 0x9e3779b97f4a7c15;

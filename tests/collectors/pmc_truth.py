@@ -2,7 +2,8 @@
 """The test's own reading of a rocprof per-dispatch CSV (v1 results/counter CSVs, rocprof-compute
 pmc_perf.csv and friends), with Python's csv module and rocprof-compute's documented formulas
 (analysis_configs/gfx942/0200_system-speed-of-light.yaml). Prints JSON: per kernel the dispatch
-count, summed End - Start (ns), and where the counters are there the L2 hit rate, the LDS bank
+count, summed End - Start (ns), the earliest-starting dispatch's duration and its excess over the
+others' mean (two dispatches or more), and where the counters are there the L2 hit rate, the LDS bank
 conflict share and, with a sysinfo.csv beside the file, the achieved wavefront occupancy."""
 import csv
 import json
@@ -41,10 +42,12 @@ def main(path):
         extra = len(row) - len(header)
         if extra > 0:  # unquoted names holding commas
             row = row[:name_col] + [",".join(row[name_col:name_col + extra + 1])] + row[name_col + extra + 1:]
-        k = kernels.setdefault(row[name_col].strip(), {"dispatches": 0, "duration_ns": 0.0, "sums": {}, "acc": 0.0, "gui": 0.0})
+        k = kernels.setdefault(row[name_col].strip(), {"dispatches": 0, "duration_ns": 0.0, "sums": {}, "acc": 0.0, "gui": 0.0,
+                                                       "timed": []})
         k["dispatches"] += 1
-        if begin is not None and end is not None:
-            k["duration_ns"] += max(0.0, number(row[end]) - number(row[begin]))
+        if begin is not None and end is not None and number(row[end]) >= number(row[begin]):
+            k["duration_ns"] += number(row[end]) - number(row[begin])
+            k["timed"].append((number(row[begin]), number(row[end]) - number(row[begin])))
         for c in ("TCC_HIT_sum", "TCC_MISS_sum", "SQ_LDS_BANK_CONFLICT", "SQ_LDS_IDX_ACTIVE", "GRBM_GUI_ACTIVE",
                   "SQ_ACTIVE_INST_VALU", "SQ_ACTIVE_INST_SCA", "SQ_VALU_MFMA_BUSY_CYCLES", "TCC_EA_RDREQ_sum",
                   "TCC_EA_RDREQ_32B_sum", "TCC_EA_WRREQ_sum", "TCC_EA_WRREQ_64B_sum", "TCC_EA0_RDREQ_sum",
@@ -57,6 +60,10 @@ def main(path):
     out = {}
     for name, k in kernels.items():
         o = {"dispatches": k["dispatches"], "duration_ns": k["duration_ns"]}
+        if len(k["timed"]) >= 2:
+            first = min(k["timed"])[1]
+            o["first_launch_duration"] = first
+            o["first_launch_excess"] = first - (sum(d for _, d in k["timed"]) - first) / (len(k["timed"]) - 1)
         s = k["sums"]
         if "TCC_HIT_sum" in s and s["TCC_HIT_sum"] + s["TCC_MISS_sum"] > 0:
             o["l2_hit_rate"] = 100 * s["TCC_HIT_sum"] / (s["TCC_HIT_sum"] + s["TCC_MISS_sum"])

@@ -47,6 +47,11 @@ void expect_matches_truth(const std::string& path) {
         if (const double ns = w["duration_ns"].get<double>(); ns > 0) {
             EXPECT_NEAR(k->value("duration_total").value_or(-1), ns, 1e-6 * ns);
         }
+        for (const char* first : {"first_launch_duration", "first_launch_excess"}) {
+            if (!w.contains(first)) continue;
+            const double v = w[first].get<double>();
+            EXPECT_NEAR(k->value(first).value_or(-1), v, 1e-6 * std::max(1.0, std::abs(v))) << first;
+        }
         for (const auto& [key, metric] : std::map<std::string, std::string>{
                  {"l2_hit_rate", "l2_hit_rate"}, {"occupancy_achieved", "occupancy_achieved"},
                  {"sm_throughput", "sm_throughput"}, {"memory_throughput", "memory_throughput"}}) {

@@ -46,11 +46,13 @@ def summarise_dispatches(rows):
     if not rows:
         print("no dispatch timestamps")
         return
-    by = defaultdict(lambda: {"n": 0, "t": 0.0, "cfg": defaultdict(int)})
+    by = defaultdict(lambda: {"n": 0, "t": 0.0, "cfg": defaultdict(int), "first": None})
     for r in rows:
         k = by[r["name"]]
         k["n"] += 1
         k["t"] += r["end"] - r["begin"]
+        if k["first"] is None or r["begin"] < k["first"][0]:
+            k["first"] = (r["begin"], r["end"] - r["begin"])
         k["cfg"][(r.get("grid"), r.get("wg"), r.get("vgpr"), r.get("sgpr"), r.get("lds"), r.get("scratch"))] += 1
     total = sum(k["t"] for k in by.values())
     print(f"{len(rows)} dispatches, {len(by)} kernels, kernel time {fmt_ns(total)}")
@@ -62,6 +64,9 @@ def summarise_dispatches(rows):
         share = 100 * k["t"] / total if total > 0 else 0
         short = nm if len(nm) < 90 else nm[:87] + "..."
         print(f"  {share:5.1f}%  {fmt_ns(k['t']):>11}  n={k['n']:<6} avg {fmt_ns(k['t'] / k['n']):>10}  {short}")
+        if k["n"] >= 2:
+            first = k["first"][1]
+            print(f"         first dispatch {fmt_ns(first)}, the other {k['n'] - 1} average {fmt_ns((k['t'] - first) / (k['n'] - 1))}")
         extra = ""
         wgv = fnum(wg)
         if wgv:
