@@ -123,8 +123,9 @@ void demote(Finding& f, const char* why) {
 // whose kernels, copies and sets (`work`, ns) add up to under k_min_work_ns (a PyTorch profiler
 // trace, which counts CPU operators, is a window the user chose around steady-state steps: its
 // size says nothing of whether the work matters); a kernel regression moving the run by under
-// k_min_regression_impact_pct; and, beside the headline (the first warning with an estimated
-// impact), one saving under k_secondary_impact_ratio of what the headline saves.
+// k_min_regression_impact_pct; any other finding saving under k_min_warning_impact_pct of the
+// run; and, beside the headline (the first warning with an estimated impact), one saving under
+// k_secondary_impact_ratio of what the headline saves.
 void apply_floors(std::vector<Finding>& findings, const Entity* run_entity, double work) {
     const bool too_small = run_entity != nullptr && run_entity->value("span") && !run_entity->value("cpu_ops") &&
                            work < k_min_work_ns;
@@ -132,6 +133,9 @@ void apply_floors(std::vector<Finding>& findings, const Entity* run_entity, doub
         if (too_small && !f.comparison) demote(f, "too little GPU work to act on");
         if (f.comparison && f.entity_kind == EntityKind::kernel && f.impact && *f.impact < k_min_regression_impact_pct)
             demote(f, "moves the run by under the regression impact floor");
+        static_assert(k_min_warning_impact_pct == 4.0, "the demotion below names the floor");
+        if (!f.comparison && f.impact && *f.impact < k_min_warning_impact_pct)
+            demote(f, "saves under 4% of the run's GPU time (k_min_warning_impact_pct)");
     }
     rank_findings(findings);
     const auto headline = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "collectors/amd/rocprof_trace_text.hpp"
 #include "collectors/readers/sqlite_schema.hpp"
 #include "collectors/readers/chrome_trace.hpp"
 #include "collectors/readers/csv.hpp"
@@ -292,6 +293,20 @@ public:
                         events.push_back(std::move(ev));
                     }
                 }
+                // The HIP API trace (--hip-trace): host calls, on no device.
+                if (tables.contains("HIP")) {
+                    auto sql = select("HIP", {"Name", "BeginNs", "EndNs"}, {});
+                    if (!sql) return std::unexpected(sql.error());
+                    SQLite::Statement st(db, *sql);
+                    while (st.executeStep()) {
+                        TimelineEvent ev;
+                        ev.kind = TimelineEvent::Kind::other;
+                        ev.name = st.getColumn(0).getString();
+                        ev.start_ns = st.getColumn(1).getDouble();
+                        ev.end_ns = st.getColumn(2).getDouble();
+                        events.push_back(std::move(ev));
+                    }
+                }
             } else if (tables.contains("KERN")) {
                 // One row per dispatch, the columns of results.csv; names keep their CSV quotes.
                 batch.format_detail = "rocprof v1 results.db (KERN dispatches)";
@@ -322,6 +337,7 @@ public:
             if (events.empty()) batch.notes.push_back("no kernel dispatches in this database");
             build_timeline_entities(batch, std::move(events), TimelineOptions{false, true});
             for (Entity& e : batch.entities) {
+                if (e.kind == EntityKind::api_call && is_hip_sync_call(e.name)) e.attributes["synchronizing"] = "true";
                 if (e.kind != EntityKind::kernel) continue;
                 auto it = config.find(e.name);
                 if (it == config.end()) continue;
@@ -516,6 +532,7 @@ public:
             Entity e;
             e.kind = EntityKind::api_call;
             e.name = name;
+            if (is_hip_sync_call(name)) e.attributes["synchronizing"] = "true";
             e.parent = static_cast<std::int64_t>(batch.run_entity());
             set_duration_metrics(e, duration_stats(std::move(durations)), "count");
             batch.entities.push_back(std::move(e));

@@ -278,7 +278,9 @@ void TimelineBuilder::finish(RunBatch& batch) {
         } else {
             ent.kind = g.kind == TimelineEvent::Kind::memory ? EntityKind::memcpy : EntityKind::api_call;
             if (g.timed > 0) set_duration_metrics(ent, s, "count");
-            memory_time += s.total;
+            // Host calls (a HIP API trace) and device operations that move no data (an FPGA's
+            // reprogramming) are no memory time.
+            if (g.kind == TimelineEvent::Kind::memory) memory_time += s.total;
         }
         ent.set(plain(kernel ? "launches" : "count", g.count, "count"));
         if (samples.size() >= 2) ent.samples["duration"] = std::move(samples);

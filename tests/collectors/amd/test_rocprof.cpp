@@ -145,6 +145,20 @@ TEST(RocprofSqlite, V1KernOnlyAndOpsOnlyDatabases) {
     PERFWATCH_CORPUS_FILE(kokkos, "rocprof/dalg24__kokkos__results.db");
     const RunBatch k = collect_ok(kokkos);
     expect_run_totals(k, sql_totals(kokkos, "SELECT count(*), sum(EndNs - BeginNs) FROM OPS"));
+    // Copies only are memory time; the HIP API trace's calls are host calls, each name one entity.
+    EXPECT_DOUBLE_EQ(k.entities[0].value("memory_time").value_or(-1),
+                     sql_totals(kokkos, "SELECT count(*), sum(EndNs - BeginNs) FROM COPY").second);
+    std::size_t names = 0;
+    for (const Entity* e : of_kind(k, EntityKind::api_call)) {
+        ++names;
+        SCOPED_TRACE(e->name);
+        const auto want = sql_totals(kokkos, "SELECT count(*), sum(EndNs - BeginNs) FROM HIP WHERE Name = '" + e->name + "'");
+        EXPECT_DOUBLE_EQ(e->value("count").value_or(-1), want.first);
+        EXPECT_DOUBLE_EQ(e->value("duration_total").value_or(-1), want.second);
+        EXPECT_EQ(e->attributes.contains("synchronizing"), e->name == "hipMemcpy" || e->name.ends_with("Synchronize") ||
+                                                               e->name == "hipMemset");
+    }
+    EXPECT_EQ(static_cast<double>(names), sql_totals(kokkos, "SELECT count(DISTINCT Name), 0 FROM HIP").first);
 }
 
 // A kernel's launch configuration is its longest dispatch's, as SQL picks it from the file:
