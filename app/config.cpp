@@ -15,6 +15,7 @@
 
 #include "core/file.hpp"
 #include "notify/sinks.hpp"
+#include "core/text.hpp"
 
 namespace perfwatch {
 
@@ -28,8 +29,7 @@ std::string quoted_line(std::string_view text, int line) {
     const std::size_t key_start = out.find_first_not_of(" \t-");
     const std::size_t colon = out.find(':', key_start == std::string::npos ? 0 : key_start);
     if (key_start != std::string::npos && colon != std::string::npos) {
-        std::string key = out.substr(key_start, colon - key_start);
-        std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+        const std::string key = ascii_lower(std::string_view(out).substr(key_start, colon - key_start));
         const bool secret = key == "url" || key == "webhook_url" || key == "smtp_url" || key == "api_key" ||
                             key.find("password") != std::string::npos || key.find("token") != std::string::npos ||
                             key.find("secret") != std::string::npos;

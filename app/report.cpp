@@ -17,16 +17,11 @@
 #include "engine/trend.hpp"
 #include "app/job_view.hpp"
 #include "core/vocabulary.hpp"
+#include "core/text.hpp"
 
 namespace perfwatch {
 
 namespace {
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
 
 double kernel_time(const Entity& e) {
     if (auto total = e.value("duration_total")) return *total;
@@ -38,7 +33,7 @@ double kernel_time(const Entity& e) {
 std::string kernel_category(const Entity& kernel) {
     if (auto it = kernel.attributes.find("kernel_type"); it != kernel.attributes.end() && it->second == "COMM")
         return "Communication";
-    const std::string name = lower(kernel.name);
+    const std::string name = ascii_lower(kernel.name);
     struct Category {
         std::string_view label;
         std::array<std::string_view, 8> needles;

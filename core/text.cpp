@@ -48,4 +48,11 @@ std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes) {
     return text.substr(0, end);
 }
 
+std::string ascii_lower(std::string_view text) {
+    std::string out(text);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
 }  // namespace perfwatch

@@ -18,6 +18,9 @@ bool needs_repair(std::string_view text, bool names = false);
 // and, when `names` is set, every C0 control character and DEL too: a name is one line of text.
 std::string to_valid_utf8(std::string_view text, bool names = false);
 
+// `text` with ASCII letters in lower case (other bytes, UTF-8 among them, unchanged; no locale).
+std::string ascii_lower(std::string_view text);
+
 // The longest prefix of `text` (valid UTF-8) of at most `max_bytes` that ends on a character
 // boundary.
 std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes);

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <boost/asio/ip/address.hpp>
-#include <cctype>
 #include <charconv>
 
 #include "web/page.hpp"
 #include "web/pages.hpp"
+#include "core/text.hpp"
 
 namespace perfwatch::web {
 
@@ -51,17 +51,12 @@ bool host_allowed(std::string_view host, const std::vector<std::string>& names) 
     }
     if (const std::size_t colon = name.rfind(':'); colon != std::string_view::npos) name = name.substr(0, colon);
     if (name.empty()) return false;
-    std::string lower(name);
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string lower = ascii_lower(name);
     if (lower == "localhost") return true;
     boost::system::error_code ec;
     boost::asio::ip::make_address_v4(lower, ec);
     if (!ec) return true;
-    return std::any_of(names.begin(), names.end(), [&](const std::string& n) {
-        std::string known = n;
-        for (char& c : known) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return known == lower;
-    });
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return ascii_lower(n) == lower; });
 }
 
 // A path that only takes POST: an action.

@@ -1,32 +1,22 @@
-#include <cctype>
 #include <algorithm>
 #include <map>
 
 #include "web/pages.hpp"
+#include "core/text.hpp"
 
 namespace perfwatch::web {
 
-namespace {
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(), [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
-    return out;
-}
-
-}  // namespace
-
 Result<SearchHits> search(PageContext& ctx, std::string_view needle, std::size_t limit) {
-    const std::string want = lower(needle);
+    const std::string want = ascii_lower(needle);
     auto indexed = ctx.series_index();
     if (!indexed) return std::unexpected(indexed.error());
     SearchHits out;
     std::map<std::string, std::int64_t> commits;  // commit -> its newest run
     for (const SeriesEntry* s : (*indexed)->series()) {
-        if ((lower(s->key).find(want) != std::string::npos || lower(series_title(s->key)).find(want) != std::string::npos))
+        if ((ascii_lower(s->key).find(want) != std::string::npos || ascii_lower(series_title(s->key)).find(want) != std::string::npos))
             out.series.push_back(s);
         for (const SeriesRun& r : s->runs)
-            if (!r.commit.empty() && lower(r.commit).find(want) != std::string::npos) {
+            if (!r.commit.empty() && ascii_lower(r.commit).find(want) != std::string::npos) {
                 std::int64_t& newest = commits[r.commit];
                 newest = std::max(newest, r.id);
             }

@@ -1,10 +1,10 @@
 #include "notify/sinks/parts.hpp"
+#include "core/text.hpp"
 
 #include <curl/curl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <memory>
 #include <mutex>
@@ -84,8 +84,7 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
     const std::string_view line(data, n);
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos) return n;
-    std::string name(line.substr(0, colon));
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string name = ascii_lower(line.substr(0, colon));
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
     auto& r = *static_cast<Response*>(user);

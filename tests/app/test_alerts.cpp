@@ -120,10 +120,9 @@ TEST(Alerts, WebhookRetriedThrough500And429UntilDeliveredOnce) {
     EXPECT_NE(html.find("<h1>perfwatch: run 1</h1>"), std::string::npos);
     EXPECT_EQ(query_int(db, "SELECT count(*) FROM outbox WHERE state = 'sent' AND attempts = 3"), 1);
     // /metrics: one sent, two failed attempts (not permanent), nothing left in the outbox.
-    std::smatch port;
-    const std::string ready = daemon.log();
-    ASSERT_TRUE(std::regex_search(ready, port, std::regex("http://127\\.0\\.0\\.1:([0-9]+)")));
-    const std::string metrics = test::http_get(static_cast<unsigned short>(std::stoi(port[1])), "/metrics").body;
+    const unsigned short port = daemon.logged_port();
+    ASSERT_NE(port, 0) << daemon.log();
+    const std::string metrics = test::http_get(port, "/metrics").body;
     EXPECT_NE(metrics.find("perfwatch_alerts_sent_total{receiver=\"gpu-team\"} 1"), std::string::npos) << metrics;
     EXPECT_NE(metrics.find("perfwatch_alerts_failed_total{permanent=\"false\",receiver=\"gpu-team\"} 2"),
               std::string::npos)

@@ -52,12 +52,6 @@ fs::path plain_config(const test::TempDir& dir, const fs::path& reports) {
     return cfg;
 }
 
-unsigned short port_of(const std::string& log) {
-    std::smatch m;
-    if (!std::regex_search(log, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)"))) return 0;
-    return static_cast<unsigned short>(std::stoi(m[1]));
-}
-
 // The sum of every series of `name` in a Prometheus exposition.
 double metric_sum(const std::string& text, const std::string& name) {
     double sum = 0;
@@ -135,7 +129,7 @@ TEST(Daemon, IngestsHundredsOfReportsExactlyOnceAndStaysHealthy) {
 
     test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, (dir.path() / "daemon.log").string());
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
-    const unsigned short port = port_of(daemon.log());
+    const unsigned short port = daemon.logged_port();
     ASSERT_NE(port, 0) << daemon.log();
 
     // 35 variants of each of 6 text reports, under project/branch/commit directories created now.
@@ -307,7 +301,7 @@ TEST(Daemon, AfterKillNineARestartIngestsEveryReportExactlyOnce) {
 
     test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, log_path + ".restart");
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30));
-    const unsigned short port = port_of(daemon.log());
+    const unsigned short port = daemon.logged_port();
     ASSERT_TRUE(wait_idle_with(port, db, static_cast<std::int64_t>(total), 120))
         << query_int(db, "SELECT count(*) FROM runs") << " runs; health " << test::http_get(port, "/healthz").body
         << daemon.log();
@@ -345,7 +339,7 @@ quiet_period: 300ms
                                 reports.string()));
     test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
-    const unsigned short port = port_of(daemon.log());
+    const unsigned short port = daemon.logged_port();
     struct Bench {
         const char* file;
         double us;
@@ -391,7 +385,7 @@ TEST(Daemon, ALogOfTwelveSessionsIsTwelveRuns) {
     const fs::path cfg = plain_config(dir, reports);
     test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
-    const unsigned short port = port_of(daemon.log());
+    const unsigned short port = daemon.logged_port();
     const std::string log = test::read_file(test::fixture("nsys/twelve_sessions.log"));
     write_file(reports / "main" / "bench.log", log);
     ASSERT_TRUE(wait_idle_with(port, db, 12, 60)) << daemon.log();
@@ -572,7 +566,7 @@ TEST(Daemon, ADatabaseLockedByAnotherProcessIsRetriedUntilTheReportIsStored) {
     write_file(dir.path() / "perfwatch.yaml", config_text(reports, "", 1));
     test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
-    const unsigned short port = port_of(daemon.log());
+    const unsigned short port = daemon.logged_port();
     {
         SQLite::Database holder(db.string(), SQLite::OPEN_READWRITE);
         holder.exec("BEGIN EXCLUSIVE");

@@ -76,12 +76,6 @@ bool sanitizer_spoke(const std::string& err) {
     return err.find("AddressSanitizer") != std::string::npos || err.find("runtime error:") != std::string::npos;
 }
 
-unsigned short port_of(const std::string& log) {
-    std::smatch m;
-    if (!std::regex_search(log, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)"))) return 0;
-    return static_cast<unsigned short>(std::stoi(m[1]));
-}
-
 }  // namespace
 
 // Every crafted input through the CLI: a clear error naming the file (exit 2), or a stored run
@@ -148,7 +142,7 @@ route:
                                                                 reports.string()));
     test::BackgroundProcess daemon({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
-    const unsigned short port = port_of(daemon.log());
+    const unsigned short port = daemon.logged_port();
     ASSERT_NE(port, 0);
     // Moved in whole (rename keeps the sparse file sparse).
     for (const HostileInput& h : inputs) fs::rename(dir.path() / "staging" / h.file, commit_dir / h.file);
@@ -224,7 +218,7 @@ route:
     ASSERT_EQ(daemon.wait_exit(10), 0) << daemon.log();
     test::BackgroundProcess again({"daemon", "--config", dir.file("perfwatch.yaml")}, dir.file("daemon2.log"));
     ASSERT_TRUE(again.wait_for_log("ready:", 30)) << again.log();
-    const unsigned short port2 = port_of(again.log());
+    const unsigned short port2 = again.logged_port();
     std::this_thread::sleep_for(2s);
     EXPECT_EQ(test::http_get(port2, "/healthz").status, 200);
     EXPECT_EQ(again.log().find("not ingested"), std::string::npos) << again.log();

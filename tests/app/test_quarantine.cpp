@@ -28,12 +28,6 @@ using test::eventually;
 using test::query_int;
 using test::write_file;
 
-unsigned short port_of(const std::string& log) {
-    std::smatch m;
-    if (!std::regex_search(log, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)"))) return 0;
-    return static_cast<unsigned short>(std::stoi(m[1]));
-}
-
 constexpr const char* k_token = "quarantine-token-0123456789";
 
 // A daemon watching `reports` with one worker, its alerts going to a webhook at `hook_port`, its
@@ -144,7 +138,7 @@ TEST(Quarantine, AReportThatCrashesTheReaderIsQuarantinedToldOnceAndReadAgainOnl
                    crash_on_poison);
     ASSERT_TRUE(daemon->wait_for_log("ready:", 30)) << daemon->log();
     ASSERT_TRUE(daemon->wait_for_log("quarantined: the daemon crashed (SIGABRT) while reading it", 30)) << daemon->log();
-    unsigned short port = port_of(daemon->log());
+    unsigned short port = daemon->logged_port();
     EXPECT_EQ(mark_state(db, poison), "quarantined");
     EXPECT_EQ(mark_error(db, poison), "the daemon crashed (SIGABRT) while reading it");
     EXPECT_EQ(query_int(db, "SELECT count(*) FROM watched_files WHERE state = 'quarantined' AND quarantined_at IS NOT NULL"), 1);
@@ -195,7 +189,7 @@ TEST(Quarantine, AReportThatCrashesTheReaderIsQuarantinedToldOnceAndReadAgainOnl
     daemon.emplace(std::vector<std::string>{"daemon", "--config", cfg.string()}, dir.file("daemon3.log"),
                    crash_on_poison);
     ASSERT_TRUE(daemon->wait_for_log("ready:", 30)) << daemon->log();
-    port = port_of(daemon->log());
+    port = daemon->logged_port();
     ASSERT_TRUE(idle_with(port, db, 1, 30s)) << daemon->log();
     std::this_thread::sleep_for(2500ms);
     EXPECT_FALSE(daemon->wait_exit(0).has_value()) << "the quarantined file was read again\n" << daemon->log();
@@ -229,7 +223,7 @@ TEST(Quarantine, AReportThatCrashesTheReaderIsQuarantinedToldOnceAndReadAgainOnl
     // The reader fixed (no trigger): retried, it is read once more and stored.
     daemon.emplace(std::vector<std::string>{"daemon", "--config", cfg.string()}, dir.file("daemon5.log"));
     ASSERT_TRUE(daemon->wait_for_log("ready:", 30)) << daemon->log();
-    port = port_of(daemon->log());
+    port = daemon->logged_port();
     ASSERT_TRUE(idle_with(port, db, 1, 30s)) << daemon->log();
     EXPECT_EQ(mark_state(db, poison), "quarantined") << "read again without a retry";
     const auto retried_cli = test::run_perfwatch({"files", "retry", poison, "--db", db.string()});
@@ -263,7 +257,7 @@ TEST(Quarantine, AReaderProcessThatDiesQuarantinesItsFileWhileTheDaemonGoesOn) {
     std::optional<test::BackgroundProcess> daemon;
     daemon.emplace(std::vector<std::string>{"daemon", "--config", cfg.string()}, dir.file("daemon1.log"), faults);
     ASSERT_TRUE(daemon->wait_for_log("ready:", 30)) << daemon->log();
-    unsigned short port = port_of(daemon->log());
+    unsigned short port = daemon->logged_port();
     const std::string poison = test::write_kineto_trace(dir, "reports/main/c1/poison.pt.trace.json", 100);
     const std::string hog = test::write_kineto_trace(dir, "reports/main/c1/hog.pt.trace.json", 100);
     ASSERT_TRUE(eventually([&] { return mark_state(db, poison) == "quarantined" && mark_state(db, hog) == "quarantined"; }, 60s))
@@ -288,7 +282,7 @@ TEST(Quarantine, AReaderProcessThatDiesQuarantinesItsFileWhileTheDaemonGoesOn) {
     ASSERT_EQ(daemon->wait_exit(10), 0) << daemon->log();
     daemon.emplace(std::vector<std::string>{"daemon", "--config", cfg.string()}, dir.file("daemon2.log"), faults);
     ASSERT_TRUE(daemon->wait_for_log("ready:", 30)) << daemon->log();
-    port = port_of(daemon->log());
+    port = daemon->logged_port();
     ASSERT_TRUE(idle_with(port, db, 1, 30s)) << daemon->log();
     std::this_thread::sleep_for(2500ms);
     EXPECT_EQ(daemon->log().find("the reader process"), std::string::npos) << "read again:\n" << daemon->log();
@@ -343,7 +337,7 @@ TEST(Quarantine, AnUnexplainedEndIsForgivenOnceAndQuarantinesTheSecondTime) {
     }
     test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("ready:", 30)) << daemon.log();
-    const unsigned short port = port_of(daemon.log());
+    const unsigned short port = daemon.logged_port();
     ASSERT_TRUE(idle_with(port, db, 2, 30s)) << daemon.log();
     EXPECT_EQ(mark_state(db, once), "read");
     EXPECT_EQ(mark_state(db, theirs), "read");

@@ -179,10 +179,8 @@ TEST(Dashboard, ChromiumDrivesEveryPageAndItShowsWhatTheDatabaseHolds) {
                                       db, (dir.path() / "reports").string(), token_file.string()));
     test::BackgroundProcess daemon({"daemon", "--config", cfg.string()}, dir.file("daemon.log"));
     ASSERT_TRUE(daemon.wait_for_log("dashboard at", 20)) << daemon.log();
-    std::smatch m;
-    const std::string log = daemon.log();
-    ASSERT_TRUE(std::regex_search(log, m, std::regex("http://127\\.0\\.0\\.1:([0-9]+)"))) << log;
-    const auto port = static_cast<unsigned short>(std::stoi(m[1]));
+    const unsigned short port = daemon.logged_port();
+    ASSERT_NE(port, 0) << daemon.log();
     const std::string base = fmt::format("http://127.0.0.1:{}", port);
 
     // The series of the generated runs, as the database groups it.
