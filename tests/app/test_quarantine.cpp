@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 #include <thread>
 
 #include "tests/support.hpp"
