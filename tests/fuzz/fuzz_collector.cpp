@@ -1,6 +1,7 @@
-// libFuzzer target for one collector, named by PERFWATCH_FUZZ_COLLECTOR (a format id), or, for
-// "detect", format detection followed by whichever collector recognizes the input. Any input may
-// be refused with an Error; none may crash, hang, leak or trip a sanitizer.
+// libFuzzer target for one collector, named by the executable's own name (fuzz_ncu-csv and
+// fuzz_replay_ncu-csv are links to one executable: a format id after "fuzz_" or "fuzz_replay_"),
+// or, for "detect", format detection followed by whichever collector recognizes the input. Any
+// input may be refused with an Error; none may crash, hang, leak or trip a sanitizer.
 #include <unistd.h>
 
 #include <cstdint>
@@ -14,12 +15,8 @@
 
 namespace {
 
-const perfwatch::Collector* the_collector() {
-    static const perfwatch::Collector* k_collector = [] {
-        for (const perfwatch::Collector* c : perfwatch::collectors())
-            if (c->id() == PERFWATCH_FUZZ_COLLECTOR) return c;
-        return static_cast<const perfwatch::Collector*>(nullptr);
-    }();
+const perfwatch::Collector*& the_collector() {
+    static const perfwatch::Collector* k_collector = nullptr;
     return k_collector;
 }
 
@@ -34,16 +31,33 @@ const std::string& scratch_path() {
 
 }  // namespace
 
+// Picks the collector from argv[0]'s file name; an unknown one stops the process.
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+    std::string_view name = *argc > 0 ? (*argv)[0] : "";
+    if (const auto slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+    for (std::string_view prefix : {"fuzz_replay_", "fuzz_"}) {
+        if (name.starts_with(prefix)) {
+            name.remove_prefix(prefix.size());
+            break;
+        }
+    }
+    if (name == "detect") return 0;
+    for (const perfwatch::Collector* c : perfwatch::collectors())
+        if (c->id() == name) the_collector() = c;
+    if (the_collector() == nullptr) {
+        std::fprintf(stderr, "no collector named '%.*s': run this executable as fuzz_FORMAT or fuzz_replay_FORMAT\n",
+                     static_cast<int>(name.size()), name.data());
+        std::abort();
+    }
+    return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view input(reinterpret_cast<const char*>(data), size);
-    if (std::string_view(PERFWATCH_FUZZ_COLLECTOR) == "detect") {
-        (void)perfwatch::collect_content("fuzz-input", input);
-        return 0;
-    }
     const perfwatch::Collector* c = the_collector();
     if (c == nullptr) {
-        std::fprintf(stderr, "no collector named %s\n", PERFWATCH_FUZZ_COLLECTOR);
-        std::abort();
+        (void)perfwatch::collect_content("fuzz-input", input);
+        return 0;
     }
     if (c->input() == perfwatch::CollectorInput::path) {
         {
