@@ -35,7 +35,7 @@ using test::write_file;
 
 }  // namespace
 
-TEST(Cli, CheckB200FindsTheTailEffectWithTheReportsSpeedup) {
+TEST(Cli, CheckB200FindsTheTailEffectWithWhatItsLastWaveLeavesIdle) {
     PERFWATCH_CORPUS_FILE(path, "ncu/csv-details_B200-cc100_ncu2025_cublaslt_gemm_rules.log");
     const auto r = run_perfwatch({"check", "--format", "json", path});
     EXPECT_EQ(r.exit_code, 0) << r.err;

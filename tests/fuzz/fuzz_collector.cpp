@@ -15,10 +15,8 @@
 
 namespace {
 
-const perfwatch::Collector*& the_collector() {
-    static const perfwatch::Collector* k_collector = nullptr;
-    return k_collector;
-}
+// The collector LLVMFuzzerInitialize picked; none for "detect".
+const perfwatch::Collector* g_collector = nullptr;
 
 // Collectors that open their report by path (SQLite) read the input from a scratch file,
 // removed at exit.
@@ -43,8 +41,8 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     }
     if (name == "detect") return 0;
     for (const perfwatch::Collector* c : perfwatch::collectors())
-        if (c->id() == name) the_collector() = c;
-    if (the_collector() == nullptr) {
+        if (c->id() == name) g_collector = c;
+    if (g_collector == nullptr) {
         std::fprintf(stderr, "no collector named '%.*s': run this executable as fuzz_FORMAT or fuzz_replay_FORMAT\n",
                      static_cast<int>(name.size()), name.data());
         std::abort();
@@ -54,7 +52,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view input(reinterpret_cast<const char*>(data), size);
-    const perfwatch::Collector* c = the_collector();
+    const perfwatch::Collector* c = g_collector;
     if (c == nullptr) {
         (void)perfwatch::collect_content("fuzz-input", input);
         return 0;
