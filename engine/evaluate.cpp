@@ -217,6 +217,13 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
                 if (t) share = 100.0 * *t / gpu_time;
             }
             if (rule.min_share_pct && share && *share < *rule.min_share_pct) continue;
+            // A kernel's and a copy's impact are on one scale, the GPU's work (kernels, copies and
+            // sets): a kernel's share of kernel time would rank its fix above a copy fix that saves
+            // more. (The run's timeline is not that scale: on the tune half of the headline set it
+            // put idle findings above the small grids and faults that cause the idle time.)
+            std::optional<double> work_share = share;
+            if (share && entity.kind == EntityKind::kernel && gpu_time > 0 && memory_time > 0)
+                work_share = *share * gpu_time / (gpu_time + memory_time);
             const MetricIndex& index = indexes.try_emplace(i, entity).first->second;
             const EntityScope scope(entity, run_entity, &batch, &memo, history, run.id, &index);
             std::optional<double> speedup = tool_speedup(rule, batch, i, launches_of);
@@ -225,7 +232,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
                 if (const double* d = std::get_if<double>(&v); d && std::isfinite(*d)) speedup = std::clamp(*d, 0.0, 100.0);
             }
             std::optional<double> impact;
-            if (share && speedup) impact = *share * *speedup / 100.0;
+            if (work_share && speedup) impact = *work_share * *speedup / 100.0;
             // A kernel finding that could move the run by less than the rule's min_impact is said
             // in the rule's one summary line instead (history rules judge change, not size).
             const double could_move = impact ? *impact : share.value_or(100.0);

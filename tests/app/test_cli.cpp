@@ -92,6 +92,19 @@ TEST(Cli, CheckL4TextFindsTheTailEffectWithWhatItsLastWaveLeavesIdle) {
     EXPECT_NE((*tail)["message"].get<std::string>().find("2.21 waves"), std::string::npos);
 }
 
+// Its occupancy (66.67%, registers) is low, but the kernel already runs its memory at 89.22% of
+// peak ("Memory Throughput"): more resident warps can save at most the 10.78% left, under the
+// tail effect's 26.3%, which heads the check.
+TEST(Cli, OccupancyCannotSaveMoreThanTheBusiestUnitLeavesOfItsPeak) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_L4-cc89_ncu2025_fp16_wmma_512_basic.txt");
+    const auto r = run_perfwatch({"check", "--format", "json", path});
+    const auto doc = parse_json(r);
+    const auto* occupancy = find_finding(doc, "ncu-theoretical-occupancy", "wmma_db");
+    ASSERT_NE(occupancy, nullptr) << r.out;
+    EXPECT_NEAR((*occupancy)["estimated_speedup_pct"].get<double>(), 100.0 - 89.22, 0.01);
+    EXPECT_EQ(doc["findings"][0]["rule"], "ncu-tail-effect") << r.out;
+}
+
 // A real ncu report measured again at a lower SM clock (its "SM Frequency" lines rewritten to 680
 // MHz, the durations kept): the second run is told its clock differs from its baseline's.
 TEST(Cli, ARealNcuReportMeasuredAtAnotherClockIsToldSo) {

@@ -77,6 +77,38 @@ TEST(Evaluate, ToolSpeedupIsDurationWeightedAndImpactRanks) {
     EXPECT_NEAR(second.impact.value_or(0), 10.0 / 3.0, 1e-9);
 }
 
+// A kernel fix and a copy fix are ranked on one scale, the GPU's work: result_2_7B's shape (an
+// SGEMM at 88% of 3.39 s of kernels, 4.46 s of pageable copies, each fix estimated at 50%).
+TEST(Evaluate, KernelAndCopyImpactsAreSharesOfTheSameWork) {
+    StoredRun run;
+    RunBatch& b = run.batch;
+    const std::size_t r = b.run_entity();
+    b.entities[r].set({"gpu_time", 3.39e9, "ns", "", ""});
+    b.entities[r].set({"memory_time", 4.46e9, "ns", "", ""});
+    Entity gemm;
+    gemm.kind = EntityKind::kernel;
+    gemm.name = "ampere_sgemm_128x64_tn";
+    gemm.set({"duration_total", 0.883 * 3.39e9, "ns", "", ""});
+    b.entities.push_back(gemm);
+    Entity copies;
+    copies.kind = EntityKind::memcpy;
+    copies.name = "[CUDA memcpy HtoD] (pageable)";
+    copies.set({"duration_total", 4.46e9, "ns", "", ""});
+    b.entities.push_back(copies);
+    const RuleSet set = rules(
+        "rules:\n"
+        "  - id: kernel-fix\n    when: duration_total > 0\n    message: k\n    estimated_speedup: 50\n"
+        "  - id: copy-fix\n    scope: memcpy\n    when: duration_total > 0\n    message: c\n    estimated_speedup: 50\n");
+    const Evaluation ev = evaluate_run(set, run);
+    ASSERT_EQ(ev.findings.size(), 2u);
+    const double work = 3.39e9 + 4.46e9;
+    EXPECT_EQ(ev.findings[0].rule, "copy-fix");
+    EXPECT_NEAR(ev.findings[0].impact.value_or(0), 50.0 * 4.46e9 / work, 1e-9);
+    EXPECT_EQ(ev.findings[1].rule, "kernel-fix");
+    EXPECT_NEAR(ev.findings[1].impact.value_or(0), 50.0 * 0.883 * 3.39e9 / work, 1e-9);
+    EXPECT_NEAR(ev.findings[1].share_pct.value_or(0), 88.3, 1e-9);  // its share is of kernel time
+}
+
 TEST(Evaluate, MinShareLeavesOutSmallEntities) {
     const RuleSet set = rules(
         "rules:\n"
