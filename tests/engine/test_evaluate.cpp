@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "engine/evaluate.hpp"
 
 namespace perfwatch {
@@ -85,16 +87,14 @@ TEST(Evaluate, KernelAndCopyImpactsAreSharesOfTheSameWork) {
     const std::size_t r = b.run_entity();
     b.entities[r].set({"gpu_time", 3.39e9, "ns", "", ""});
     b.entities[r].set({"memory_time", 4.46e9, "ns", "", ""});
-    Entity gemm;
-    gemm.kind = EntityKind::kernel;
-    gemm.name = "ampere_sgemm_128x64_tn";
-    gemm.set({"duration_total", 0.883 * 3.39e9, "ns", "", ""});
-    b.entities.push_back(gemm);
-    Entity copies;
-    copies.kind = EntityKind::memcpy;
-    copies.name = "[CUDA memcpy HtoD] (pageable)";
-    copies.set({"duration_total", 4.46e9, "ns", "", ""});
-    b.entities.push_back(copies);
+    for (const auto& [kind, name, ns] : {std::tuple{EntityKind::kernel, "ampere_sgemm_128x64_tn", 0.883 * 3.39e9},
+                                         std::tuple{EntityKind::memcpy, "[CUDA memcpy HtoD] (pageable)", 4.46e9}}) {
+        Entity e;
+        e.kind = kind;
+        e.name = name;
+        e.set({"duration_total", ns, "ns", "", ""});
+        b.entities.push_back(e);
+    }
     const RuleSet set = rules(
         "rules:\n"
         "  - id: kernel-fix\n    when: duration_total > 0\n    message: k\n    estimated_speedup: 50\n"
