@@ -21,7 +21,7 @@ struct DecidedCheck {
 // information, never warnings. The headline set (tools/headlines) labels such reports `none`.
 inline constexpr double k_min_work_ns = 2e6;
 
-// A kernel regression whose impact (share of the run's GPU time x estimated speedup, in percent
+// A kernel regression whose impact (share of the run's GPU work x estimated speedup, in percent
 // of the run) is under this is information, never a warning or an error.
 inline constexpr double k_min_regression_impact_pct = 0.5;
 

@@ -53,8 +53,9 @@ struct SourceText {
 };
 
 // A kernel finding whose impact (its share of the run's GPU work, kernels, copies and sets, x its
-// estimated speedup; its share of kernel time where the rule estimates none) is below this percent of the run's GPU time is not said on its own: the
-// rule's findings below it become one summary line per run. A rule's `min_impact` overrides it.
+// estimated speedup; its share of kernel time where the rule estimates none) is below this percent
+// is not said on its own: the rule's findings below it become one summary line per run. A rule's
+// `min_impact` overrides it.
 inline constexpr double k_default_min_impact_pct = 1.0;
 
 // A rule as written in YAML, before compilation.
