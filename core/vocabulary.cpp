@@ -46,7 +46,7 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"sync_api_time", "ns", "run", "host time spent in synchronizing API calls"},
     {"gpu_idle_during", "ns", "api_call", "time a synchronizing call waited while no kernel or memory operation ran on any GPU (Kineto, Nsight Systems SQLite)"},
     {"gpu_idle_during_pct", "percent", "api_call", "gpu_idle_during as a share of the call's total time"},
-    {"memcpy_bytes", "byte", "run", "bytes moved by memory copies and sets"},
+    {"memcpy_bytes", "byte", "run", "bytes moved by memory copies and sets the program issued (unified-memory migrations are um_bytes)"},
     {"pageable_memcpy_count", "count", "run", "copies from or to pageable host memory (run synchronously)"},
     {"pageable_memcpy_time", "ns", "run", "time those copies took"},
     {"flops", "flop", "op", "floating-point operations one call of the operator does (2 per multiply-add; PyTorch profiler shapes)"},

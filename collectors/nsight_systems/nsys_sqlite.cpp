@@ -373,6 +373,7 @@ private:
         struct MemGroup {
             double count = 0, bytes = 0, time = 0;
             std::string direction, host_memory;
+            bool unified = false;  // managed-memory migrations: the driver's, not copies the program issued
         };
         std::map<std::string, MemGroup> mem;
         bool unified_copies = false;  // managed-memory migrations among the copies
@@ -421,6 +422,7 @@ private:
                 g.time += st.getColumn(1).getDouble() - st.getColumn(0).getDouble();
                 g.direction = std::string(copy_kind_name(copy_kind));
                 g.host_memory = host;
+                g.unified = is_unified_copy(copy_kind);
                 memory_event(name, st, 3, 8, copy_calls);
             }
         }
@@ -628,9 +630,10 @@ private:
             run.set(plain("um_migrations_during", um.during_kernels, "count"));
             run.set(plain("um_migration_time_during", um.time_during_kernels, "ns"));
         }
-        double memcpy_bytes = 0, pageable = 0, pageable_time = 0;
+        double memcpy_bytes = 0, pageable = 0, pageable_time = 0, unified_time = 0;
         for (const auto& [name, g] : mem) {
-            memcpy_bytes += g.bytes;
+            if (g.unified) unified_time += g.time;
+            else memcpy_bytes += g.bytes;  // migrations are um_bytes
             if (g.host_memory != "pageable") continue;
             pageable += g.count;
             pageable_time += g.time;
@@ -640,6 +643,8 @@ private:
             run.set(plain("pageable_memcpy_count", pageable, "count"));
             run.set(plain("pageable_memcpy_time", pageable_time, "ns"));
         }
+        // Read above only beside kernels; the copy rules need it wherever migrations are copies.
+        if (unified_time > 0 && !run.value("um_migration_time")) run.set(plain("um_migration_time", unified_time, "ns"));
         return batch;
     }
 };

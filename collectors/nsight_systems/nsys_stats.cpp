@@ -928,9 +928,12 @@ private:
         }
 
         // Sizes join the memory operations by name; an operation only sized still becomes an entity.
-        double memcpy_bytes = 0;
+        // Unified-memory migrations ("[CUDA memcpy Unified Host-to-Device]") are the driver's, not
+        // copies the program issued: their bytes and time are um_bytes and um_migration_time.
+        const auto unified = [](const std::string& name) { return name.find("Unified") != std::string::npos; };
+        double memcpy_bytes = 0, um_bytes = 0;
         for (const auto& [name, bytes] : memory_bytes) {
-            memcpy_bytes += bytes;
+            (unified(name) ? um_bytes : memcpy_bytes) += bytes;
             auto it = std::find_if(memory_entities.begin(), memory_entities.end(),
                                    [&](std::size_t i) { return batch.entities[i].name == name; });
             Entity* e = nullptr;
@@ -964,6 +967,11 @@ private:
             run.set(plain("sync_api_time", sync_time, "ns"));
         }
         if (!memory_bytes.empty()) run.set(plain("memcpy_bytes", memcpy_bytes, "byte"));
+        if (um_bytes > 0) run.set(plain("um_bytes", um_bytes, "byte"));
+        double um_time = 0;
+        for (const Entity& e : batch.entities)
+            if (e.kind == EntityKind::memcpy && unified(e.name)) um_time += e.value("duration_total").value_or(0);
+        if (um_time > 0) run.set(plain("um_migration_time", um_time, "ns"));
         // Summary tables alone give each copy kind's total time; a trace's timeline already summed them.
         if (!run.value("memory_time")) {
             double memory_time = 0;

@@ -196,6 +196,65 @@ TEST(NsysLaunchShape, APrefetchUndoneByTheHostIsTold) {
     EXPECT_NE(message.find("The prefetch was undone by host access"), std::string::npos) << message;
 }
 
+// In the shape of a managed-memory softmax (a prefetch, the host faulting the pages back, the kernel
+// faulting them in again): the export's copy rows are all migrations, 2.3x the kernel time. They
+// are not copies the program issued: no copy finding, no pinned-memory advice; memcpy_bytes leaves
+// them out and um_migration_time is SQL's sum of their durations.
+TEST(NsysLaunchShape, MigrationsAreNotCopiesTheProgramIssued) {
+    TempDir dir;
+    const std::string path = dir.file("migrations.sqlite");
+    std::vector<Migration> migrations;
+    for (int i = 0; i < 50; ++i) migrations.push_back({i * 50'000LL, i * 50'000LL + 40'000, 11, 1, 2097152});
+    for (int i = 0; i < 48; ++i) migrations.push_back({2'600'000 + i * 40'000LL, 2'600'000 + i * 40'000LL + 30'000, 12, 2});
+    for (int i = 0; i < 60; ++i) migrations.push_back({5'000'000 + i * 30'000LL, 5'000'000 + i * 30'000LL + 20'000, 11, 2});
+    write_export(path, "Tesla T4", 7, 5, 40, 32, {{5'000'000, 7'000'000, 320, 256, 32, 0}}, migrations);
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    const long long migration_ns =
+        db.execAndGet("SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind IN (11, 12, 13)").getInt64();
+    const long long kernel_ns = db.execAndGet("SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL").getInt64();
+    ASSERT_GE(migration_ns, 2 * kernel_ns);  // copies under the old reading would dominate
+    const RunBatch b = collect_ok(path);
+    EXPECT_EQ(b.entities[0].value("um_migration_time").value_or(-1), static_cast<double>(migration_ns));
+    EXPECT_EQ(b.entities[0].value("memcpy_bytes").value_or(-1), 0);
+    const ProcessResult r = run_perfwatch({"check", "--format", "json", path});
+    const auto doc = nlohmann::json::parse(r.out);
+    bool undone = false;
+    for (const auto& f : doc.at("findings")) {
+        EXPECT_NE(f.at("rule"), "timeline-copy-dominated") << f.dump();
+        const std::string message = f.at("message");
+        EXPECT_EQ(message.find("cudaMallocHost"), std::string::npos) << message;
+        EXPECT_EQ(message.find("(pinned host memory"), std::string::npos) << message;
+        undone = undone || message.find("The prefetch was undone by host access") != std::string::npos;
+    }
+    EXPECT_TRUE(undone) << r.out;
+}
+
+// Prefetches before the kernel and the results faulted back to the host after it: migrations outside
+// the kernel, 13x its time. That is the run's finding, with managed-memory advice; the ratio in the
+// message is SQL's (migrations not overlapping a kernel over the kernels' time).
+TEST(NsysLaunchShape, MigrationsOutsideTheKernelsThatDominateAreTheManagedDataFinding) {
+    TempDir dir;
+    const std::string path = dir.file("prefetch_heavy.sqlite");
+    std::vector<Migration> migrations;
+    for (int i = 0; i < 200; ++i) migrations.push_back({i * 60'000LL, i * 60'000LL + 50'000, 11, 1, 2097152});
+    for (int i = 0; i < 100; ++i) migrations.push_back({14'000'000 + i * 40'000LL, 14'000'000 + i * 40'000LL + 30'000, 12, 2});
+    write_export(path, "NVIDIA A100-SXM4-80GB", 8, 0, 108, 64, {{12'500'000, 13'500'000, 4096, 256, 24, 0}}, migrations);
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    const double outside = db.execAndGet("SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY m WHERE copyKind IN "
+                                         "(11, 12, 13) AND NOT EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_KERNEL k"
+                                         " WHERE k.start < m.end AND k.end > m.start)")
+                               .getDouble();
+    const double kernels = db.execAndGet("SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL").getDouble();
+    const auto found = warnings_of(path);
+    ASSERT_FALSE(found.empty());
+    EXPECT_EQ(found[0].at("rule"), "um-migrations-dominate");
+    const std::string message = found[0].at("message");
+    EXPECT_NE(message.find(fmt::format("{:.1f}x the", outside / kernels)), std::string::npos) << message;
+    EXPECT_NE(message.find("200 prefetched to the GPU, 100 back to the host on CPU page faults"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("Pinned host memory does not apply"), std::string::npos) << message;
+}
+
 // A microbenchmark: 60 us of kernel and one 0.76 ms pageable copy. Under 2 ms of GPU work in all,
 // nothing is a warning, however small its grid or its copies.
 TEST(NsysLaunchShape, UnderTwoMillisecondsOfGpuWorkNothingIsAWarning) {
