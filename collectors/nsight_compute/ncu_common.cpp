@@ -195,6 +195,18 @@ bool is_config_metric(std::string_view name) {
     return std::find(k_config.begin(), k_config.end(), name) != k_config.end() || name.starts_with("block_limit_");
 }
 
+// Counts of events in a launch (requests, sectors, wavefronts, conflicts, branches, instructions):
+// across a kernel's launches they add up, so the kernel's figure is their total, a sum of numbers
+// the report prints (a duration-weighted mean of counts is a number it holds nowhere).
+bool is_event_count_metric(std::string_view name) {
+    static constexpr std::array<std::string_view, 14> k_counts{
+        "shared_bank_conflicts", "shared_wavefronts",   "global_sectors_excessive", "global_sectors_ideal",
+        "global_sectors_requested", "global_load_sectors", "global_load_requests",  "global_store_sectors",
+        "global_store_requests", "local_spill_requests", "divergent_branches",      "branch_instructions",
+        "instructions_executed", "instructions_issued"};
+    return std::find(k_counts.begin(), k_counts.end(), name) != k_counts.end();
+}
+
 // Most launches have some tens of metrics: a scan costs less than a map node per metric. Past
 // k_scanned_metrics the names are indexed (a raw page can hold 100,000 metrics per launch).
 void set_metric(NcuLaunch& launch, Metric m) {
@@ -515,9 +527,10 @@ void NcuEntityBuilder::finish(RunBatch& batch) {
         kernel.kind = EntityKind::kernel;
         kernel.name = k.name;
         kernel.parent = static_cast<std::int64_t>(run_index);
-        // Other metrics: the common value when launches agree. Otherwise launch-configuration
-        // metrics take the values of the launch with the most GPU time (so grid, waves and limits
-        // stay consistent with each other) and measured ones the duration-weighted mean.
+        // Event counts are their total over the launches. Other metrics: the common value when
+        // launches agree. Otherwise launch-configuration metrics take the values of the launch with
+        // the most GPU time (so grid, waves and limits stay consistent with each other) and
+        // measured ones the duration-weighted mean.
         const std::vector<Metric>& dominant = k.timed ? k.dominant_by_time : k.dominant_by_count;
         for (const std::string& mname : k.metric_order) {
             if (mname == "duration") continue;  // replaced by the duration statistics below
@@ -534,6 +547,7 @@ void NcuEntityBuilder::finish(RunBatch& batch) {
                 else if (weight > 0)
                     m.value = sum / weight;
             }
+            if (is_event_count_metric(mname)) m.value = a.sum_by_count;
             kernel.metrics.push_back(std::move(m));
         }
         kernel.set(Metric{"launches", k.count, "count", "", ""});

@@ -3,8 +3,10 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -103,6 +105,28 @@ TEST(Cli, OccupancyCannotSaveMoreThanTheBusiestUnitLeavesOfItsPeak) {
     ASSERT_NE(occupancy, nullptr) << r.out;
     EXPECT_NEAR((*occupancy)["estimated_speedup_pct"].get<double>(), 100.0 - 89.22, 0.01);
     EXPECT_EQ(doc["findings"][0]["rule"], "ncu-tail-effect") << r.out;
+}
+
+// The report profiles wmma_db twice (8x16 and 128x256x4 blocks); each launch's bank-conflict rule
+// prints its conflicts and shared-load wavefronts. The kernel's figures are their totals, numbers
+// the reader can add up from the file (a duration-weighted mean of counts appears nowhere in it).
+TEST(Cli, BankConflictCountsAcrossLaunchesAreTheirTotals) {
+    PERFWATCH_CORPUS_FILE(path, "ncu/text_L4-cc89_ncu2025_fp16_wmma_8192_full.txt");
+    std::string text = read_file(path);
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    static const std::regex k_rule(R"(results in ([0-9]+) bank conflicts,\s+which\s+represent\s+[0-9.]+%\s+of\s+the\s+overall\s+([0-9]+)\s+wavefronts)");
+    long long conflicts = 0, wavefronts = 0, rules = 0;
+    for (std::sregex_iterator it(text.begin(), text.end(), k_rule), end; it != end; ++it, ++rules) {
+        conflicts += std::stoll((*it)[1].str());
+        wavefronts += std::stoll((*it)[2].str());
+    }
+    ASSERT_EQ(rules, 2);
+    const auto r = run_perfwatch({"check", "--format", "json", path});
+    const auto doc = parse_json(r);
+    const auto* bank = find_finding(doc, "ncu-shared-bank-conflicts", "wmma_db");
+    ASSERT_NE(bank, nullptr) << r.out;
+    const std::string message = (*bank)["message"].get<std::string>();
+    EXPECT_NE(message.find(fmt::format("{} of {} shared wavefronts", conflicts, wavefronts)), std::string::npos) << message;
 }
 
 // A real ncu report measured again at a lower SM clock (its "SM Frequency" lines rewritten to 680
