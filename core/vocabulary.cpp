@@ -152,6 +152,8 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"shared_mem_driver_per_block", "byte", k_k, "shared memory reserved by the driver per block"},
     {"shared_mem_config_size", "byte", k_k, "shared memory configured per SM"},
     {"sm_count", "count", "kernel,launch,device", "streaming multiprocessors on the device"},
+    {"small_grid_time_pct", "percent", "kernel", "where a kernel's launches differ in grid: share of its time in launches of fewer blocks than the device's SMs"},
+    {"small_grid_idle_pct", "percent", "kernel", "where a kernel's launches differ in grid: share of its SM time left idle by grids smaller than the device"},
     {"compute_units", "count", "device", "compute units of an OpenCL device"},
     {"device_frequency", "hz", "device", "device clock as the report states it"},
     {"waves_per_sm", "count", k_k, "waves of blocks per SM (grid / blocks that fit at once)"},

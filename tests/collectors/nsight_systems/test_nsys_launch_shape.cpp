@@ -196,6 +196,45 @@ TEST(NsysLaunchShape, APrefetchUndoneByTheHostIsTold) {
     EXPECT_NE(message.find("The prefetch was undone by host access"), std::string::npos) << message;
 }
 
+// A level-by-level solve on a 40-SM T4: one kernel launched once per level, its grid growing from 1
+// to 120 blocks of 128 threads, each launch about 60 us. Its longest launch happens to have 120
+// blocks; most of its time is in smaller grids. The shares in the message are SQL's, from each
+// launch's grid against smCount.
+TEST(NsysLaunchShape, AKernelWhoseGridsVaryIsJudgedOverAllItsLaunches) {
+    TempDir dir;
+    const std::string path = dir.file("levels.sqlite");
+    std::vector<KernelRow> launches;
+    long long t = 1'000'000;
+    for (int level = 0; level < 200; ++level) {
+        const int grid = level < 150 ? 1 + level % 30 : 41 + level % 80;
+        const long long length = 60'000 + (grid == 120 ? 5'000 : level % 7 * 100);
+        launches.push_back({t, t + length, grid, 128, 40, 0});
+        t += length + 20'000;
+    }
+    write_export(path, "Tesla T4", 7, 5, 40, 32, launches);
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    const double small_pct = db.execAndGet("SELECT 100.0 * sum(CASE WHEN gridX * gridY * gridZ < 40 THEN end - start ELSE 0 END)"
+                                           " / sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+                                 .getDouble();
+    const double idle_pct = db.execAndGet("SELECT 100.0 * sum((end - start) * max(0.0, 1.0 - gridX * gridY * gridZ / 40.0))"
+                                          " / sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+                                .getDouble();
+    const long long longest_grid =
+        db.execAndGet("SELECT gridX FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY end - start DESC LIMIT 1").getInt64();
+    ASSERT_GE(longest_grid, 40);  // the longest launch alone would say the grid fills the GPU
+    const auto found = warnings_of(path);
+    ASSERT_FALSE(found.empty());
+    EXPECT_EQ(found[0].at("rule"), "launch-small-grids");
+    const std::string message = found[0].at("message");
+    EXPECT_NE(message.find(fmt::format("{:.0f}% of its time is in launches of fewer blocks than the GPU's 40 SMs (its longest "
+                                       "launch has {} blocks of 128 threads): {:.0f}% of the SMs sit idle",
+                                       small_pct, longest_grid, idle_pct)),
+              std::string::npos)
+        << message;
+    EXPECT_NEAR(found[0].at("estimated_speedup_pct").get<double>(), idle_pct, 1e-6);
+    for (const auto& f : found) EXPECT_NE(f.at("rule"), "ncu-small-grid") << f.dump();
+}
+
 // In the shape of a managed-memory softmax (a prefetch, the host faulting the pages back, the kernel
 // faulting them in again): the export's copy rows are all migrations, 2.3x the kernel time. They
 // are not copies the program issued: no copy finding, no pinned-memory advice; memcpy_bytes leaves
