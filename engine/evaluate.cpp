@@ -112,6 +112,33 @@ Finding summary_finding(const CompiledRule& rule, const StoredRun& run, std::vec
     return f;
 }
 
+// A `fix: run` rule's findings from `first` on become one: the largest (by impact, else share),
+// its message naming the others, its share and impact theirs together.
+void merge_run_wide(std::vector<Finding>& findings, std::size_t first) {
+    if (findings.size() < first + 2) return;
+    const auto size = [](const Finding& f) { return f.impact.value_or(f.share_pct.value_or(0)); };
+    std::stable_sort(findings.begin() + static_cast<std::ptrdiff_t>(first), findings.end(),
+                     [&](const Finding& a, const Finding& b) { return size(a) > size(b); });
+    Finding& head = findings[first];
+    double share = head.share_pct.value_or(0), impact = head.impact.value_or(0);
+    std::string others;
+    for (std::size_t i = first + 1; i < findings.size(); ++i) {
+        const Finding& f = findings[i];
+        share += f.share_pct.value_or(0);
+        impact += f.impact.value_or(0);
+        std::string n = f.entity_name;
+        if (n.size() > 60) n = n.substr(0, 57) + "...";
+        others += fmt::format("{}{} ({:.1f}%)", i == first + 1 ? "" : ", ", n, f.share_pct.value_or(0));
+    }
+    const std::size_t more = findings.size() - first - 1;
+    head.message += fmt::format(" The same change fixes {} more {}{}: {}; together {:.1f}% of GPU time.", more,
+                                to_string(head.entity_kind), more == 1 ? "" : "s", others, share);
+    if (head.share_pct) head.share_pct = share;
+    if (head.impact) head.impact = impact;
+    head.metrics["entities"] = static_cast<double>(more + 1);
+    findings.erase(findings.begin() + static_cast<std::ptrdiff_t>(first) + 1, findings.end());
+}
+
 // Makes a warning or error information, saying which floor it fell under.
 void demote(Finding& f, const char* why) {
     if (f.severity == Severity::info) return;
@@ -185,6 +212,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
     for (std::size_t r = 0; r < rules.rules.size(); ++r) {
         const CompiledRule& rule = rules.rules[r];
         const RunHistory* history = r < histories.size() ? histories[r] : nullptr;
+        const std::size_t first_of_rule = result.findings.size();
         auto& rows = rows_of[rule.spec.scope];
         if (!rows) {
             rows = std::make_unique<RunRows>(batch, rule.spec.scope, run_entity, &memo, run.id);
@@ -284,6 +312,7 @@ Evaluation evaluate_run(const RuleSet& rules, const StoredRun& run, const std::v
             }
             result.findings.push_back(std::move(f));
         }
+        if (rule.spec.fix == FixScope::run) merge_run_wide(result.findings, first_of_rule);
         if (!below.empty()) result.findings.push_back(summary_finding(rule, run, std::move(below)));
         below.clear();
     }

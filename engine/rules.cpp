@@ -21,7 +21,7 @@ constexpr std::array<std::string_view, 10> k_rule_keys{"id",      "title",      
                                                       "estimated_speedup", "tool_finding", "min_share", "min_impact"};
 constexpr std::string_view k_all_keys =
     "id, title, severity, scope, when, message, estimated_speedup, tool_finding, min_share, min_impact, labels, let, append, "
-    "enabled, override, baseline, resolve_after";
+    "enabled, override, baseline, resolve_after, fix";
 
 
 class Reader {
@@ -223,6 +223,13 @@ private:
                     r.resolve_after = static_cast<std::size_t>(runs);
                 continue;
             }
+            if (key == "fix") {
+                const auto t = scalar(v, r.id, key);
+                if (t && *t == "run") r.fix = FixScope::run;
+                else if (t && *t == "entity") r.fix = FixScope::entity;
+                else if (t) diag(v.Mark(), r.id, fmt::format("'fix' must be entity or run, not '{}'", *t));
+                continue;
+            }
             if (key == "labels") {
                 if (!v.IsMap()) {
                     diag(v.Mark(), r.id, "'labels' must be a mapping of names to values");
@@ -388,6 +395,7 @@ void apply_patch(RuleSpec& base, const RuleSpec& patch) {
     if (k.contains("enabled")) base.enabled = patch.enabled;
     if (k.contains("baseline")) base.baseline = patch.baseline;
     if (k.contains("resolve_after")) base.resolve_after = patch.resolve_after;
+    if (k.contains("fix")) base.fix = patch.fix;
     for (const auto& [name, text] : patch.lets) {
         auto it = std::find_if(base.lets.begin(), base.lets.end(), [&](const auto& l) { return l.first == name; });
         if (it != base.lets.end()) it->second = text;

@@ -59,6 +59,10 @@ struct SourceText {
 inline constexpr double k_default_min_impact_pct = 1.0;
 
 // A rule as written in YAML, before compilation.
+// What one change fixes: each entity the rule fires on, or all of them at once (a setting, a
+// flag, pinning the host buffers): a run's findings of a `fix: run` rule are then one.
+enum class FixScope { entity, run };
+
 struct RuleSpec {
     std::string id;
     std::string title;
@@ -77,6 +81,7 @@ struct RuleSpec {
     std::vector<SourceText> appends;  // `append:` conditions, joined to `when` with `and`
     BaselineSpec baseline;            // the runs history functions compare with
     std::size_t resolve_after = 3;    // runs back inside the band before a regression resolves
+    FixScope fix = FixScope::entity;
     bool enabled = true;
     // An entry with `override: true`, `append:` or `enabled:` patches the rule of the same id
     // from an earlier file: the keys it gives replace those, its lets replace lets by name.

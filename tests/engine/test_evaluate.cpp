@@ -109,6 +109,39 @@ TEST(Evaluate, KernelAndCopyImpactsAreSharesOfTheSameWork) {
     EXPECT_NEAR(ev.findings[1].share_pct.value_or(0), 88.3, 1e-9);  // its share is of kernel time
 }
 
+// Two FP32 GEMMs that one setting (TF32) moves, and a third kernel: the `fix: run` rule's two
+// findings are one, on the larger, naming the other; share and impact are the two together. The
+// same rule without `fix: run` tells each.
+TEST(Evaluate, ARunWideFixIsOneFindingNamingEveryEntityItFixes) {
+    StoredRun run;
+    RunBatch& b = run.batch;
+    b.entities[b.run_entity()].set({"gpu_time", 100e6, "ns", "", ""});
+    for (const auto& [name, ns] : {std::pair{"sgemm_128x32", 37.5e6}, std::pair{"sgemm_128x64", 49.1e6},
+                                   std::pair{"softmax", 13.4e6}}) {
+        Entity e;
+        e.kind = EntityKind::kernel;
+        e.name = name;
+        e.set({"duration_total", ns, "ns", "", ""});
+        b.entities.push_back(e);
+    }
+    const std::string rule = "  - id: tf32\n    when: name ~ \"sgemm\"\n    message: allow TF32.\n    estimated_speedup: 50\n";
+    const Evaluation merged = evaluate_run(rules("rules:\n" + rule + "    fix: run\n"), run);
+    ASSERT_EQ(merged.findings.size(), 1u);
+    const Finding& f = merged.findings[0];
+    EXPECT_EQ(f.entity_name, "sgemm_128x64");
+    EXPECT_EQ(f.message, "allow TF32. The same change fixes 1 more kernel: sgemm_128x32 (37.5%); together 86.6% of GPU time.");
+    EXPECT_NEAR(f.share_pct.value_or(0), 49.1 + 37.5, 1e-9);
+    EXPECT_NEAR(f.impact.value_or(0), (49.1 + 37.5) / 2, 1e-9);
+    EXPECT_EQ(evaluate_run(rules("rules:\n" + rule), run).findings.size(), 2u);
+}
+
+TEST(Evaluate, FixMustBeEntityOrRun) {
+    const RuleFile file = parse_rule_text("r.yaml", "rules:\n  - id: x\n    when: 1 > 0\n    message: m\n    fix: everything\n");
+    ASSERT_EQ(file.diagnostics.size(), 1u);
+    EXPECT_NE(file.diagnostics[0].message.find("'fix' must be entity or run, not 'everything'"), std::string::npos);
+    EXPECT_EQ(file.diagnostics[0].loc.line, 5);
+}
+
 TEST(Evaluate, MinShareLeavesOutSmallEntities) {
     const RuleSet set = rules(
         "rules:\n"
