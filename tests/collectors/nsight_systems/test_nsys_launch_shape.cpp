@@ -29,6 +29,13 @@ struct Migration {
     long long bytes = 65536;
 };
 
+// Appends `count` migrations of `kind` and `cause`, `length` ns each: the first at `start`, then one
+// every `step` ns.
+void add_migrations(std::vector<Migration>& out, int count, long long start, long long step, long long length, int kind,
+                    int cause, long long bytes = 65536) {
+    for (int i = 0; i < count; ++i) out.push_back({start + i * step, start + i * step + length, kind, cause, bytes});
+}
+
 // Writes an export in the shape of nsys 2023-2025 (the tables and columns perfwatch reads): one GPU
 // of compute capability `cc` with `sms` SMs, one kernel name, its launches, and the migrations.
 void write_export(const std::string& path, const std::string& gpu, int major, int minor, int sms, int max_warps,
@@ -151,10 +158,10 @@ TEST(NsysLaunchShape, ManagedMemoryFaultsInsideAKernelAreCountedAndNamed) {
     TempDir dir;
     const std::string path = dir.file("um.sqlite");
     std::vector<Migration> migrations;
-    for (int i = 0; i < 40; ++i) migrations.push_back({i * 10'000LL, i * 10'000LL + 3'000, 11, 3, 262144});  // before
+    add_migrations(migrations, 40, 0, 10'000, 3'000, 11, 3, 262144);  // before
     for (int i = 0; i < 155; ++i)
         migrations.push_back({1'000'000 + i * 9'000LL, 1'000'000 + i * 9'000LL + 3'500, 11, i % 3 == 0 ? 3 : 2, 65536});
-    for (int i = 0; i < 72; ++i) migrations.push_back({3'000'000 + i * 8'000LL, 3'000'000 + i * 8'000LL + 7'000, 12, 3});
+    add_migrations(migrations, 72, 3'000'000, 8'000, 7'000, 12, 3);
     write_export(path, "NVIDIA GeForce RTX 3080", 8, 6, 68, 48, {{1'000'000, 2'450'000, 4096, 256, 16, 0}}, migrations);
     SQLite::Database db(path, SQLite::OPEN_READONLY);
     const long long inside = db.execAndGet("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY m WHERE copyKind IN (11, 12, 13)"
@@ -184,9 +191,9 @@ TEST(NsysLaunchShape, APrefetchUndoneByTheHostIsTold) {
     TempDir dir;
     const std::string path = dir.file("undone.sqlite");
     std::vector<Migration> migrations;
-    for (int i = 0; i < 50; ++i) migrations.push_back({i * 10'000LL, i * 10'000LL + 5'000, 11, 1});       // prefetch
-    for (int i = 0; i < 48; ++i) migrations.push_back({600'000 + i * 10'000LL, 600'000 + i * 10'000LL + 5'000, 12, 2});
-    for (int i = 0; i < 60; ++i) migrations.push_back({2'000'000 + i * 20'000LL, 2'000'000 + i * 20'000LL + 5'000, 11, 2});
+    add_migrations(migrations, 50, 0, 10'000, 5'000, 11, 1);  // prefetch
+    add_migrations(migrations, 48, 600'000, 10'000, 5'000, 12, 2);
+    add_migrations(migrations, 60, 2'000'000, 20'000, 5'000, 11, 2);
     write_export(path, "NVIDIA A10G", 8, 6, 80, 48, {{2'000'000, 4'000'000, 8192, 256, 32, 0}}, migrations);
     const auto found = warnings_of(path);
     ASSERT_FALSE(found.empty());
@@ -243,9 +250,9 @@ TEST(NsysLaunchShape, MigrationsAreNotCopiesTheProgramIssued) {
     TempDir dir;
     const std::string path = dir.file("migrations.sqlite");
     std::vector<Migration> migrations;
-    for (int i = 0; i < 50; ++i) migrations.push_back({i * 50'000LL, i * 50'000LL + 40'000, 11, 1, 2097152});
-    for (int i = 0; i < 48; ++i) migrations.push_back({2'600'000 + i * 40'000LL, 2'600'000 + i * 40'000LL + 30'000, 12, 2});
-    for (int i = 0; i < 60; ++i) migrations.push_back({5'000'000 + i * 30'000LL, 5'000'000 + i * 30'000LL + 20'000, 11, 2});
+    add_migrations(migrations, 50, 0, 50'000, 40'000, 11, 1, 2097152);
+    add_migrations(migrations, 48, 2'600'000, 40'000, 30'000, 12, 2);
+    add_migrations(migrations, 60, 5'000'000, 30'000, 20'000, 11, 2);
     write_export(path, "Tesla T4", 7, 5, 40, 32, {{5'000'000, 7'000'000, 320, 256, 32, 0}}, migrations);
     SQLite::Database db(path, SQLite::OPEN_READONLY);
     const long long migration_ns =
@@ -275,8 +282,8 @@ TEST(NsysLaunchShape, MigrationsOutsideTheKernelsThatDominateAreTheManagedDataFi
     TempDir dir;
     const std::string path = dir.file("prefetch_heavy.sqlite");
     std::vector<Migration> migrations;
-    for (int i = 0; i < 200; ++i) migrations.push_back({i * 60'000LL, i * 60'000LL + 50'000, 11, 1, 2097152});
-    for (int i = 0; i < 100; ++i) migrations.push_back({14'000'000 + i * 40'000LL, 14'000'000 + i * 40'000LL + 30'000, 12, 2});
+    add_migrations(migrations, 200, 0, 60'000, 50'000, 11, 1, 2097152);
+    add_migrations(migrations, 100, 14'000'000, 40'000, 30'000, 12, 2);
     write_export(path, "NVIDIA A100-SXM4-80GB", 8, 0, 108, 64, {{12'500'000, 13'500'000, 4096, 256, 24, 0}}, migrations);
     SQLite::Database db(path, SQLite::OPEN_READONLY);
     const double outside = db.execAndGet("SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_MEMCPY m WHERE copyKind IN "
