@@ -65,7 +65,7 @@ constexpr std::array k_vocabulary = std::to_array<MetricDef>({
     {"um_migrations_during", "count", "run,kernel", "unified-memory migrations while a kernel ran (for a kernel: one of that name)"},
     {"um_migration_time_during", "ns", "run,kernel", "time of the migrations while a kernel ran"},
     {"um_bytes_during", "byte", "kernel", "bytes migrated while a kernel of that name ran"},
-    {"um_fault_migrations_during", "count", "kernel", "migrations a page fault caused while a kernel of that name ran"},
+    {"um_fault_migrations_during", "count", "kernel", "migrations a page fault caused (or the driver's speculative prefetch after one) while a kernel of that name ran"},
     {"bytes", "byte", "memcpy,collective", "bytes moved (a collective: its input message, In msg nelems x dtype)"},
     {"bandwidth", "byte/s", "memcpy", "bytes moved per second of copy time"},
     {"max_warps_per_sm", "count", "device", "resident warps an SM can hold"},
