@@ -32,4 +32,34 @@ void add_launch_shape(RunBatch& batch) {
     }
 }
 
+void GridTimes::add(double grid, double ns) {
+    if (m_overflow || !(grid >= 1) || !(ns >= 0)) return;
+    for (auto& [g, t] : m_times)
+        if (g == grid) {
+            t += ns;
+            return;
+        }
+    if (m_times.size() == k_max_grids) {
+        m_overflow = true;
+        m_times.clear();
+        return;
+    }
+    m_times.emplace_back(grid, ns);
+}
+
+void GridTimes::set_metrics(Entity& kernel, double sm_count) const {
+    if (m_overflow || m_times.size() < 2 || !(sm_count >= 1)) return;
+    double total = 0, small = 0, idle = 0;
+    for (const auto& [grid, ns] : m_times) {
+        total += ns;
+        if (grid < sm_count) {
+            small += ns;
+            idle += ns * (sm_count - grid) / sm_count;
+        }
+    }
+    if (!(total > 0)) return;
+    kernel.set(plain("small_grid_time_pct", 100.0 * small / total, "percent"));
+    kernel.set(plain("small_grid_idle_pct", 100.0 * idle / total, "percent"));
+}
+
 }  // namespace perfwatch

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "core/model.hpp"
 
 namespace perfwatch {
@@ -11,5 +14,22 @@ namespace perfwatch {
 // memory; `occupancy_limiter` stays the profiler's own). Kernels that already carry a measured
 // occupancy (Nsight Compute) are left as they are.
 void add_launch_shape(RunBatch& batch);
+
+// The time a kernel's launches spent at each grid size (blocks), for kernels launched with grids
+// of several sizes. Holds at most k_max_grids sizes: past that the kernel is not judged this way
+// (memory stays bounded whatever the number of launches).
+class GridTimes {
+public:
+    static constexpr std::size_t k_max_grids = 256;
+    void add(double grid, double ns);
+    // Where the launches' grids differ and `sm_count` is known: `small_grid_time_pct` (share of
+    // the time in grids under `sm_count` blocks) and `small_grid_idle_pct` (that time weighted by
+    // the share of SMs it left idle) on `kernel`.
+    void set_metrics(Entity& kernel, double sm_count) const;
+
+private:
+    std::vector<std::pair<double, double>> m_times;  // grid, ns
+    bool m_overflow = false;
+};
 
 }  // namespace perfwatch

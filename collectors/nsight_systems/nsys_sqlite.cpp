@@ -15,6 +15,7 @@
 
 #include "collectors/nsight_systems/nsys_common.hpp"
 #include "collectors/nsight_systems/nsys_unified_memory.hpp"
+#include "collectors/launch_shape.hpp"
 #include "collectors/readers/idle_causes.hpp"
 #include "collectors/readers/sqlite_schema.hpp"
 #include "collectors/readers/sync_idle.hpp"
@@ -198,7 +199,6 @@ private:
         const std::size_t run_index = batch.run_entity();
         std::map<long long, std::string> device_names;
         std::vector<Entity> device_info;
-        std::map<long long, double> sm_of_device;
         if (ex.has("TARGET_INFO_GPU")) {
             // The device's number is `id` from 2021 on, `deviceId` in older exports (whose table
             // holds only vmId, deviceId, name, busLocation and isDiscrete).
@@ -219,7 +219,6 @@ private:
                 if (!st.getColumn(5).isNull())
                     dev.set(plain("max_warps_per_sm", st.getColumn(5).getDouble(), "count", "maxWarpsPerSm"));
                 device_names[id] = dev.name;
-                if (const auto sm = dev.value("sm_count"); sm && *sm >= 1) sm_of_device[id] = *sm;
                 device_info.push_back(std::move(dev));
             }
         }
@@ -238,10 +237,7 @@ private:
             double grid = 0, block = 0, registers = 0, static_smem = 0, dynamic_smem = 0;
             std::string grid_text, block_text, short_name;
             double latency_count = 0, latency_sum = 0, latency_max = 0;
-            // Where its launches' grids differ: time on a GPU of known size, time in grids smaller
-            // than its SM count, and that time weighted by the share of SMs left idle.
-            double first_grid = -1, sized_time = 0, small_time = 0, idle_sm_time = 0;
-            bool grids_vary = false;
+            GridTimes grids;  // time per grid size, for kernels whose launches differ in grid
         };
         std::unordered_map<long long, KernelExtra> extras;
         double latency_count = 0, latency_sum = 0, latency_max = 0;
@@ -340,16 +336,7 @@ private:
                 timeline.add(TimelineEvent::Kind::kernel, x.name, device, start, end);
                 sync_idle.add_busy(start, end);
                 const double duration = end - start;
-                const double grid = st.real(5) * st.real(6) * st.real(7);
-                if (x.first_grid < 0) x.first_grid = grid;
-                x.grids_vary = x.grids_vary || grid != x.first_grid;
-                if (const auto sm = sm_of_device.find(st.int64(2)); sm != sm_of_device.end() && grid >= 1) {
-                    x.sized_time += duration;
-                    if (grid < sm->second) {
-                        x.small_time += duration;
-                        x.idle_sm_time += duration * (sm->second - grid) / sm->second;
-                    }
-                }
+                x.grids.add(st.real(5) * st.real(6) * st.real(7), duration);
                 if (duration > x.longest) {
                     x.longest = duration;
                     const double gx = st.real(5), gy = st.real(6),
@@ -529,10 +516,7 @@ private:
                 e.set(plain("shared_mem_dynamic_per_block", x.dynamic_smem, "byte", "dynamicSharedMemory", "B"));
                 e.attributes["grid"] = x.grid_text;
                 e.attributes["block"] = x.block_text;
-                if (x.grids_vary && x.sized_time > 0) {
-                    e.set(plain("small_grid_time_pct", 100.0 * x.small_time / x.sized_time, "percent"));
-                    e.set(plain("small_grid_idle_pct", 100.0 * x.idle_sm_time / x.sized_time, "percent"));
-                }
+                if (const auto sm = e.value("sm_count")) x.grids.set_metrics(e, *sm);
                 if (!x.short_name.empty()) e.attributes["short_name"] = x.short_name;
                 if (x.latency_count > 0) {
                     e.set(plain("launch_latency_mean", x.latency_sum / x.latency_count, "ns"));

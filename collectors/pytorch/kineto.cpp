@@ -18,6 +18,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "collectors/launch_shape.hpp"
 #include "collectors/readers/byte_source.hpp"
 #include "collectors/readers/comm_kernels.hpp"
 #include "collectors/readers/idle_causes.hpp"
@@ -172,6 +173,7 @@ struct KernelExtra {
     std::uint32_t id = 0;  // in order of first appearance
     bool comm = false;     // a communication kernel (its name says so)
     std::size_t timeline_group = 0;  // its TimelineBuilder group
+    GridTimes grids;                 // time per grid size, for kernels whose launches differ in grid
 };
 
 class KinetoReader {
@@ -513,9 +515,11 @@ private:
             x.occupancy_weighted += occ * length;
             x.occupancy_weight += length;
         }
+        const double grid = args->product("grid");
+        x.grids.add(grid, length);
         if (length <= x.longest) return x;
         x.longest = length;
-        x.grid = args->product("grid");
+        x.grid = grid;
         x.block = args->product("block");
         if (!args->number("registers per thread", x.registers)) x.registers = -1;
         if (!args->number("shared memory", x.shared)) x.shared = -1;
@@ -887,7 +891,10 @@ private:
                                 "est. achieved occupancy %", "%"));
                 if (auto d = e.attributes.find("device"); d != e.attributes.end()) {
                     const std::string device = d->second;  // adding "cc" below moves the attributes
-                    if (auto sm = sm_of.find(device); sm != sm_of.end()) e.set(plain("sm_count", sm->second, "count", "numSms"));
+                    if (auto sm = sm_of.find(device); sm != sm_of.end()) {
+                        e.set(plain("sm_count", sm->second, "count", "numSms"));
+                        x.grids.set_metrics(e, sm->second);
+                    }
                     if (auto cc = cc_of.find(device); cc != cc_of.end()) e.attributes["cc"] = cc->second;
                 }
             } else if (e.kind == EntityKind::memcpy) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -326,6 +327,46 @@ TEST(Kineto, AKernelBesideAnotherIsConcurrentAndItsSmallGridIsNoFinding) {
     };
     EXPECT_FALSE(fired("split.json").contains("ncu-small-grid"));
     EXPECT_TRUE(fired("alone.json").contains("ncu-small-grid"));
+}
+
+// A GEMM launched per layer with grids of 24, 48, 96 and 264 blocks on a 132-SM H100, its longest
+// launch the 264-block one: judged over every launch, not that one. The shares are computed here
+// from the events written.
+TEST(Kineto, AKernelWhoseGridsVaryIsJudgedOverAllItsLaunches) {
+    TempDir dir;
+    const std::array<std::pair<int, int>, 4> layers{{{24, 300}, {48, 350}, {96, 400}, {264, 420}}};  // grid, dur us
+    std::string events;
+    double total = 0, small = 0, idle = 0;
+    int ts = 1000;
+    for (int step = 0; step < 5; ++step)
+        for (const auto& [grid, dur] : layers) {
+            events += fmt::format(R"({}{{"ph": "X", "cat": "kernel", "name": "layer_gemm", "pid": 0, "tid": 1, "ts": {}, )"
+                                  R"("dur": {}, "args": {{"device": 0, "stream": 1, "grid": [{}, 1, 1], "block": [256, 1, 1]}}}})",
+                                  events.empty() ? "" : ", ", ts, dur, grid);
+            ts += dur + 5;
+            total += dur;
+            if (grid < 132) {
+                small += dur;
+                idle += dur * (132.0 - grid) / 132.0;
+            }
+        }
+    write_file(dir.path() / "layers.json",
+               R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "numSms": 132, "computeMajor": 9, )"
+               R"("computeMinor": 0}], "traceEvents": [)" + events + "]}");
+    const RunBatch b = collect_ok(dir.file("layers.json"));
+    const auto kernels = of_kind(b, EntityKind::kernel);
+    ASSERT_EQ(kernels.size(), 1u);
+    EXPECT_EQ(metric(kernels[0], "grid_size"), 264);  // the longest launch's
+    EXPECT_NEAR(metric(kernels[0], "small_grid_time_pct"), 100.0 * small / total, 1e-9);
+    EXPECT_NEAR(metric(kernels[0], "small_grid_idle_pct"), 100.0 * idle / total, 1e-9);
+    const auto r = run_perfwatch({"check", "--format", "json", dir.file("layers.json")});
+    const auto doc = nlohmann::json::parse(r.out);
+    bool told = false;
+    for (const auto& f : doc["findings"]) {
+        EXPECT_NE(f["rule"], "ncu-small-grid") << f.dump();
+        told = told || f["rule"] == "launch-small-grids";
+    }
+    EXPECT_TRUE(told) << r.out;
 }
 
 // Runtime calls that start no device work (cudaEventQuery here) do not wait for a kernel: a launch
