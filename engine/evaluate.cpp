@@ -67,6 +67,13 @@ struct BelowMinImpact {
     std::optional<double> impact;
 };
 
+// Appends "name (12.3%)" to a list of entities with their shares, names past 60 characters cut.
+void append_named_share(std::string& list, std::string_view name, double share_pct) {
+    std::string n(name);
+    if (n.size() > 60) n = n.substr(0, 57) + "...";
+    list += fmt::format("{}{} ({:.1f}%)", list.empty() ? "" : ", ", n, share_pct);
+}
+
 // One line for a rule's kernel findings below its min_impact: how many, their share of GPU time
 // and estimated gain together, the largest by name. Severity info, on the run.
 Finding summary_finding(const CompiledRule& rule, const StoredRun& run, std::vector<BelowMinImpact> below) {
@@ -83,11 +90,8 @@ Finding summary_finding(const CompiledRule& rule, const StoredRun& run, std::vec
         }
     }
     std::string names;
-    for (std::size_t i = 0; i < below.size() && i < 3; ++i) {
-        std::string n = *below[i].entity_name;
-        if (n.size() > 60) n = n.substr(0, 57) + "...";
-        names += fmt::format("{}{} ({:.1f}%)", i == 0 ? "" : ", ", n, below[i].share_pct.value_or(0));
-    }
+    for (std::size_t i = 0; i < below.size() && i < 3; ++i)
+        append_named_share(names, *below[i].entity_name, below[i].share_pct.value_or(0));
     Finding f;
     f.rule = rule.spec.id;
     f.title = rule.spec.title;
@@ -126,13 +130,13 @@ void merge_run_wide(std::vector<Finding>& findings, std::size_t first) {
         const Finding& f = findings[i];
         share += f.share_pct.value_or(0);
         impact += f.impact.value_or(0);
-        std::string n = f.entity_name;
-        if (n.size() > 60) n = n.substr(0, 57) + "...";
-        others += fmt::format("{}{} ({:.1f}%)", i == first + 1 ? "" : ", ", n, f.share_pct.value_or(0));
+        append_named_share(others, f.entity_name, f.share_pct.value_or(0));
     }
     const std::size_t more = findings.size() - first - 1;
-    head.message += fmt::format(" The same change fixes {} more {}{}: {}; together {:.1f}% of GPU time.", more,
-                                to_string(head.entity_kind), more == 1 ? "" : "s", others, share);
+    // A copy's share is of the GPU's work (kernels, copies and sets), a kernel's of kernel time.
+    head.message += fmt::format(" The same change fixes {} more {}{}: {}; together {:.1f}% of {}.", more,
+                                to_string(head.entity_kind), more == 1 ? "" : "s", others, share,
+                                head.entity_kind == EntityKind::memcpy ? "the GPU's work" : "GPU time");
     if (head.share_pct) head.share_pct = share;
     if (head.impact) head.impact = impact;
     head.metrics["entities"] = static_cast<double>(more + 1);

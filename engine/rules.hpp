@@ -58,11 +58,11 @@ struct SourceText {
 // `min_impact` overrides it.
 inline constexpr double k_default_min_impact_pct = 1.0;
 
-// A rule as written in YAML, before compilation.
 // What one change fixes: each entity the rule fires on, or all of them at once (a setting, a
 // flag, pinning the host buffers): a run's findings of a `fix: run` rule are then one.
 enum class FixScope { entity, run };
 
+// A rule as written in YAML, before compilation.
 struct RuleSpec {
     std::string id;
     std::string title;

@@ -626,7 +626,6 @@ private:
         }
         if (um.any()) {
             run.set(plain("um_migrations", um.migrations, "count"));
-            run.set(plain("um_migration_time", um.time, "ns"));
             run.set(plain("um_bytes", um.bytes, "byte"));
             run.set(plain("um_fault_migrations", um.fault_migrations, "count"));
             run.set(plain("um_prefetch_migrations", um.prefetch_migrations, "count"));
@@ -647,8 +646,7 @@ private:
             run.set(plain("pageable_memcpy_count", pageable, "count"));
             run.set(plain("pageable_memcpy_time", pageable_time, "ns"));
         }
-        // Read above only beside kernels; the copy rules need it wherever migrations are copies.
-        if (unified_time > 0 && !run.value("um_migration_time")) run.set(plain("um_migration_time", unified_time, "ns"));
+        if (unified_time > 0) run.set(plain("um_migration_time", unified_time, "ns"));
         return batch;
     }
 };

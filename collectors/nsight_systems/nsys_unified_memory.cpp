@@ -49,7 +49,6 @@ Result<UnifiedMemory> read_unified_memory(SQLite::Database& db, const std::strin
         const double bytes = migrations.getColumn(3).getDouble();
         const long long cause = migrations.getColumn(4).isNull() ? 0 : migrations.getColumn(4).getInt64();
         um.migrations += 1;
-        um.time += end - start;
         um.bytes += bytes;
         const bool fault = cause == k_cause_fault || cause == k_cause_speculative;
         if (fault) um.fault_migrations += 1;

@@ -18,7 +18,7 @@ struct KernelMigrations {
 // Unified-memory migrations of an Nsight Systems export (CUPTI_ACTIVITY_KIND_MEMCPY rows of kind
 // Unified HtoD/DtoH/DtoD, with their migration cause where the export has it).
 struct UnifiedMemory {
-    double migrations = 0, time = 0, bytes = 0;
+    double migrations = 0, bytes = 0;  // their time is the copy rows' (um_migration_time)
     double fault_migrations = 0;     // page fault or speculative prefetch after a fault
     double prefetch_migrations = 0;  // cudaMemPrefetchAsync (user prefetch)
     double host_fault_migrations = 0;  // DtoH on a page fault: the CPU touched managed pages
